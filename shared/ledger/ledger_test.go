@@ -1,0 +1,191 @@
+package ledger
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var allStates = []State{"", Pending, Confirmed, Released, Failed, Unknown, Held}
+
+func TestAllowedIsExactlyDesignTable(t *testing.T) {
+	// DESIGN §3, written out pair by pair so a change to the table must
+	// change this test too.
+	want := map[[2]State]bool{
+		{"", Pending}:        true,
+		{Pending, Confirmed}: true,
+		{Pending, Released}:  true,
+		{Pending, Failed}:    true,
+		{Pending, Unknown}:   true,
+		{Pending, Held}:      true,
+		{Unknown, Confirmed}: true,
+		{Unknown, Released}:  true,
+		{Unknown, Held}:      true,
+		{Released, Pending}:  true,
+		{Held, Released}:     true,
+		{Held, Confirmed}:    true,
+		{Held, Failed}:       true,
+	}
+	for _, from := range allStates {
+		for _, to := range allStates {
+			if got := Allowed(from, to); got != want[[2]State{from, to}] {
+				t.Errorf("Allowed(%q, %q) = %v, want %v", from, to, got, !got)
+			}
+		}
+	}
+}
+
+func TestKeysAreStableAndDistinct(t *testing.T) {
+	slot := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	k := PublishKey("acc", "post-1", slot)
+	if k != PublishKey("acc", "post-1", slot.In(time.FixedZone("CET", 3600))) {
+		t.Errorf("PublishKey depends on the slot's zone")
+	}
+	distinct := []Key{
+		k,
+		PublishKey("acc", "post-1", slot.Add(time.Minute)),
+		PublishKey("acc2", "post-1", slot),
+		PublishKey("acc", "post-2", slot),
+		UploadKey("acc", "post-1"),
+		DeleteKey("acc", "post-1"),
+	}
+	seen := map[Key]int{}
+	for i, key := range distinct {
+		if j, dup := seen[key]; dup {
+			t.Errorf("key %d equals key %d: %s", i, j, key)
+		}
+		seen[key] = i
+		if len(key) != 52 {
+			t.Errorf("key %s has length %d, want 52 base32 characters", key, len(key))
+		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	p := NewEntry("k", Publish, "acc", "post", now, "fp", "w1", now, time.Minute)
+	released, _ := p.Release("429", now)
+	reacquired, err := released.Reacquire("w2", now, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		prev, next Entry
+		ok         bool
+	}{
+		{"re-acquire grows attempt", released, reacquired, true},
+		{"re-acquire without attempt+1", released, with(reacquired, func(e *Entry) { e.Attempt = 1 }), false},
+		{"confirm keeps attempt", p, with(p, func(e *Entry) { e.State = Confirmed }), true},
+		{"confirm with attempt+1", p, with(p, func(e *Entry) { e.State = Confirmed; e.Attempt = 2 }), false},
+		{"handle change", released, with(reacquired, func(e *Entry) { e.Handle = "other" }), false},
+		{"key change", p, with(p, func(e *Entry) { e.State = Unknown; e.Key = "k2" }), false},
+		{"confirmed is terminal", with(p, func(e *Entry) { e.State = Confirmed }), with(p, func(e *Entry) { e.State = Released }), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Check(tt.prev, tt.next)
+			if (err == nil) != tt.ok {
+				t.Fatalf("Check = %v, want ok=%v", err, tt.ok)
+			}
+			if err != nil && !errors.Is(err, ErrTransition) {
+				t.Errorf("Check error %v does not wrap ErrTransition", err)
+			}
+		})
+	}
+}
+
+func with(e Entry, f func(*Entry)) Entry { f(&e); return e }
+
+func TestHandleFixedAcrossAttempts(t *testing.T) {
+	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	e := NewEntry("k", Publish, "acc", "post", now, "fp", "w1", now, time.Minute)
+	if e.Handle == "" || e.Handle == NewEntry("k", Publish, "acc", "post", now, "fp", "w1", now, time.Minute).Handle {
+		t.Fatalf("handles must be fresh per first write, got %q", e.Handle)
+	}
+	handle := e.Handle
+	for attempt := 2; attempt <= 4; attempt++ {
+		u, err := e.MarkUnknown("timeout", now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := u.Release(ReasonNotFoundForTest, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e, err = r.Reacquire("w", now, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if e.Handle != handle || e.Attempt != attempt {
+			t.Errorf("attempt %d: handle %q attempt %d, want %q attempt %d", attempt, e.Handle, e.Attempt, handle, attempt)
+		}
+	}
+}
+
+const ReasonNotFoundForTest = "not found"
+
+func TestLeaseAndDecide(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	e := NewEntry("k", Publish, "acc", "post", t0, "fp", "w1", t0, time.Minute)
+	tests := []struct {
+		name  string
+		entry Entry
+		at    time.Time
+		want  Decision
+	}{
+		{"live lease", e, t0.Add(59 * time.Second), DecideWait},
+		{"lease ends", e, t0.Add(time.Minute), DecideExpire},
+		{"confirmed", must(e.Confirm("r1", t0)), t0, DecideReuse},
+		{"unknown", must(e.MarkUnknown("x", t0)), t0, DecideConfirm},
+		{"released", must(e.Release("x", t0)), t0, DecideSend},
+		{"failed", must(e.Fail("x", t0)), t0, DecideStop},
+		{"held", must(e.Hold("x", "", t0)), t0, DecideStop},
+	}
+	for _, tt := range tests {
+		if got := Decide(tt.entry, tt.at); got != tt.want {
+			t.Errorf("%s: Decide = %s, want %s", tt.name, got, tt.want)
+		}
+	}
+	if _, err := e.ExpireLease(t0.Add(30 * time.Second)); !errors.Is(err, ErrTransition) {
+		t.Errorf("ExpireLease on a live lease = %v, want ErrTransition", err)
+	}
+	u, err := e.ExpireLease(t0.Add(2 * time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Entry{State: Unknown, Reason: ReasonLeaseExpired, OpenSince: t0, Attempt: 1}
+	got := Entry{State: u.State, Reason: u.Reason, OpenSince: u.OpenSince, Attempt: u.Attempt}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("expired entry (-want +got):\n%s", diff)
+	}
+	if u.LeaseOwner != "" || !u.LeaseUntil.IsZero() {
+		t.Errorf("unknown entry keeps a lease: %q until %s", u.LeaseOwner, u.LeaseUntil)
+	}
+}
+
+func TestTerminalGetsTTLAndClosesOpenSince(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	e := NewEntry("k", Publish, "acc", "post", t0, "fp", "w1", t0, time.Minute)
+	c := must(e.Confirm("r1", t0.Add(time.Second)))
+	if !c.ExpiresAt.Equal(t0.Add(time.Second + TerminalTTL)) {
+		t.Errorf("ExpiresAt = %s, want 90 days after confirm", c.ExpiresAt)
+	}
+	if !c.OpenSince.IsZero() {
+		t.Errorf("confirmed entry still open since %s", c.OpenSince)
+	}
+	if _, err := e.Confirm("", t0); !errors.Is(err, ErrTransition) {
+		t.Errorf("Confirm without remote id = %v, want ErrTransition", err)
+	}
+	if _, err := c.Release("x", t0); !errors.Is(err, ErrTransition) {
+		t.Errorf("confirmed → released = %v, want ErrTransition", err)
+	}
+}
+
+func must(e Entry, err error) Entry {
+	if err != nil {
+		panic(err)
+	}
+	return e
+}

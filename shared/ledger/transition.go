@@ -1,0 +1,161 @@
+package ledger
+
+import (
+	"fmt"
+	"time"
+)
+
+// Reasons recorded on entries by the ledger itself.
+const (
+	ReasonLeaseExpired = "lease_expired"
+)
+
+// NewEntry is the first write of an action: pending, attempt 1, a fresh
+// platform handle, and a lease for owner until now+lease.
+func NewEntry(key Key, action Action, account, subject string, slot time.Time, fingerprint, owner string, now time.Time, lease time.Duration) Entry {
+	now = now.UTC()
+	return Entry{
+		Key: key, Action: action, Account: account, Subject: subject, Slot: slot.UTC(),
+		State: Pending, Attempt: 1, Handle: NewHandle(), Fingerprint: fingerprint,
+		LeaseOwner: owner, LeaseUntil: now.Add(lease), OpenSince: now, SentAt: now, UpdatedAt: now,
+	}
+}
+
+// move returns e in state to, or ErrTransition. It keeps OpenSince while
+// the entry stays open, sets it when it becomes open, clears it when it
+// closes, and sets the TTL of terminal entries.
+func (e Entry) move(to State, now time.Time) (Entry, error) {
+	if !Allowed(e.State, to) {
+		return e, fmt.Errorf("entry %s: %s → %s: %w", e.Key, stateName(e.State), to, ErrTransition)
+	}
+	now = now.UTC()
+	wasOpen := e.State.Open()
+	e.State = to
+	e.UpdatedAt = now
+	switch {
+	case to.Open() && !wasOpen:
+		e.OpenSince = now
+	case !to.Open():
+		e.OpenSince = time.Time{}
+	}
+	if to != Pending {
+		e.LeaseOwner, e.LeaseUntil = "", time.Time{}
+	}
+	if to != Held {
+		e.TaskToken = ""
+	}
+	if to.Terminal() {
+		e.ExpiresAt = now.Add(TerminalTTL)
+	}
+	return e, nil
+}
+
+// Reacquire is released → pending: the next attempt, same handle, a new lease.
+func (e Entry) Reacquire(owner string, now time.Time, lease time.Duration) (Entry, error) {
+	n, err := e.move(Pending, now)
+	if err != nil {
+		return e, err
+	}
+	n.Attempt++
+	n.LeaseOwner, n.LeaseUntil = owner, now.UTC().Add(lease)
+	n.SentAt = now.UTC()
+	n.Reason = ""
+	return n, nil
+}
+
+// Confirm records the platform's id: pending, unknown or held → confirmed.
+func (e Entry) Confirm(remoteID string, now time.Time) (Entry, error) {
+	if remoteID == "" {
+		return e, fmt.Errorf("entry %s: confirm without a remote id: %w", e.Key, ErrTransition)
+	}
+	n, err := e.move(Confirmed, now)
+	n.RemoteID = remoteID
+	return n, err
+}
+
+// Release records that the platform certainly did not act (or an operator
+// approved a re-send): pending, unknown or held → released.
+func (e Entry) Release(reason string, now time.Time) (Entry, error) {
+	n, err := e.move(Released, now)
+	n.Reason = reason
+	return n, err
+}
+
+// Fail records a definite refusal: pending or held → failed.
+func (e Entry) Fail(reason string, now time.Time) (Entry, error) {
+	n, err := e.move(Failed, now)
+	n.Reason = reason
+	return n, err
+}
+
+// MarkUnknown records an ambiguous outcome: pending → unknown.
+func (e Entry) MarkUnknown(reason string, now time.Time) (Entry, error) {
+	n, err := e.move(Unknown, now)
+	n.Reason = reason
+	return n, err
+}
+
+// Hold hands the entry to an operator: pending or unknown → held. remoteID
+// is what dedup found, if anything.
+func (e Entry) Hold(reason, remoteID string, now time.Time) (Entry, error) {
+	n, err := e.move(Held, now)
+	n.Reason = reason
+	if remoteID != "" {
+		n.RemoteID = remoteID
+	}
+	return n, err
+}
+
+// LeaseExpired reports whether a pending entry's owner has run out of time:
+// it died mid-call or is too slow to trust.
+func (e Entry) LeaseExpired(now time.Time) bool {
+	return e.State == Pending && !now.Before(e.LeaseUntil)
+}
+
+// ExpireLease is pending with an expired lease → unknown: nobody knows
+// whether the dead owner's call reached the platform.
+func (e Entry) ExpireLease(now time.Time) (Entry, error) {
+	if !e.LeaseExpired(now) {
+		return e, fmt.Errorf("entry %s: lease held until %s: %w", e.Key, e.LeaseUntil.Format(time.RFC3339Nano), ErrTransition)
+	}
+	return e.MarkUnknown(ReasonLeaseExpired, now)
+}
+
+// Decision is what an acquirer must do with an existing entry.
+type Decision string
+
+// Decisions; see Decide.
+const (
+	// DecideSend: the entry is released, re-acquire it and send.
+	DecideSend Decision = "send"
+	// DecideReuse: confirmed, reuse its receipt; never send.
+	DecideReuse Decision = "reuse"
+	// DecideConfirm: unknown, make sure its confirm workflow runs.
+	DecideConfirm Decision = "confirm"
+	// DecideExpire: pending with a dead owner, move it to unknown and confirm.
+	DecideExpire Decision = "expire"
+	// DecideWait: pending with a live lease, someone else is sending; back off.
+	DecideWait Decision = "wait"
+	// DecideStop: failed or held, nothing to do without an operator.
+	DecideStop Decision = "stop"
+)
+
+// Decide says what acquiring an existing entry means (DESIGN §3: acquire on
+// an existing row never sends, except a released one).
+func Decide(e Entry, now time.Time) Decision {
+	switch e.State {
+	case Released:
+		return DecideSend
+	case Confirmed:
+		return DecideReuse
+	case Unknown:
+		return DecideConfirm
+	case Pending:
+		if e.LeaseExpired(now) {
+			return DecideExpire
+		}
+		return DecideWait
+	default:
+		return DecideStop
+	}
+}

@@ -1,0 +1,142 @@
+// Package platform is the port every social-platform adapter implements, the
+// four failure classes adapters translate their errors into (DESIGN §4), and
+// the content fingerprint used to recognise a post on a platform.
+//
+// Adapters never retry a write on their own: a create, upload or delete is
+// sent exactly once per call, and the ledger's state machine decides whether
+// a second call is safe. Reads may be retried freely.
+package platform
+
+import (
+	"context"
+	"time"
+)
+
+// Client is one account's connection to one platform.
+type Client interface {
+	// Publish creates a post. The request's Handle is the ledger's platform
+	// handle (Mastodon Idempotency-Key, Bluesky rkey, Discord nonce) and is
+	// the same on every attempt for one ledger entry.
+	Publish(ctx context.Context, req PublishRequest) (Receipt, error)
+	// Lookup searches the account's recent posts for one created by the
+	// query's handle or carrying its fingerprint. found is false when the
+	// platform was read successfully and no such post exists.
+	Lookup(ctx context.Context, q LookupQuery) (post RemotePost, found bool, err error)
+	// Recent returns up to n of the account's newest posts, newest first.
+	Recent(ctx context.Context, n int) ([]RemotePost, error)
+	// Delete removes a post by its remote id.
+	Delete(ctx context.Context, remoteID string) error
+	// Exists reports whether a post with the remote id is on the platform.
+	Exists(ctx context.Context, remoteID string) (bool, error)
+	// UploadMedia uploads one attachment and waits until the platform has
+	// processed it and it can be attached to a post.
+	UploadMedia(ctx context.Context, m MediaUpload) (MediaReceipt, error)
+	// Refresh exchanges a refresh token for a new credential. A response
+	// without a refresh token keeps the old one.
+	Refresh(ctx context.Context, cred Credential) (Credential, error)
+	// Capabilities declares what the platform can do and its limits.
+	Capabilities() Capabilities
+}
+
+// PublishRequest is one create call.
+type PublishRequest struct {
+	// Handle is the ledger's platform handle, fixed at the entry's first write.
+	Handle string
+	// Text is the post body as prepared by the operator.
+	Text string
+	// MediaIDs are remote ids returned by UploadMedia, in display order.
+	MediaIDs []string
+}
+
+// Receipt is the platform's answer to a successful create.
+type Receipt struct {
+	RemoteID  string
+	URL       string
+	CreatedAt time.Time
+}
+
+// LookupQuery asks whether a post exists. Either field may be empty; an
+// adapter uses the handle where the platform can be read by it
+// (Capabilities.LookupByHandle) and the fingerprint otherwise.
+type LookupQuery struct {
+	Handle      string
+	Fingerprint string
+	// MediaSHA256 maps remote media ids to the SHA-256 of the uploaded bytes,
+	// so a remote post's attachments can be fingerprinted.
+	MediaSHA256 map[string]string
+	// NotBefore bounds the search: posts created earlier are not candidates.
+	NotBefore time.Time
+}
+
+// RemotePost is a post as read back from a platform, with platform
+// rendering undone (Mastodon HTML → text).
+type RemotePost struct {
+	RemoteID  string
+	Text      string
+	MediaIDs  []string
+	URL       string
+	CreatedAt time.Time
+}
+
+// Fingerprint returns the post's content fingerprint, mapping its media ids
+// to SHA-256s through shaByRemoteID. A media id missing from the map is
+// fingerprinted by its id, so it never matches a post of ours.
+func (p RemotePost) Fingerprint(shaByRemoteID map[string]string) string {
+	shas := make([]string, 0, len(p.MediaIDs))
+	for _, id := range p.MediaIDs {
+		if sha, ok := shaByRemoteID[id]; ok {
+			shas = append(shas, sha)
+			continue
+		}
+		shas = append(shas, "remote:"+id)
+	}
+	return Fingerprint(p.Text, shas)
+}
+
+// MediaUpload is one attachment to upload.
+type MediaUpload struct {
+	// Handle is the upload's ledger handle.
+	Handle      string
+	Filename    string
+	ContentType string
+	Data        []byte
+	Alt         string
+}
+
+// MediaReceipt identifies an uploaded, processed attachment.
+type MediaReceipt struct {
+	RemoteID string
+	URL      string
+}
+
+// Credential is an account's OAuth credential. It is never logged.
+type Credential struct {
+	AccessToken  string
+	RefreshToken string
+	// ExpiresAt is zero when the access token does not expire.
+	ExpiresAt time.Time
+}
+
+// String hides the tokens, so a credential printed by mistake leaks nothing.
+func (c Credential) String() string { return "platform.Credential{redacted}" }
+
+// GoString hides the tokens from %#v as well.
+func (c Credential) GoString() string { return c.String() }
+
+// Capabilities declares what an adapter can do.
+type Capabilities struct {
+	// Platform is the adapter's name, e.g. "mastodon".
+	Platform string
+	// NativeIdempotency: the platform itself deduplicates a create that
+	// carries the same handle (for a bounded time).
+	NativeIdempotency bool
+	// LookupByHandle: Lookup can find a post by its handle alone.
+	LookupByHandle bool
+	// ReadableHistory: the account's posts can be read back at all. Without
+	// it an unknown outcome goes to a human (Telegram, webhooks).
+	ReadableHistory bool
+	// MaxTextGraphemes is the text limit in user-perceived characters.
+	MaxTextGraphemes int
+	// MaxMedia is the largest number of attachments on one post.
+	MaxMedia int
+}

@@ -1,0 +1,161 @@
+// Package post holds what an operator prepares: a Post with its body, media
+// and one Target per account, the Account it goes to, and the validation
+// that refuses a post before it is ever scheduled.
+//
+// A target moves through these statuses:
+//
+//	scheduled → triggered → published
+//	                      → publishing (the outcome was ambiguous; a confirm loop is reading the platform back)
+//	                      → failed | held
+//	scheduled|triggered   → cancelled
+//
+// On the happy path a target goes from triggered straight to published: the
+// ledger, not the post, records that a call is in flight.
+package post
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// ID identifies a post.
+type ID string
+
+// AccountID identifies an account in oncepost (not on the platform).
+type AccountID string
+
+// ErrNotFound is returned by stores when a post or account does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ErrConflict is returned by stores when a conditional write lost a race or
+// a status change is not allowed from the stored status.
+var ErrConflict = errors.New("conflict")
+
+// GatePolicy says what happens when a confirm loop cannot find a post after
+// an ambiguous outcome.
+type GatePolicy string
+
+const (
+	// GateAuto releases the entry for a re-send.
+	GateAuto GatePolicy = "auto"
+	// GateManual holds the entry for an operator.
+	GateManual GatePolicy = "manual"
+)
+
+// Account is one destination on one platform.
+type Account struct {
+	ID AccountID `json:"id"`
+	// Platform names the adapter, e.g. "mastodon".
+	Platform string `json:"platform"`
+	// Handle is the account's name on the platform, e.g. "@news@example.social".
+	Handle string `json:"handle"`
+	// BaseURL is the platform instance, e.g. "https://example.social".
+	BaseURL string `json:"base_url"`
+	// RemoteID is the account's id on the platform, when known.
+	RemoteID string `json:"remote_id,omitempty"`
+	// CredentialRef names the credential in the secret store.
+	CredentialRef string `json:"credential_ref"`
+	// Gate is the policy for unconfirmed ambiguous outcomes.
+	Gate GatePolicy `json:"gate"`
+}
+
+// Media is one attachment, referenced by content hash.
+type Media struct {
+	// Ref locates the bytes (a path in the media store).
+	Ref string `json:"ref"`
+	// SHA256 is the hex SHA-256 of the bytes.
+	SHA256      string `json:"sha256"`
+	ContentType string `json:"content_type"`
+	Alt         string `json:"alt"`
+}
+
+// TargetStatus is where one (post, account) pair stands.
+type TargetStatus string
+
+// Target statuses; see the package comment for the moves between them.
+const (
+	Scheduled  TargetStatus = "scheduled"
+	Triggered  TargetStatus = "triggered"
+	Publishing TargetStatus = "publishing"
+	Published  TargetStatus = "published"
+	Failed     TargetStatus = "failed"
+	Held       TargetStatus = "held"
+	Cancelled  TargetStatus = "cancelled"
+)
+
+// Terminal reports whether no automatic move leaves the status. Held waits
+// for an operator, which is not automatic.
+func (s TargetStatus) Terminal() bool {
+	return s == Published || s == Failed || s == Cancelled
+}
+
+var targetMoves = map[TargetStatus][]TargetStatus{
+	Scheduled:  {Triggered, Publishing, Published, Failed, Held, Cancelled},
+	Triggered:  {Triggered, Publishing, Published, Failed, Held, Cancelled},
+	Publishing: {Publishing, Published, Failed, Held},
+	Held:       {Triggered, Publishing, Published, Failed, Cancelled},
+}
+
+// CanMove reports whether a target may go from one status to another.
+// Published, failed and cancelled are final. A cancelled target is never
+// published: the publisher re-reads the post before sending.
+func CanMove(from, to TargetStatus) bool {
+	return slices.Contains(targetMoves[from], to)
+}
+
+// Target is one account a post goes to, at its planned slot.
+type Target struct {
+	Account AccountID `json:"account"`
+	// Slot is the planned publish time, UTC.
+	Slot   time.Time    `json:"slot"`
+	Status TargetStatus `json:"status"`
+	// RemoteID is the platform's id once published (or found by dedup).
+	RemoteID string `json:"remote_id,omitempty"`
+	// Reason explains failed and held.
+	Reason    string    `json:"reason,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Post is a prepared post.
+type Post struct {
+	ID        ID        `json:"id"`
+	Body      string    `json:"body"`
+	Media     []Media   `json:"media,omitempty"`
+	Targets   []Target  `json:"targets"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Target returns the post's target for an account.
+func (p Post) Target(account AccountID) (Target, bool) {
+	for _, t := range p.Targets {
+		if t.Account == account {
+			return t, true
+		}
+	}
+	return Target{}, false
+}
+
+// TargetUpdate is a status change for one target.
+type TargetUpdate struct {
+	Status   TargetStatus
+	RemoteID string
+	Reason   string
+	At       time.Time
+}
+
+// Apply returns the target after the update, or ErrConflict when the move
+// is not allowed. Stores call it inside their conditional write.
+func (t Target) Apply(u TargetUpdate) (Target, error) {
+	if !CanMove(t.Status, u.Status) {
+		return t, fmt.Errorf("target %s: %s → %s: %w", t.Account, t.Status, u.Status, ErrConflict)
+	}
+	t.Status = u.Status
+	if u.RemoteID != "" {
+		t.RemoteID = u.RemoteID
+	}
+	t.Reason = u.Reason
+	t.UpdatedAt = u.At.UTC()
+	return t, nil
+}

@@ -1,0 +1,152 @@
+package post
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/rivo/uniseg"
+)
+
+// FieldError is a refused input: which field, what is wrong, how to fix it.
+type FieldError struct {
+	// Field is the JSON path of the field, e.g. "targets[1].at".
+	Field   string
+	Problem string
+	Fix     string
+}
+
+func (e *FieldError) Error() string {
+	if e.Fix == "" {
+		return e.Field + ": " + e.Problem
+	}
+	return e.Field + ": " + e.Problem + "; " + e.Fix
+}
+
+// Draft is a post as an operator writes it: times are text and must carry
+// a timezone offset, so "09:00" is never silently read in the server's zone.
+type Draft struct {
+	ID      string        `json:"id"`
+	Body    string        `json:"body"`
+	Media   []Media       `json:"media,omitempty"`
+	Targets []DraftTarget `json:"targets"`
+}
+
+// DraftTarget is one account and the time to publish there.
+type DraftTarget struct {
+	Account string `json:"account"`
+	// At is an RFC 3339 time with an offset, e.g. "2026-12-01T09:00:00+01:00".
+	At string `json:"at"`
+}
+
+// Limits are a platform's content limits.
+type Limits struct {
+	MaxTextGraphemes int
+	MaxMedia         int
+}
+
+// Rules is what validation checks a draft against.
+type Rules struct {
+	// Accounts are the known accounts.
+	Accounts map[AccountID]Account
+	// Limits returns a platform's limits; ok is false for an unknown platform.
+	Limits func(platform string) (l Limits, ok bool)
+	// Now is the current time; a planned time before it is refused.
+	Now time.Time
+}
+
+var (
+	idPattern  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+	shaPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
+)
+
+// Validate checks a draft and returns the post it describes, every target
+// scheduled. The error joins one *FieldError per problem found.
+func (d Draft) Validate(r Rules) (Post, error) {
+	var errs []error
+	bad := func(field, problem, fix string) {
+		errs = append(errs, &FieldError{Field: field, Problem: problem, Fix: fix})
+	}
+	if !idPattern.MatchString(d.ID) {
+		bad("id", fmt.Sprintf("%q is not a valid post id", d.ID), "use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit")
+	}
+	if strings.TrimSpace(d.Body) == "" && len(d.Media) == 0 {
+		bad("body", "is empty", "write the text of the post")
+	}
+	for i, m := range d.Media {
+		f := fmt.Sprintf("media[%d]", i)
+		if m.Ref == "" {
+			bad(f+".ref", "is empty", "name the file to attach")
+		}
+		if !shaPattern.MatchString(m.SHA256) {
+			bad(f+".sha256", "is not a lowercase hex SHA-256", "use the 64-character hex SHA-256 of the file")
+		}
+	}
+	if len(d.Targets) == 0 {
+		bad("targets", "is empty", "add at least one {account, at}")
+	}
+	p := Post{ID: ID(d.ID), Body: d.Body, Media: d.Media}
+	seen := map[AccountID]bool{}
+	graphemes := uniseg.GraphemeClusterCount(d.Body)
+	for i, t := range d.Targets {
+		f := fmt.Sprintf("targets[%d]", i)
+		acc, ok := r.Accounts[AccountID(t.Account)]
+		switch {
+		case t.Account == "":
+			bad(f+".account", "is empty", "name one of the configured accounts")
+		case !ok:
+			bad(f+".account", fmt.Sprintf("unknown account %q", t.Account), "add the account first or fix the name")
+		case seen[acc.ID]:
+			bad(f+".account", fmt.Sprintf("account %q is targeted twice", t.Account), "schedule a second post instead")
+		}
+		seen[AccountID(t.Account)] = true
+		slot, err := ParseSlot(t.At)
+		if err != nil {
+			bad(f+".at", err.Error(), "write an RFC 3339 time with an offset, e.g. 2026-12-01T09:00:00+01:00")
+		} else if slot.Before(r.Now) {
+			bad(f+".at", fmt.Sprintf("%s is in the past (now %s)", t.At, r.Now.UTC().Format(time.RFC3339)), "pick a time from now on")
+		}
+		if ok {
+			lim, known := r.Limits(acc.Platform)
+			switch {
+			case !known:
+				bad(f+".account", fmt.Sprintf("account %q is on unknown platform %q", t.Account, acc.Platform), "fix the account's platform")
+			default:
+				if lim.MaxTextGraphemes > 0 && graphemes > lim.MaxTextGraphemes {
+					bad("body", fmt.Sprintf("is %d characters, over %s's limit of %d for %s", graphemes, acc.Platform, lim.MaxTextGraphemes, t.Account),
+						fmt.Sprintf("shorten it by %d characters", graphemes-lim.MaxTextGraphemes))
+				}
+				if len(d.Media) > lim.MaxMedia {
+					bad("media", fmt.Sprintf("has %d attachments, over %s's limit of %d for %s", len(d.Media), acc.Platform, lim.MaxMedia, t.Account),
+						fmt.Sprintf("attach at most %d", lim.MaxMedia))
+				}
+			}
+		}
+		p.Targets = append(p.Targets, Target{Account: AccountID(t.Account), Slot: slot, Status: Scheduled, UpdatedAt: r.Now.UTC()})
+	}
+	if len(errs) > 0 {
+		return Post{}, fmt.Errorf("post %q refused: %w", d.ID, errors.Join(errs...))
+	}
+	p.CreatedAt = r.Now.UTC()
+	return p, nil
+}
+
+// ParseSlot parses a planned time, which must be RFC 3339 with an explicit
+// offset ("Z" or "+01:00"); the result is in UTC.
+func ParseSlot(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, errors.New("is empty")
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err == nil {
+		return t.UTC(), nil
+	}
+	for _, layout := range []string{"2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02 15:04:05", "2006-01-02 15:04"} {
+		if _, e := time.Parse(layout, s); e == nil {
+			return time.Time{}, fmt.Errorf("%q has no timezone offset", s)
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is not an RFC 3339 time", s)
+}

@@ -1,0 +1,138 @@
+package post
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestValidate(t *testing.T) {
+	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	rules := Rules{
+		Accounts: map[AccountID]Account{
+			"news": {ID: "news", Platform: "mastodon"},
+			"odd":  {ID: "odd", Platform: "fax"},
+		},
+		Limits: func(p string) (Limits, bool) {
+			if p == "mastodon" {
+				return Limits{MaxTextGraphemes: 10, MaxMedia: 2}, true
+			}
+			return Limits{}, false
+		},
+		Now: now,
+	}
+	sha := strings.Repeat("ab", 32)
+	ok := Draft{ID: "p1", Body: "hello", Targets: []DraftTarget{{Account: "news", At: "2026-12-01T10:00:00+01:00"}}}
+	tests := []struct {
+		name   string
+		draft  Draft
+		fields []string // fields named by the error, in order
+	}{
+		{"valid", ok, nil},
+		{"empty body", with(ok, func(d *Draft) { d.Body = "  \n" }), []string{"body"}},
+		{"bad id", with(ok, func(d *Draft) { d.ID = "a/b" }), []string{"id"}},
+		{"over limit", with(ok, func(d *Draft) { d.Body = "eleven char" }), []string{"body"}},
+		// 10 family emoji are 10 graphemes but 70 code points: allowed.
+		{"graphemes not bytes", with(ok, func(d *Draft) { d.Body = strings.Repeat("👨‍👩‍👧‍👦", 10) }), nil},
+		{"combining marks", with(ok, func(d *Draft) { d.Body = strings.Repeat("e\u0301", 10) }), nil},
+		{"too many media", with(ok, func(d *Draft) {
+			d.Media = []Media{{Ref: "a", SHA256: sha}, {Ref: "b", SHA256: sha}, {Ref: "c", SHA256: sha}}
+		}), []string{"media"}},
+		{"bad media sha", with(ok, func(d *Draft) { d.Media = []Media{{Ref: "a", SHA256: "xyz"}} }), []string{"media[0].sha256"}},
+		{"unknown account", with(ok, func(d *Draft) { d.Targets[0].Account = "ghost" }), []string{"targets[0].account"}},
+		{"unknown platform", with(ok, func(d *Draft) { d.Targets[0].Account = "odd" }), []string{"targets[0].account"}},
+		{"no offset", with(ok, func(d *Draft) { d.Targets[0].At = "2026-12-01T10:00:00" }), []string{"targets[0].at"}},
+		{"not a time", with(ok, func(d *Draft) { d.Targets[0].At = "tomorrow" }), []string{"targets[0].at"}},
+		{"in the past", with(ok, func(d *Draft) { d.Targets[0].At = "2026-12-01T08:59:00+01:00" }), []string{"targets[0].at"}},
+		{"no targets", with(ok, func(d *Draft) { d.Targets = nil }), []string{"targets"}},
+		{"same account twice", with(ok, func(d *Draft) { d.Targets = append(d.Targets, d.Targets[0]) }), []string{"targets[1].account"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := tt.draft.Validate(rules)
+			var got []string
+			for _, fe := range fieldErrors(err) {
+				got = append(got, fe.Field)
+				if fe.Problem == "" || !strings.Contains(err.Error(), fe.Field+": ") {
+					t.Errorf("error %q does not name field %s with a problem", err, fe.Field)
+				}
+			}
+			if diff := cmp.Diff(tt.fields, got); diff != "" {
+				t.Errorf("fields named (-want +got):\n%s\nerror: %v", diff, err)
+			}
+			if err == nil {
+				want := Target{Account: "news", Slot: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC), Status: Scheduled, UpdatedAt: now}
+				if diff := cmp.Diff([]Target{want}, p.Targets); diff != "" {
+					t.Errorf("targets (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+func fieldErrors(err error) []*FieldError {
+	var out []*FieldError
+	var walk func(error)
+	walk = func(e error) {
+		if fe, ok := e.(*FieldError); ok {
+			out = append(out, fe)
+			return
+		}
+		switch u := e.(type) {
+		case interface{ Unwrap() []error }:
+			for _, c := range u.Unwrap() {
+				walk(c)
+			}
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		}
+	}
+	if err != nil {
+		walk(err)
+	}
+	return out
+}
+
+func with(d Draft, f func(*Draft)) Draft {
+	d.Targets = append([]DraftTarget(nil), d.Targets...)
+	f(&d)
+	return d
+}
+
+func TestTargetMoves(t *testing.T) {
+	at := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	tests := []struct {
+		from, to TargetStatus
+		ok       bool
+	}{
+		{Scheduled, Triggered, true},
+		{Triggered, Published, true},
+		{Triggered, Publishing, true},
+		{Publishing, Published, true},
+		{Triggered, Cancelled, true},
+		{Held, Published, true},
+		{Published, Published, false},
+		{Published, Failed, false},
+		{Cancelled, Published, false},
+		{Cancelled, Triggered, false},
+		{Publishing, Cancelled, false},
+		{Failed, Published, false},
+	}
+	for _, tt := range tests {
+		got, err := Target{Account: "a", Status: tt.from}.Apply(TargetUpdate{Status: tt.to, RemoteID: "r", At: at})
+		if (err == nil) != tt.ok {
+			t.Errorf("%s → %s: err %v, want ok=%v", tt.from, tt.to, err, tt.ok)
+			continue
+		}
+		if err != nil {
+			if !errors.Is(err, ErrConflict) || got.Status != tt.from {
+				t.Errorf("%s → %s refused with %v and status %s", tt.from, tt.to, err, got.Status)
+			}
+		} else if got.Status != tt.to || got.RemoteID != "r" {
+			t.Errorf("%s → %s gave %+v", tt.from, tt.to, got)
+		}
+	}
+}

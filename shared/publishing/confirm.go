@@ -1,0 +1,229 @@
+package publishing
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"oncepost/shared/ledger"
+	"oncepost/shared/platform"
+	"oncepost/shared/post"
+)
+
+// Confirm policies, chosen when the workflow starts.
+const (
+	// PolicyAuto: not found after the looks → released and re-sent.
+	PolicyAuto = string(post.GateAuto)
+	// PolicyManual: not found after the looks → held for an operator.
+	PolicyManual = string(post.GateManual)
+	// PolicyUnreadable: the platform cannot be read → held without looking.
+	PolicyUnreadable = "unreadable"
+)
+
+// LookSkew widens the lookup window before the send time, for clock skew
+// between us and the platform.
+const LookSkew = 2 * time.Minute
+
+// Confirmer holds the confirm workflow's steps. Each step is safe to run
+// more than once (Step Functions retries tasks): a step whose entry has
+// already moved on reports what happened instead of acting again.
+type Confirmer struct {
+	Ledger    Ledger
+	Posts     Posts
+	Accounts  Accounts
+	Platforms Platforms
+	// Queue receives the job again after Release.
+	Queue Queue
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// CallTimeout bounds one platform read; default 10 s.
+	CallTimeout time.Duration
+	Logger      *slog.Logger
+}
+
+// LookResult is the Look step's answer, read by the workflow's Choice state.
+type LookResult struct {
+	Found    bool   `json:"found"`
+	RemoteID string `json:"remote_id,omitempty"`
+	// Resolved: the entry has left unknown for this attempt (a late
+	// success, an operator); the workflow ends without acting.
+	Resolved bool   `json:"resolved"`
+	State    string `json:"state"`
+}
+
+func (c *Confirmer) now() time.Time {
+	if c.Now != nil {
+		return c.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (c *Confirmer) log() *slog.Logger {
+	if c.Logger != nil {
+		return c.Logger
+	}
+	return slog.Default()
+}
+
+// current reads the entry and reports whether it is still the unknown
+// attempt the workflow was started for.
+func (c *Confirmer) current(ctx context.Context, in ConfirmInput) (ledger.Entry, bool, error) {
+	e, err := c.Ledger.Get(ctx, in.Key)
+	if err != nil {
+		return e, false, fmt.Errorf("confirm %s: %w", in.Key, err)
+	}
+	return e, e.State == ledger.Unknown && e.Attempt == in.Attempt, nil
+}
+
+// Look reads the platform back for the entry's post: by handle where the
+// platform can, by fingerprint among recent posts otherwise. A platform
+// read error is returned (the workflow retries the task); not found is an
+// answer, not an error.
+func (c *Confirmer) Look(ctx context.Context, in ConfirmInput) (LookResult, error) {
+	e, open, err := c.current(ctx, in)
+	if err != nil {
+		return LookResult{}, err
+	}
+	if !open {
+		return LookResult{Found: e.State == ledger.Confirmed, RemoteID: e.RemoteID, Resolved: true, State: string(e.State)}, nil
+	}
+	acc, err := c.Accounts.GetAccount(ctx, post.AccountID(e.Account))
+	if err != nil {
+		return LookResult{}, fmt.Errorf("look %s: account: %w", in.Key, err)
+	}
+	cred, err := c.Accounts.Credential(ctx, acc.ID)
+	if err != nil {
+		return LookResult{}, fmt.Errorf("look %s: credential: %w", in.Key, err)
+	}
+	client, err := c.Platforms.Client(ctx, acc, cred)
+	if err != nil {
+		return LookResult{}, fmt.Errorf("look %s: client: %w", in.Key, err)
+	}
+	media, err := c.mediaOf(ctx, e)
+	if err != nil {
+		return LookResult{}, fmt.Errorf("look %s: %w", in.Key, err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, orDefault(c.CallTimeout, 10*time.Second))
+	defer cancel()
+	rp, found, err := client.Lookup(cctx, platform.LookupQuery{
+		Handle: e.Handle, Fingerprint: e.Fingerprint, MediaSHA256: media, NotBefore: e.SentAt.Add(-LookSkew),
+	})
+	if err != nil {
+		return LookResult{}, fmt.Errorf("look %s: %w", in.Key, err)
+	}
+	c.log().InfoContext(ctx, "confirm look", "key", in.Key, "attempt", in.Attempt, "found", found, "remote_id", rp.RemoteID)
+	return LookResult{Found: found, RemoteID: rp.RemoteID, State: string(e.State)}, nil
+}
+
+// mediaOf maps remote media ids to SHA-256s for the entry's post.
+func (c *Confirmer) mediaOf(ctx context.Context, e ledger.Entry) (map[string]string, error) {
+	pst, err := c.Posts.GetPost(ctx, post.ID(e.Subject))
+	if errors.Is(err, post.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("post %s: %w", e.Subject, err)
+	}
+	m := map[string]string{}
+	for _, md := range pst.Media {
+		u, err := c.Ledger.Get(ctx, ledger.UploadKey(e.Account, md.SHA256))
+		if errors.Is(err, ledger.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("upload entry %s: %w", md.SHA256, err)
+		}
+		if u.RemoteID != "" {
+			m[u.RemoteID] = md.SHA256
+		}
+	}
+	return m, nil
+}
+
+// Confirm records the found post: unknown → confirmed, target published.
+func (c *Confirmer) Confirm(ctx context.Context, in ConfirmInput, remoteID string) error {
+	e, open, err := c.current(ctx, in)
+	if err != nil || !open {
+		return err
+	}
+	next, err := e.Confirm(remoteID, c.now())
+	if err != nil {
+		return err
+	}
+	if err := c.Ledger.Update(ctx, e, next); err != nil {
+		return fmt.Errorf("confirm %s: %w", in.Key, err)
+	}
+	c.log().InfoContext(ctx, "confirmed after ambiguous outcome", "key", in.Key, "attempt", in.Attempt, "remote_id", remoteID)
+	return c.setTarget(ctx, next, post.Published)
+}
+
+// Release records that the post was looked for and not found: unknown →
+// released, then the job goes back on the queue to be re-sent with the same
+// handle. Marking comes first: a job delivered while the entry is still
+// unknown is acknowledged without sending, so enqueueing first could lose
+// it. A retry of this step after the mark re-enqueues (the ledger absorbs
+// a second delivery).
+func (c *Confirmer) Release(ctx context.Context, in ConfirmInput) error {
+	e, err := c.Ledger.Get(ctx, in.Key)
+	if err != nil {
+		return fmt.Errorf("release %s: %w", in.Key, err)
+	}
+	switch {
+	case e.State == ledger.Unknown && e.Attempt == in.Attempt:
+		next, err := e.Release(ReasonNotFoundAfterLooks, c.now())
+		if err != nil {
+			return err
+		}
+		if err := c.Ledger.Update(ctx, e, next); err != nil {
+			return fmt.Errorf("release %s: %w", in.Key, err)
+		}
+		e = next
+		c.log().WarnContext(ctx, "not found after looking; released for re-send", "key", in.Key, "attempt", in.Attempt)
+	case e.State == ledger.Released && e.Attempt == in.Attempt:
+		// A retry of this step: the mark landed, the enqueue may not have.
+	default:
+		return nil
+	}
+	return c.enqueue(ctx, e)
+}
+
+func (c *Confirmer) enqueue(ctx context.Context, e ledger.Entry) error {
+	body, err := json.Marshal(Job{Post: post.ID(e.Subject), Account: post.AccountID(e.Account), Slot: e.Slot})
+	if err != nil {
+		return fmt.Errorf("encode job: %w", err)
+	}
+	if _, err := c.Queue.Send(ctx, body, 0); err != nil {
+		return fmt.Errorf("re-enqueue %s: %w", e.Key, err)
+	}
+	return nil
+}
+
+// Hold hands the entry to an operator: unknown → held with the workflow's
+// task token, target held. The workflow waits for the operator's decision.
+func (c *Confirmer) Hold(ctx context.Context, in ConfirmInput, taskToken, reason string) error {
+	e, open, err := c.current(ctx, in)
+	if err != nil || !open {
+		return err
+	}
+	next, err := e.Hold(reason, "", c.now())
+	if err != nil {
+		return err
+	}
+	next.TaskToken = taskToken
+	if err := c.Ledger.Update(ctx, e, next); err != nil {
+		return fmt.Errorf("hold %s: %w", in.Key, err)
+	}
+	c.log().WarnContext(ctx, "held for an operator", "key", in.Key, "attempt", in.Attempt, "reason", reason)
+	return c.setTarget(ctx, next, post.Held)
+}
+
+func (c *Confirmer) setTarget(ctx context.Context, e ledger.Entry, s post.TargetStatus) error {
+	_, err := c.Posts.UpdateTarget(ctx, post.ID(e.Subject), post.AccountID(e.Account), post.TargetUpdate{Status: s, RemoteID: e.RemoteID, Reason: e.Reason, At: c.now()})
+	if err != nil && !errors.Is(err, post.ErrConflict) {
+		return fmt.Errorf("target %s/%s → %s: %w", e.Subject, e.Account, s, err)
+	}
+	return nil
+}

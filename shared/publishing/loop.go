@@ -1,0 +1,180 @@
+package publishing
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"oncepost/shared/post"
+)
+
+// Backoff bounds for retried deliveries: min(2^n·Base, Cap) + jitter.
+const (
+	BackoffBase = 100 * time.Millisecond
+	BackoffCap  = 5 * time.Second
+)
+
+// Backoff is the delay before delivery n+1 (n ≥ 1 deliveries so far):
+// min(2^(n-1)·100 ms, 5 s) plus up to 50% jitter, and never less than the
+// platform's Retry-After.
+func Backoff(n int, retryAfter time.Duration, jitter func(time.Duration) time.Duration) time.Duration {
+	d := BackoffCap
+	if n < 1 {
+		n = 1
+	}
+	if n-1 < 16 {
+		d = min(BackoffBase<<(n-1), BackoffCap)
+	}
+	if jitter != nil && d > 0 {
+		d += jitter(d / 2)
+	}
+	return max(d, retryAfter)
+}
+
+// DecodeJob parses a queue body strictly: unknown fields, missing ids or
+// slot, and trailing data are errors naming the field.
+func DecodeJob(body []byte) (Job, error) {
+	var w struct {
+		Post    string `json:"post_id"`
+		Account string `json:"account_id"`
+		Slot    string `json:"slot"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return Job{}, fmt.Errorf("queue body is not a job: %w", err)
+	}
+	if dec.More() {
+		return Job{}, errors.New("queue body has data after the job object")
+	}
+	switch {
+	case w.Post == "":
+		return Job{}, errors.New("queue body: post_id is missing")
+	case w.Account == "":
+		return Job{}, errors.New("queue body: account_id is missing")
+	case w.Slot == "":
+		return Job{}, errors.New("queue body: slot is missing")
+	}
+	slot, err := time.Parse(time.RFC3339Nano, w.Slot)
+	if err != nil {
+		return Job{}, fmt.Errorf("queue body: slot %q is not an RFC 3339 time", w.Slot)
+	}
+	return Job{Post: post.ID(w.Post), Account: post.AccountID(w.Account), Slot: slot.UTC()}, nil
+}
+
+// Loop feeds queue deliveries to a Publisher: receive → Publish → ack, or
+// retry later with backoff, or dead-letter what can never be processed.
+type Loop struct {
+	Queue     Queue
+	Publisher *Publisher
+	// Batch is how many messages one receive takes; default 10.
+	Batch int
+	// Visibility hides a received message while it is processed; it must
+	// exceed the publisher's CallTimeout+RecordMargin. Default 1 min.
+	Visibility time.Duration
+	// Idle is the pause after an empty receive; default 200 ms.
+	Idle   time.Duration
+	Logger *slog.Logger
+	// Jitter returns a random duration in [0, d); default math/rand.
+	Jitter func(d time.Duration) time.Duration
+}
+
+func (l *Loop) log() *slog.Logger {
+	if l.Logger != nil {
+		return l.Logger
+	}
+	return slog.Default()
+}
+
+// Run processes deliveries until ctx is done. A delivery in flight when
+// ctx ends is finished with the context's values but not its cancellation,
+// so the outcome is recorded; anything not acknowledged comes back after
+// its visibility timeout.
+func (l *Loop) Run(ctx context.Context) error {
+	for ctx.Err() == nil {
+		n, err := l.RunOnce(ctx)
+		if err != nil {
+			l.log().ErrorContext(ctx, "publisher loop", "err", err)
+		}
+		if n == 0 || err != nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(orDefault(l.Idle, 200*time.Millisecond)):
+			}
+		}
+	}
+	return nil
+}
+
+// RunOnce receives one batch and handles every message in it. It returns
+// how many messages it handled.
+func (l *Loop) RunOnce(ctx context.Context) (int, error) {
+	msgs, err := l.Queue.Receive(ctx, orDefault(l.Batch, 10), orDefault(l.Visibility, time.Minute))
+	if err != nil {
+		return 0, fmt.Errorf("receive: %w", err)
+	}
+	var errs []error
+	for _, m := range msgs {
+		if err := l.Handle(context.WithoutCancel(ctx), m); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return len(msgs), errors.Join(errs...)
+}
+
+// Handle processes one delivery. An error means the queue could not be
+// told the result; the message then comes back after its visibility timeout.
+func (l *Loop) Handle(ctx context.Context, m Message) error {
+	job, err := DecodeJob(m.Body)
+	if err != nil {
+		l.log().WarnContext(ctx, "dead-lettering malformed queue body", "message", m.ID, "reason", err.Error())
+		return l.deadLetter(ctx, m, err.Error())
+	}
+	out, err := l.Publisher.Publish(ctx, job)
+	switch {
+	case errors.Is(err, ErrBadJob):
+		l.log().WarnContext(ctx, "dead-lettering job", "message", m.ID, "reason", err.Error())
+		return l.deadLetter(ctx, m, err.Error())
+	case err != nil:
+		delay := Backoff(m.ReceiveCount, 0, l.jitter)
+		l.log().ErrorContext(ctx, "publish failed; delivery retried", "message", m.ID, "post", job.Post, "account", job.Account, "err", err, "retry_in", delay.String())
+		return l.retry(ctx, m, delay)
+	case out.Result == Retry:
+		delay := Backoff(m.ReceiveCount, out.RetryAfter, l.jitter)
+		l.log().InfoContext(ctx, "publish not performed; delivery retried", "message", m.ID, "key", out.Key, "reason", out.Reason, "retry_in", delay.String())
+		return l.retry(ctx, m, delay)
+	}
+	if err := l.Queue.Ack(ctx, m.Receipt); err != nil {
+		return fmt.Errorf("ack %s: %w", m.ID, err)
+	}
+	return nil
+}
+
+func (l *Loop) jitter(d time.Duration) time.Duration {
+	if l.Jitter != nil {
+		return l.Jitter(d)
+	}
+	if d <= 0 {
+		return 0
+	}
+	return rand.N(d)
+}
+
+func (l *Loop) retry(ctx context.Context, m Message, delay time.Duration) error {
+	if err := l.Queue.Retry(ctx, m.Receipt, delay); err != nil {
+		return fmt.Errorf("retry %s: %w", m.ID, err)
+	}
+	return nil
+}
+
+func (l *Loop) deadLetter(ctx context.Context, m Message, reason string) error {
+	if err := l.Queue.DeadLetter(ctx, m.Receipt, reason); err != nil {
+		return fmt.Errorf("dead-letter %s: %w", m.ID, err)
+	}
+	return nil
+}

@@ -1,0 +1,149 @@
+package publishing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+
+	"oncepost/shared/ledger"
+	"oncepost/shared/platform"
+)
+
+// Reason recorded on an upload entry released after an ambiguous upload.
+const ReasonOrphanUpload = "ambiguous upload: unattached media is invisible and expires on the platform, so a re-upload cannot duplicate a post"
+
+// knownMedia maps remote media ids to SHA-256s for the post's attachments
+// already uploaded to the account (confirmed upload entries), so recent
+// posts carrying them can be fingerprinted.
+func (p *Publisher) knownMedia(ctx context.Context, t target) (map[string]string, error) {
+	m := make(map[string]string, len(t.post.Media))
+	for _, md := range t.post.Media {
+		e, err := p.Ledger.Get(ctx, ledger.UploadKey(string(t.account.ID), md.SHA256))
+		if errors.Is(err, ledger.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("upload entry of %s: %w", md.SHA256, err)
+		}
+		if e.State == ledger.Confirmed {
+			m[e.RemoteID] = md.SHA256
+		}
+	}
+	return m, nil
+}
+
+// uploadAll uploads the post's attachments in order, each guarded by its own
+// ledger entry (account, media SHA-256), and returns their remote ids. It
+// adds every uploaded id to mediaSHA. An error is a platform failure class
+// (the publish entry is recorded from it) or a store error.
+func (p *Publisher) uploadAll(ctx context.Context, t target, client *authedClient, mediaSHA map[string]string) ([]string, error) {
+	if len(t.post.Media) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, 0, len(t.post.Media))
+	for _, md := range t.post.Media {
+		id, err := p.upload(ctx, t, client, md.SHA256, md.Ref, md.ContentType, md.Alt)
+		if err != nil {
+			return nil, fmt.Errorf("media %s: %w", md.SHA256, err)
+		}
+		mediaSHA[id] = md.SHA256
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+func (p *Publisher) upload(ctx context.Context, t target, client *authedClient, sha, ref, contentType, alt string) (string, error) {
+	now := p.now()
+	key := ledger.UploadKey(string(t.account.ID), sha)
+	e := ledger.NewEntry(key, ledger.Upload, string(t.account.ID), sha, t.target.Slot, sha, p.Owner, now, orDefault(p.Lease, defaultLease))
+	switch err := p.Ledger.Create(ctx, e); {
+	case err == nil:
+	case !errors.Is(err, ledger.ErrConflict):
+		return "", fmt.Errorf("acquire upload: %w", err)
+	default:
+		cur, err := p.Ledger.Get(ctx, key)
+		if err != nil {
+			return "", fmt.Errorf("acquire upload: %w", err)
+		}
+		switch ledger.Decide(cur, now) {
+		case ledger.DecideReuse:
+			return cur.RemoteID, nil
+		case ledger.DecideConfirm:
+			// An ambiguous upload left nothing visible: release it (see ReasonOrphanUpload).
+			rel, err := cur.Release(ReasonOrphanUpload, now)
+			if err != nil {
+				return "", err
+			}
+			if err := p.Ledger.Update(ctx, cur, rel); err != nil {
+				return "", fmt.Errorf("release upload: %w", err)
+			}
+			cur = rel
+			fallthrough
+		case ledger.DecideSend:
+			next, err := cur.Reacquire(p.Owner, now, orDefault(p.Lease, defaultLease))
+			if err != nil {
+				return "", err
+			}
+			if err := p.Ledger.Update(ctx, cur, next); err != nil {
+				return "", fmt.Errorf("re-acquire upload: %w", err)
+			}
+			e = next
+		case ledger.DecideExpire:
+			next, err := cur.ExpireLease(now)
+			if err != nil {
+				return "", err
+			}
+			if err := p.Ledger.Update(ctx, cur, next); err != nil {
+				return "", fmt.Errorf("expire upload lease: %w", err)
+			}
+			return "", &platform.NotPerformed{Message: "upload lease expired; retrying"}
+		case ledger.DecideWait:
+			return "", &platform.NotPerformed{RetryAfter: cur.LeaseUntil.Sub(now), Message: "upload in progress elsewhere"}
+		default:
+			return "", &platform.Rejected{Reason: "upload_" + string(cur.State), Message: cur.Reason}
+		}
+	}
+	if p.Media == nil {
+		return "", fmt.Errorf("no media store configured for %s", ref)
+	}
+	data, err := p.Media.ReadMedia(ctx, ref)
+	if err != nil {
+		return "", fmt.Errorf("read media %s: %w", ref, err)
+	}
+	var rcpt platform.MediaReceipt
+	err = client.do(ctx, func(ctx context.Context, c platform.Client) (err error) {
+		rcpt, err = c.UploadMedia(ctx, platform.MediaUpload{Handle: e.Handle, Filename: path.Base(ref), ContentType: contentType, Data: data, Alt: alt})
+		return err
+	})
+	o := outcome{state: ledger.Confirmed, remoteID: rcpt.RemoteID}
+	if err != nil {
+		o = classify(err)
+	}
+	now = p.now()
+	var next ledger.Entry
+	switch o.state {
+	case ledger.Confirmed:
+		next, err = e.Confirm(o.remoteID, now)
+	case ledger.Released:
+		next, err = e.Release(o.reason, now)
+	case ledger.Failed:
+		next, err = e.Fail(o.reason, now)
+	default:
+		next, err = e.MarkUnknown(o.reason, now)
+	}
+	if err != nil {
+		return "", err
+	}
+	if uerr := p.Ledger.Update(ctx, e, next); uerr != nil {
+		return "", fmt.Errorf("record upload: %w", uerr)
+	}
+	if o.state != ledger.Confirmed {
+		var perr error = &platform.NotPerformed{RetryAfter: o.retryAfter, Message: "upload: " + o.reason}
+		if o.state == ledger.Failed {
+			perr = &platform.Rejected{Reason: "upload_failed", Message: o.reason}
+		}
+		return "", perr
+	}
+	return rcpt.RemoteID, nil
+}

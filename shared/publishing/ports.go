@@ -1,0 +1,143 @@
+package publishing
+
+import (
+	"context"
+	"time"
+
+	"oncepost/shared/ledger"
+	"oncepost/shared/platform"
+	"oncepost/shared/post"
+)
+
+// Ledger persists ledger entries with conditional writes. Every adapter
+// passes publishingtest.TestLedger.
+type Ledger interface {
+	// Create writes a new entry if no entry has its key (DynamoDB:
+	// attribute_not_exists). It refuses an entry ledger.CheckNew refuses and
+	// returns ledger.ErrConflict when the key exists.
+	Create(ctx context.Context, e ledger.Entry) error
+	// Get reads an entry (strongly consistent) or returns ledger.ErrNotFound.
+	Get(ctx context.Context, key ledger.Key) (ledger.Entry, error)
+	// Update replaces prev by next if the stored entry still has prev's state
+	// and attempt; ledger.ErrConflict otherwise. It refuses, with
+	// ledger.ErrTransition, anything ledger.Check refuses. It records the
+	// move in the entry's history.
+	Update(ctx context.Context, prev, next ledger.Entry) error
+	// Open lists pending and unknown entries open since before t, oldest first.
+	Open(ctx context.Context, before time.Time, limit int) ([]ledger.Entry, error)
+	// History lists an entry's transitions, oldest first.
+	History(ctx context.Context, key ledger.Key) ([]ledger.Transition, error)
+}
+
+// Posts persists posts and their targets' statuses. Every adapter passes
+// publishingtest.TestPosts.
+type Posts interface {
+	// CreatePost stores a new post; post.ErrConflict if the id exists.
+	CreatePost(ctx context.Context, p post.Post) error
+	// GetPost reads a post (strongly consistent) or returns post.ErrNotFound.
+	GetPost(ctx context.Context, id post.ID) (post.Post, error)
+	// UpdateTarget moves one target's status if post.Target.Apply allows it
+	// from the stored status, atomically; post.ErrConflict otherwise.
+	UpdateTarget(ctx context.Context, id post.ID, account post.AccountID, u post.TargetUpdate) (post.Target, error)
+	// Due lists targets in status scheduled whose slot is not after t,
+	// earliest first.
+	Due(ctx context.Context, t time.Time, limit int) ([]TargetRef, error)
+}
+
+// TargetRef names one target of one post.
+type TargetRef struct {
+	Post    post.ID        `json:"post_id"`
+	Account post.AccountID `json:"account_id"`
+	Slot    time.Time      `json:"slot"`
+}
+
+// Accounts persists accounts and their credentials. Credentials are kept
+// apart from accounts and never logged.
+type Accounts interface {
+	PutAccount(ctx context.Context, a post.Account) error
+	// GetAccount returns post.ErrNotFound for an unknown id.
+	GetAccount(ctx context.Context, id post.AccountID) (post.Account, error)
+	ListAccounts(ctx context.Context) ([]post.Account, error)
+	// Credential returns post.ErrNotFound when none is stored.
+	Credential(ctx context.Context, id post.AccountID) (platform.Credential, error)
+	// PutCredential stores a credential. An empty access token is refused;
+	// an empty refresh token keeps the stored one.
+	PutCredential(ctx context.Context, id post.AccountID, c platform.Credential) error
+	// LeaseRefresh takes the account's refresh lease for owner until the
+	// given time, if it is free or expired at now; post.ErrConflict otherwise.
+	LeaseRefresh(ctx context.Context, id post.AccountID, owner string, now, until time.Time) error
+	// SaveRefreshed stores the refreshed credential and drops the lease, only
+	// if owner still holds it (post.ErrConflict otherwise). An empty refresh
+	// token keeps the stored one. A nil credential only drops the lease.
+	SaveRefreshed(ctx context.Context, id post.AccountID, owner string, c *platform.Credential) error
+}
+
+// Message is one queue delivery.
+type Message struct {
+	ID   string
+	Body []byte
+	// ReceiveCount is how many times the message was delivered, this one included.
+	ReceiveCount int
+	// Receipt identifies this delivery; it is what Ack, Retry and DeadLetter take.
+	Receipt string
+	SentAt  time.Time
+}
+
+// DeadLetter is a message moved aside with the reason.
+type DeadLetter struct {
+	ID           string
+	Body         []byte
+	ReceiveCount int
+	Reason       string
+	At           time.Time
+}
+
+// Queue is an at-least-once queue with visibility timeouts and a
+// dead-letter queue (SQS semantics). Every adapter passes
+// publishingtest.TestQueue.
+type Queue interface {
+	// Send enqueues a body, invisible for delay.
+	Send(ctx context.Context, body []byte, delay time.Duration) (id string, err error)
+	// Receive returns up to max visible messages and hides them for
+	// visibility. A message delivered its queue's maximum number of times
+	// and visible again is dead-lettered instead. It does not block.
+	Receive(ctx context.Context, max int, visibility time.Duration) ([]Message, error)
+	// Ack deletes a delivered message.
+	Ack(ctx context.Context, receipt string) error
+	// Retry makes a delivered message visible again after delay.
+	Retry(ctx context.Context, receipt string, delay time.Duration) error
+	// DeadLetter moves a delivered message to the dead-letter queue with a reason.
+	DeadLetter(ctx context.Context, receipt, reason string) error
+	// DeadLetters lists dead-lettered messages, oldest first.
+	DeadLetters(ctx context.Context, limit int) ([]DeadLetter, error)
+}
+
+// ConfirmInput starts a confirm workflow for one ledger entry attempt.
+type ConfirmInput struct {
+	Key     ledger.Key `json:"key"`
+	Attempt int        `json:"attempt"`
+	// Policy is "auto", "manual" or "unreadable" (the platform cannot be read).
+	Policy string `json:"policy"`
+	// WaitSeconds between looks, and MaxChecks looks before giving up.
+	WaitSeconds int `json:"wait_seconds"`
+	MaxChecks   int `json:"max_checks"`
+}
+
+// Flows starts confirm workflows (Step Functions, or localflow running the
+// same ASL file).
+type Flows interface {
+	// StartConfirm starts the workflow named name. Starting a name that
+	// already exists is not an error (idempotent start).
+	StartConfirm(ctx context.Context, name string, in ConfirmInput) error
+}
+
+// Platforms builds platform clients for accounts.
+type Platforms interface {
+	// Client returns a client for the account acting with the credential.
+	Client(ctx context.Context, a post.Account, c platform.Credential) (platform.Client, error)
+}
+
+// MediaStore reads attachment bytes by reference.
+type MediaStore interface {
+	ReadMedia(ctx context.Context, ref string) ([]byte, error)
+}

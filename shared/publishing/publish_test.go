@@ -1,0 +1,411 @@
+package publishing_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"oncepost/shared/ledger"
+	"oncepost/shared/platform"
+	"oncepost/shared/platform/sandbox"
+	"oncepost/shared/post"
+	"oncepost/shared/publishing"
+)
+
+// The incident: the platform commits at 11 units, the client gives up at
+// 10. With the sandbox's own Idempotency-Key support off, only the ledger
+// stands between a retry and a duplicate.
+func TestIncidentTimeoutThenConfirm(t *testing.T) {
+	e := newEnv(t, sandbox.Options{DisableIdempotency: true})
+	e.sb.Script(sandbox.Fault{Kind: sandbox.FaultDelayBeforeCommit, Delay: 11 * unit})
+	job := e.schedule("incident", "Doors open at 9.")
+
+	out := e.publish(job)
+	if out.Result != publishing.Confirming {
+		t.Fatalf("publish after timeout = %+v, want confirming", out)
+	}
+	if got := e.entry(job).State; got != ledger.Unknown {
+		t.Fatalf("entry after timeout is %s, want unknown", got)
+	}
+	if got := e.target(job).Status; got != post.Publishing {
+		t.Errorf("target after timeout is %s, want publishing", got)
+	}
+	// At-least-once upstream: the same job arrives again while unknown.
+	if again := e.publish(job); again.Result != publishing.Confirming {
+		t.Errorf("second delivery while unknown = %+v, want confirming without a send", again)
+	}
+	e.waitCommitted(1)
+
+	name := publishing.ConfirmName(out.Key, 1)
+	if diff := cmp.Diff([]string{name}, e.flows.names()); diff != "" {
+		t.Errorf("confirm workflows started (-want +got):\n%s", diff)
+	}
+	if looks := e.runConfirm(name); looks != 1 {
+		t.Errorf("found after %d looks, want 1", looks)
+	}
+
+	remote := e.sb.Statuses(e.sbAcct.ID)
+	if len(remote) != 1 {
+		t.Fatalf("sandbox has %d statuses, want 1", len(remote))
+	}
+	en := e.entry(job)
+	if en.State != ledger.Confirmed || en.RemoteID != remote[0].ID {
+		t.Errorf("entry = %s remote %q, want confirmed remote %q", en.State, en.RemoteID, remote[0].ID)
+	}
+	if tg := e.target(job); tg.Status != post.Published || tg.RemoteID != remote[0].ID {
+		t.Errorf("target = %s remote %q, want published %q", tg.Status, tg.RemoteID, remote[0].ID)
+	}
+	// Any later delivery finds the target published and sends nothing.
+	if again := e.publish(job); again.Result != publishing.Skipped {
+		t.Errorf("delivery after confirm = %+v, want skipped", again)
+	}
+	st := e.sb.Stats()
+	if st.CreateRequests != 1 || st.Duplicates != 0 {
+		t.Errorf("sandbox saw %d creates and %d duplicates, want 1 and 0", st.CreateRequests, st.Duplicates)
+	}
+	wantHistory := [][2]ledger.State{{"", ledger.Pending}, {ledger.Pending, ledger.Unknown}, {ledger.Unknown, ledger.Confirmed}}
+	hist, err := e.store.History(context.Background(), out.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotHistory [][2]ledger.State
+	for _, h := range hist {
+		gotHistory = append(gotHistory, [2]ledger.State{h.From, h.To})
+	}
+	if diff := cmp.Diff(wantHistory, gotHistory); diff != "" {
+		t.Errorf("ledger history (-want +got):\n%s", diff)
+	}
+}
+
+// The same scenario through the seed's naive template (3 tries, no ledger)
+// posts twice: the test that shows the incident is real in this setup.
+func TestIncidentNaiveRetryDuplicates(t *testing.T) {
+	e := newEnv(t, sandbox.Options{DisableIdempotency: true})
+	e.sb.Script(sandbox.Fault{Kind: sandbox.FaultDelayBeforeCommit, Delay: 11 * unit})
+	client, err := mastodonPlatforms{}.Client(context.Background(), e.account, platform.Credential{AccessToken: e.sbAcct.AccessToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	naiveRetry(client, "Doors open at 9.", 3, 10*unit, 4*unit)
+	e.waitCommitted(2)
+	if st := e.sb.Stats(); st.Duplicates == 0 {
+		t.Fatalf("naive retry made no duplicate (stats %+v): the incident is not reproduced", st)
+	}
+}
+
+// naiveRetry is the seed's template: try up to n times, each with a
+// timeout, sleeping between tries, with no ledger and a fresh request each time.
+func naiveRetry(c platform.Client, text string, n int, timeout, pause time.Duration) {
+	for i := 0; i < n; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		_, err := c.Publish(ctx, platform.PublishRequest{Handle: ledger.NewHandle(), Text: text})
+		cancel()
+		if err == nil {
+			return
+		}
+		time.Sleep(pause)
+	}
+}
+
+// A worker acquires the entry and dies. After the lease, the next delivery
+// moves the entry to unknown and the confirm loop decides.
+func TestAbandonedAttempt(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		sentBefore bool // the dead worker's POST reached the platform
+	}{
+		{"post had reached the platform", true},
+		{"post never left", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, sandbox.Options{DisableIdempotency: true})
+			job := e.schedule("abandoned", "Road closed on Main St.")
+			ctx := context.Background()
+			p, err := e.store.GetPost(ctx, job.Post)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dead := ledger.NewEntry(ledger.PublishKey(string(job.Account), string(job.Post), job.Slot), ledger.Publish,
+				string(job.Account), string(job.Post), job.Slot, platform.Fingerprint(p.Body, nil), "dead-worker", e.clock.Now(), time.Minute)
+			if err := e.store.Create(ctx, dead); err != nil {
+				t.Fatal(err)
+			}
+			if tc.sentBefore {
+				c, _ := mastodonPlatforms{}.Client(ctx, e.account, platform.Credential{AccessToken: e.sbAcct.AccessToken})
+				if _, err := c.Publish(ctx, platform.PublishRequest{Handle: dead.Handle, Text: p.Body}); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			if out := e.publish(job); out.Result != publishing.Retry {
+				t.Fatalf("delivery during the live lease = %+v, want retry", out)
+			}
+			if e.sb.Stats().CreateRequests != btoi(tc.sentBefore) {
+				t.Fatalf("a delivery during the live lease sent a post")
+			}
+			e.clock.Advance(time.Minute)
+			out := e.publish(job)
+			if out.Result != publishing.Confirming || out.Reason != ledger.ReasonLeaseExpired {
+				t.Fatalf("delivery after lease expiry = %+v, want confirming lease_expired", out)
+			}
+			e.runConfirm(publishing.ConfirmName(dead.Key, 1))
+			e.drain() // Release re-enqueues the job
+
+			en := e.entry(job)
+			remote := e.sb.Statuses(e.sbAcct.ID)
+			if len(remote) != 1 {
+				t.Fatalf("sandbox has %d statuses, want exactly 1", len(remote))
+			}
+			wantAttempt := 2
+			if tc.sentBefore {
+				wantAttempt = 1
+			}
+			if en.State != ledger.Confirmed || en.RemoteID != remote[0].ID || en.Attempt != wantAttempt {
+				t.Errorf("entry %s remote %q attempt %d, want confirmed %q attempt %d", en.State, en.RemoteID, en.Attempt, remote[0].ID, wantAttempt)
+			}
+			if remote[0].IdempotencyKey != dead.Handle {
+				t.Errorf("post sent with handle %q, want the entry's %q", remote[0].IdempotencyKey, dead.Handle)
+			}
+			if st := e.sb.Stats(); st.CreateRequests != 1 || st.Duplicates != 0 {
+				t.Errorf("sandbox stats %+v, want one create and no duplicate", st)
+			}
+			if tg := e.target(job); tg.Status != post.Published {
+				t.Errorf("target %s, want published", tg.Status)
+			}
+		})
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Definite answers: 429/503 before commit are re-sent, 4xx is final.
+func TestDefiniteOutcomes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fault sandbox.Fault
+	}{
+		{"429 with Retry-After", sandbox.Fault{Kind: sandbox.Fault429, RetryAfter: 3 * time.Second}},
+		{"503 before commit", sandbox.Fault{Kind: sandbox.Fault503}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, sandbox.Options{DisableIdempotency: true})
+			e.sb.Script(tc.fault)
+			job := e.schedule("rate-limited", "Lunch menu: soup.")
+			out := e.publish(job)
+			if out.Result != publishing.Retry || e.entry(job).State != ledger.Released {
+				t.Fatalf("outcome %+v entry %s, want retry/released", out, e.entry(job).State)
+			}
+			if tc.fault.Kind == sandbox.Fault429 && out.RetryAfter != 3*time.Second {
+				t.Errorf("RetryAfter %s, want 3s", out.RetryAfter)
+			}
+			if tg := e.target(job); tg.Status != post.Triggered {
+				t.Errorf("target %s after a not-performed call, want still triggered", tg.Status)
+			}
+			out = e.publish(job)
+			en := e.entry(job)
+			if out.Result != publishing.Published || en.Attempt != 2 || en.State != ledger.Confirmed {
+				t.Fatalf("re-send = %+v (entry %s attempt %d), want published attempt 2", out, en.State, en.Attempt)
+			}
+			if st := e.sb.Stats(); st.CreateRequests != 2 || st.Committed != 1 || st.Duplicates != 0 {
+				t.Errorf("sandbox stats %+v, want 2 creates, 1 commit, 0 duplicates", st)
+			}
+		})
+	}
+
+	t.Run("4xx is failed with the platform's message", func(t *testing.T) {
+		e := newEnv(t, sandbox.Options{MaxCharacters: 10})
+		job := e.schedule("too-long", "This is longer than ten characters.")
+		out := e.publish(job)
+		if out.Result != publishing.Failed {
+			t.Fatalf("outcome %+v, want failed", out)
+		}
+		en, tg := e.entry(job), e.target(job)
+		if en.State != ledger.Failed || !strings.Contains(en.Reason, "character limit") || tg.Status != post.Failed || tg.Reason != en.Reason {
+			t.Errorf("entry %s %q target %s %q, want failed with the platform's message", en.State, en.Reason, tg.Status, tg.Reason)
+		}
+		if again := e.publish(job); again.Result != publishing.Skipped {
+			t.Errorf("delivery after failure = %+v, want skipped", again)
+		}
+		if st := e.sb.Stats(); st.CreateRequests != 1 {
+			t.Errorf("sandbox saw %d creates, want 1 (no re-send)", st.CreateRequests)
+		}
+	})
+}
+
+func TestUnauthorizedRefreshes(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		break401    func(e *env)
+		wantCreates int
+	}{
+		// The token expired: the dedup read gets the 401, refreshes, and the
+		// create goes out once with the new token.
+		{"expired token", func(e *env) { e.sb.ExpireAccessToken(e.sbAcct.ID) }, 1},
+		// The create itself gets the 401: refresh, then one re-send.
+		{"401 on the create", func(e *env) { e.sb.Script(sandbox.Fault{Kind: sandbox.Fault401}) }, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, sandbox.Options{DisableIdempotency: true})
+			tc.break401(e)
+			job := e.schedule("after-401", "Weather: sunny.")
+			out := e.publish(job)
+			if out.Result != publishing.Published || out.Attempt != 1 {
+				t.Fatalf("outcome %+v, want published within attempt 1", out)
+			}
+			if st := e.sb.Stats(); st.CreateRequests != tc.wantCreates || st.Committed != 1 || st.Duplicates != 0 {
+				t.Errorf("sandbox stats %+v, want %d creates and 1 commit", st, tc.wantCreates)
+			}
+			cred, err := e.store.Credential(context.Background(), e.account.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cred.AccessToken == e.sbAcct.AccessToken || cred.RefreshToken == "" || cred.RefreshToken == e.sbAcct.RefreshToken {
+				t.Errorf("stored credential not rotated: access changed=%v refresh empty=%v refresh changed=%v",
+					cred.AccessToken != e.sbAcct.AccessToken, cred.RefreshToken == "", cred.RefreshToken != e.sbAcct.RefreshToken)
+			}
+		})
+	}
+	t.Run("failed refresh is reconnect_needed", func(t *testing.T) {
+		e := newEnv(t, sandbox.Options{})
+		e.sb.ExpireAccessToken(e.sbAcct.ID)
+		e.sb.RevokeRefreshToken(e.sbAcct.ID)
+		job := e.schedule("revoked", "Weather: rain.")
+		out := e.publish(job)
+		if out.Result != publishing.Failed || !strings.HasPrefix(out.Reason, publishing.ReasonReconnectNeeded) {
+			t.Fatalf("outcome %+v, want failed reconnect_needed", out)
+		}
+		if tg := e.target(job); tg.Status != post.Failed || !strings.HasPrefix(tg.Reason, publishing.ReasonReconnectNeeded) {
+			t.Errorf("target %s %q, want failed reconnect_needed", tg.Status, tg.Reason)
+		}
+		cred, err := e.store.Credential(context.Background(), e.account.ID)
+		if err != nil || cred.RefreshToken != e.sbAcct.RefreshToken {
+			t.Errorf("stored refresh token changed after a refused refresh (err %v)", err)
+		}
+		if st := e.sb.Stats(); st.Committed != 0 {
+			t.Errorf("sandbox committed %d posts", st.Committed)
+		}
+	})
+}
+
+func TestPrePublishDedupHolds(t *testing.T) {
+	e := newEnv(t, sandbox.Options{})
+	existing := e.sb.InjectStatus(e.sbAcct.ID, "Café opens at 9 — see https://example.com/menu")
+	// Same words, other normalisation and trailing space: same fingerprint.
+	job := e.schedule("dup", "Cafe\u0301 opens at 9 — see https://example.com/menu \n")
+	out := e.publish(job)
+	if out.Result != publishing.Held {
+		t.Fatalf("outcome %+v, want held", out)
+	}
+	en, tg := e.entry(job), e.target(job)
+	if en.State != ledger.Held || en.Reason != publishing.ReasonDuplicateOnAccount || en.RemoteID != existing.ID {
+		t.Errorf("entry %s %q remote %q, want held duplicate_on_account %q", en.State, en.Reason, en.RemoteID, existing.ID)
+	}
+	if tg.Status != post.Held || tg.RemoteID != existing.ID {
+		t.Errorf("target %s remote %q, want held %q", tg.Status, tg.RemoteID, existing.ID)
+	}
+	if st := e.sb.Stats(); st.CreateRequests != 0 {
+		t.Errorf("sandbox saw %d creates, want none", st.CreateRequests)
+	}
+}
+
+func TestCancelledPostIsNeverSent(t *testing.T) {
+	t.Run("cancelled while queued", func(t *testing.T) {
+		e := newEnv(t, sandbox.Options{})
+		job := e.schedule("cancel-queued", "Sale starts now.")
+		e.enqueue(job)
+		if _, err := e.store.UpdateTarget(context.Background(), job.Post, job.Account, post.TargetUpdate{Status: post.Cancelled, At: e.clock.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		e.drain()
+		if st := e.sb.Stats(); st.CreateRequests != 0 {
+			t.Errorf("sandbox saw %d creates for a cancelled post", st.CreateRequests)
+		}
+		if tg := e.target(job); tg.Status != post.Cancelled {
+			t.Errorf("target %s, want cancelled", tg.Status)
+		}
+	})
+	t.Run("cancelled after acquire, before the send", func(t *testing.T) {
+		e := newEnv(t, sandbox.Options{})
+		job := e.schedule("cancel-late", "Sale starts now.")
+		// Cancel as soon as the publisher has loaded the post once: only
+		// the re-read right before the call can notice.
+		e.pub.Posts = &cancelAfterFirstRead{Posts: e.store, job: job, at: e.clock.Now()}
+		out := e.publish(job)
+		if out.Result != publishing.Skipped {
+			t.Errorf("outcome %+v, want skipped", out)
+		}
+		if st := e.sb.Stats(); st.CreateRequests != 0 {
+			t.Errorf("sandbox saw %d creates for a cancelled post", st.CreateRequests)
+		}
+		if en := e.entry(job); en.State != ledger.Released || en.Reason != publishing.ReasonCancelled {
+			t.Errorf("entry %s %q, want released %s", en.State, en.Reason, publishing.ReasonCancelled)
+		}
+	})
+}
+
+type cancelAfterFirstRead struct {
+	publishing.Posts
+	job   publishing.Job
+	at    time.Time
+	reads int
+}
+
+func (c *cancelAfterFirstRead) GetPost(ctx context.Context, id post.ID) (post.Post, error) {
+	p, err := c.Posts.GetPost(ctx, id)
+	c.reads++
+	if c.reads == 1 {
+		if _, err := c.Posts.UpdateTarget(ctx, c.job.Post, c.job.Account, post.TargetUpdate{Status: post.Cancelled, At: c.at}); err != nil {
+			return p, err
+		}
+	}
+	return p, err
+}
+
+func TestHappyPathWrites(t *testing.T) {
+	e := newEnv(t, sandbox.Options{})
+	job := e.schedule("happy", "Hello.")
+	before := e.store.Stats()
+	if out := e.publish(job); out.Result != publishing.Published {
+		t.Fatalf("outcome %+v", out)
+	}
+	after := e.store.Stats()
+	writes := (after.LedgerWrites - before.LedgerWrites) + (after.PostWrites - before.PostWrites) + (after.AccountWrites - before.AccountWrites)
+	if writes > 3 {
+		t.Errorf("happy path made %d store writes besides audit rows, want ≤ 3", writes)
+	}
+	if audit := after.AuditRows - before.AuditRows; audit != 2 {
+		t.Errorf("happy path wrote %d audit rows, want 2 (pending, confirmed)", audit)
+	}
+}
+
+func TestPublishWithMedia(t *testing.T) {
+	e := newEnv(t, sandbox.Options{})
+	img := []byte("\x89PNG fake image bytes")
+	sha := sha256hex(img)
+	e.media["img/1.png"] = img
+	job := e.schedule("with-image", "Our new logo.", post.Media{Ref: "img/1.png", SHA256: sha, ContentType: "image/png", Alt: "logo"})
+	if out := e.publish(job); out.Result != publishing.Published {
+		t.Fatalf("outcome %+v, want published", out)
+	}
+	remote := e.sb.Statuses(e.sbAcct.ID)
+	if len(remote) != 1 || len(remote[0].MediaSHA256) != 1 || remote[0].MediaSHA256[0] != sha {
+		t.Fatalf("sandbox statuses %+v, want one with the image", remote)
+	}
+	up, err := e.store.Get(context.Background(), ledger.UploadKey(string(job.Account), sha))
+	if err != nil || up.State != ledger.Confirmed || up.RemoteID != remote[0].MediaIDs[0] {
+		t.Errorf("upload entry %+v (err %v), want confirmed with the media id", up, err)
+	}
+	// The same post again (a new slot) is caught by dedup, media included.
+	job2 := e.schedule("with-image-again", "Our new logo.", post.Media{Ref: "img/1.png", SHA256: sha, ContentType: "image/png", Alt: "logo"})
+	if out := e.publish(job2); out.Result != publishing.Held {
+		t.Errorf("same text and image again = %+v, want held", out)
+	}
+}
