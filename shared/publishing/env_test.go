@@ -28,7 +28,7 @@ const unit = 20 * time.Millisecond
 // platform reached through the real Mastodon adapter, and a fake clock for
 // leases (HTTP deadlines use real time).
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	store   *sqlitestore.Store
 	queue   *sqlitestore.Queue
 	sb      *sandbox.Server
@@ -42,7 +42,7 @@ type env struct {
 	media   mapMedia
 }
 
-func newEnv(t *testing.T, opts sandbox.Options) *env {
+func newEnv(t testing.TB, opts sandbox.Options) *env {
 	t.Helper()
 	ctx := context.Background()
 	sb := sandbox.New(opts)
@@ -66,10 +66,10 @@ func newEnv(t *testing.T, opts sandbox.Options) *env {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if testing.Verbose() {
-		logger = slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	if tt, ok := t.(*testing.T); ok && testing.Verbose() {
+		logger = slog.New(slog.NewTextHandler(testWriter{tt}, nil))
 	}
-	plat := mastodonPlatforms{}
+	plat := mastodonPlatforms
 	e.pub = &publishing.Publisher{
 		Ledger: store, Posts: store, Accounts: store, Flows: e.flows, Platforms: plat, Media: e.media,
 		Now: e.clock.Now, Owner: "worker-1", CallTimeout: 10 * unit, RecordMargin: 10 * unit, Lease: time.Minute, Logger: logger,
@@ -85,15 +85,8 @@ type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
 
-// mastodonPlatforms builds real Mastodon adapters against the sandbox.
-type mastodonPlatforms struct{}
-
-func (mastodonPlatforms) Client(_ context.Context, a post.Account, c platform.Credential) (platform.Client, error) {
-	return mastodon.New(mastodon.Config{
-		BaseURL: a.BaseURL, AccountID: a.RemoteID, Credential: c,
-		ClientID: "sandbox-client", ClientSecret: "sandbox-secret", MediaPollInterval: time.Millisecond,
-	})
-}
+// mastodonPlatforms reaches the sandbox through the real Mastodon adapter.
+var mastodonPlatforms = mastodon.Connector{ClientID: "sandbox-client", ClientSecret: "sandbox-secret", MediaPollInterval: time.Millisecond}
 
 type mapMedia map[string][]byte
 

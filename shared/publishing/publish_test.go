@@ -85,7 +85,7 @@ func TestIncidentTimeoutThenConfirm(t *testing.T) {
 func TestIncidentNaiveRetryDuplicates(t *testing.T) {
 	e := newEnv(t, sandbox.Options{DisableIdempotency: true})
 	e.sb.Script(sandbox.Fault{Kind: sandbox.FaultDelayBeforeCommit, Delay: 11 * unit})
-	client, err := mastodonPlatforms{}.Client(context.Background(), e.account, platform.Credential{AccessToken: e.sbAcct.AccessToken})
+	client, err := mastodonPlatforms.Client(context.Background(), e.account, platform.Credential{AccessToken: e.sbAcct.AccessToken})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestAbandonedAttempt(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.sentBefore {
-				c, _ := mastodonPlatforms{}.Client(ctx, e.account, platform.Credential{AccessToken: e.sbAcct.AccessToken})
+				c, _ := mastodonPlatforms.Client(ctx, e.account, platform.Credential{AccessToken: e.sbAcct.AccessToken})
 				if _, err := c.Publish(ctx, platform.PublishRequest{Handle: dead.Handle, Text: p.Body}); err != nil {
 					t.Fatal(err)
 				}

@@ -1,0 +1,456 @@
+// Package mastodon is the platform.Client for one Mastodon account, talking to
+// the Mastodon REST API (or any server that speaks it, such as the sandbox).
+//
+// Writes (create status, upload media, delete status) are sent exactly once
+// per call: neither this package nor the Go HTTP transport under it re-sends
+// them (see writeBody). Their outcome is translated into the failure classes
+// of package platform by HTTP status and, for transport errors, by whether
+// the request had been completely written when the error happened. Reads
+// (account statuses, single status, status source, media polling) are
+// retried a few times on transient failures.
+package mastodon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime/multipart"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"oncepost/shared/platform"
+)
+
+const (
+	defaultMaxCharacters     = 500
+	defaultMaxMedia          = 4
+	defaultMediaPollInterval = 500 * time.Millisecond
+	defaultReadBackoff       = 100 * time.Millisecond
+)
+
+// Config configures a Client for one account.
+type Config struct {
+	// BaseURL is the server's root, e.g. https://mastodon.social.
+	BaseURL string
+	// AccountID is the account's remote id. When empty it is resolved once
+	// through GET /api/v1/accounts/verify_credentials and cached.
+	AccountID string
+	// Credential holds the bearer token and, when the server issued one, the
+	// refresh token.
+	Credential platform.Credential
+	// ClientID and ClientSecret identify the OAuth application; Refresh
+	// needs them. The token URL is BaseURL + "/oauth/token".
+	ClientID     string
+	ClientSecret string
+	// HTTPClient is used for every call. The default has no Timeout:
+	// deadlines come from the context.
+	HTTPClient *http.Client
+	// MaxCharacters is the server's text limit (default 500).
+	MaxCharacters int
+	// MaxMedia is the server's attachment limit per status (default 4).
+	MaxMedia int
+	// MediaPollInterval is the pause between polls of an attachment that is
+	// still processing (default 500ms).
+	MediaPollInterval time.Duration
+}
+
+// Client is one Mastodon account. It is safe for concurrent use.
+type Client struct {
+	baseURL      string
+	httpClient   *http.Client // reads and the token endpoint
+	writeClient  *http.Client // writes: same transport, redirects not followed
+	oauth        oauth2.Config
+	maxChars     int
+	maxMedia     int
+	pollInterval time.Duration
+
+	// now and readBackoff are replaced by tests.
+	now         func() time.Time
+	readBackoff time.Duration
+
+	mu        sync.Mutex
+	cred      platform.Credential
+	accountID string
+}
+
+var _ platform.Client = (*Client)(nil)
+
+// New validates cfg and returns a Client. It makes no network call.
+func New(cfg Config) (*Client, error) {
+	base := strings.TrimRight(strings.TrimSpace(cfg.BaseURL), "/")
+	if base == "" {
+		return nil, errors.New("mastodon: config BaseURL is required")
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, fmt.Errorf("mastodon: config BaseURL is not a URL: %w", err)
+	}
+	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, fmt.Errorf("mastodon: config BaseURL %q must be an absolute http or https URL", base)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return nil, fmt.Errorf("mastodon: config BaseURL %q must not carry user info, a query or a fragment", base)
+	}
+	if cfg.Credential.AccessToken == "" {
+		return nil, errors.New("mastodon: config Credential.AccessToken is required")
+	}
+	if cfg.MaxCharacters < 0 {
+		return nil, fmt.Errorf("mastodon: config MaxCharacters is %d, must not be negative", cfg.MaxCharacters)
+	}
+	if cfg.MaxMedia < 0 {
+		return nil, fmt.Errorf("mastodon: config MaxMedia is %d, must not be negative", cfg.MaxMedia)
+	}
+	if cfg.MediaPollInterval < 0 {
+		return nil, fmt.Errorf("mastodon: config MediaPollInterval is %s, must not be negative", cfg.MediaPollInterval)
+	}
+
+	c := &Client{
+		baseURL:      base,
+		httpClient:   cfg.HTTPClient,
+		maxChars:     cfg.MaxCharacters,
+		maxMedia:     cfg.MaxMedia,
+		pollInterval: cfg.MediaPollInterval,
+		now:          time.Now,
+		readBackoff:  defaultReadBackoff,
+		cred:         cfg.Credential,
+		accountID:    cfg.AccountID,
+		oauth: oauth2.Config{
+			ClientID:     cfg.ClientID,
+			ClientSecret: cfg.ClientSecret,
+			Endpoint: oauth2.Endpoint{
+				TokenURL:  base + "/oauth/token",
+				AuthStyle: oauth2.AuthStyleInParams,
+			},
+		},
+	}
+	if c.httpClient == nil {
+		c.httpClient = &http.Client{}
+	}
+	// A write answered by a redirect is not followed: for 301/302/303 the
+	// client would turn the POST into a GET of the target, for 307/308 it
+	// would try to send the body again. Either way the answer is classified
+	// as it came (see classify).
+	wc := *c.httpClient
+	wc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	c.writeClient = &wc
+	if c.maxChars == 0 {
+		c.maxChars = defaultMaxCharacters
+	}
+	if c.maxMedia == 0 {
+		c.maxMedia = defaultMaxMedia
+	}
+	if c.pollInterval == 0 {
+		c.pollInterval = defaultMediaPollInterval
+	}
+	return c, nil
+}
+
+// Capabilities declares Mastodon's native idempotency (Idempotency-Key, kept
+// one hour per account) and that its history is readable but not by key.
+func (c *Client) Capabilities() platform.Capabilities {
+	return platform.Capabilities{
+		Platform:          "mastodon",
+		NativeIdempotency: true,
+		LookupByHandle:    false,
+		ReadableHistory:   true,
+		MaxTextGraphemes:  c.maxChars,
+		MaxMedia:          c.maxMedia,
+	}
+}
+
+// Credential returns the credential the client currently uses, which
+// changes after a successful Refresh.
+func (c *Client) Credential() platform.Credential {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cred
+}
+
+func (c *Client) accessToken() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cred.AccessToken
+}
+
+// Publish creates a public status, sending req.Handle as Idempotency-Key,
+// exactly once.
+func (c *Client) Publish(ctx context.Context, req platform.PublishRequest) (platform.Receipt, error) {
+	const op = "post status"
+	if req.Handle == "" {
+		// Without the key Mastodon cannot deduplicate a later re-send, so
+		// nothing is sent.
+		return platform.Receipt{}, &platform.Rejected{Reason: "missing_handle", Message: op + ": the request has no idempotency handle"}
+	}
+	body, err := json.Marshal(struct {
+		Status     string   `json:"status"`
+		MediaIDs   []string `json:"media_ids,omitempty"`
+		Visibility string   `json:"visibility"`
+	}{req.Text, req.MediaIDs, "public"})
+	if err != nil {
+		return platform.Receipt{}, &platform.Rejected{Reason: "invalid_request", Message: fmt.Sprintf("%s: encode body: %v", op, err)}
+	}
+	resp, err := c.write(ctx, op, request{
+		method:      http.MethodPost,
+		path:        "/api/v1/statuses",
+		contentType: "application/json",
+		body:        body,
+		idemKey:     req.Handle,
+	})
+	if err != nil {
+		return platform.Receipt{}, err
+	}
+	if !success(resp.status) {
+		return platform.Receipt{}, c.classify(op, resp, true)
+	}
+	s, err := decodeCreated[status](resp, func(s status) bool { return s.ID != "" })
+	if err != nil {
+		return platform.Receipt{}, &platform.Ambiguous{Status: resp.status, Err: fmt.Errorf("%s: the post probably exists: %w", op, err)}
+	}
+	return platform.Receipt{RemoteID: s.ID, URL: s.link(), CreatedAt: s.createdAt()}, nil
+}
+
+// Delete removes a status, sent exactly once. A status that is not there
+// (404) is Rejected with Reason "not_found".
+func (c *Client) Delete(ctx context.Context, remoteID string) error {
+	const op = "delete status"
+	if remoteID == "" {
+		return &platform.Rejected{Reason: "invalid_request", Message: op + ": empty remote id"}
+	}
+	resp, err := c.write(ctx, op, request{
+		method: http.MethodDelete,
+		path:   "/api/v1/statuses/" + url.PathEscape(remoteID),
+		body:   []byte{},
+	})
+	if err != nil {
+		return err
+	}
+	if success(resp.status) {
+		// The body (the deleted status, for redrafting) is not needed; a
+		// 2xx is the server's word that the status is gone.
+		return nil
+	}
+	if resp.status == http.StatusNotFound {
+		return &platform.Rejected{Status: resp.status, Reason: "not_found", Message: errorText(resp)}
+	}
+	return c.classify(op, resp, true)
+}
+
+// MediaPendingError is the cause inside the *platform.Ambiguous returned by
+// UploadMedia when the server accepted the file but it could not be seen
+// ready: the poll failed or the context ended while the server was still
+// processing. RemoteID names the uploaded attachment.
+type MediaPendingError struct {
+	RemoteID string
+	Err      error
+}
+
+func (e *MediaPendingError) Error() string {
+	return fmt.Sprintf("media %s was uploaded but is not known to be ready: %v", e.RemoteID, e.Err)
+}
+
+func (e *MediaPendingError) Unwrap() error { return e.Err }
+
+type mediaAttachment struct {
+	ID  string  `json:"id"`
+	URL *string `json:"url"`
+}
+
+// UploadMedia sends the file once with POST /api/v2/media, then, when the
+// server answers 202 (processing), polls GET /api/v1/media/:id until it is
+// ready (200), failed (422, Rejected) or ctx ends (Ambiguous).
+func (c *Client) UploadMedia(ctx context.Context, m platform.MediaUpload) (platform.MediaReceipt, error) {
+	const op = "upload media"
+	body, contentType, err := mediaForm(m)
+	if err != nil {
+		return platform.MediaReceipt{}, &platform.Rejected{Reason: "invalid_request", Message: fmt.Sprintf("%s: encode form: %v", op, err)}
+	}
+	resp, err := c.write(ctx, op, request{
+		method:      http.MethodPost,
+		path:        "/api/v2/media",
+		contentType: contentType,
+		body:        body,
+	})
+	if err != nil {
+		return platform.MediaReceipt{}, err
+	}
+	if !success(resp.status) {
+		return platform.MediaReceipt{}, c.classify(op, resp, true)
+	}
+	a, err := decodeCreated[mediaAttachment](resp, func(a mediaAttachment) bool { return a.ID != "" })
+	if err != nil {
+		return platform.MediaReceipt{}, &platform.Ambiguous{Status: resp.status, Err: fmt.Errorf("%s: the attachment probably exists: %w", op, err)}
+	}
+	if resp.status == http.StatusOK {
+		return a.receipt(), nil
+	}
+	return c.waitForMedia(ctx, a.ID)
+}
+
+func (a mediaAttachment) receipt() platform.MediaReceipt {
+	r := platform.MediaReceipt{RemoteID: a.ID}
+	if a.URL != nil {
+		r.URL = *a.URL
+	}
+	return r
+}
+
+// waitForMedia polls an accepted attachment. Polls are reads. Once the upload
+// is accepted the only definite failure is the server's own 422 (processing
+// failed); anything else that keeps us from seeing it ready is Ambiguous.
+func (c *Client) waitForMedia(ctx context.Context, id string) (platform.MediaReceipt, error) {
+	const op = "poll media"
+	pending := func(status int, cause error) error {
+		return &platform.Ambiguous{Status: status, Err: &MediaPendingError{RemoteID: id, Err: cause}}
+	}
+	for {
+		if err := sleep(ctx, c.pollInterval); err != nil {
+			return platform.MediaReceipt{}, pending(0, fmt.Errorf("%s: still processing: %w", op, err))
+		}
+		resp, err := c.read(ctx, op, "/api/v1/media/"+url.PathEscape(id), nil)
+		if err != nil {
+			// err is already a platform class; keep only its text so the
+			// chain under Ambiguous holds a single class.
+			return platform.MediaReceipt{}, pending(0, causeOf(ctx, err))
+		}
+		switch resp.status {
+		case http.StatusPartialContent:
+			continue
+		case http.StatusOK:
+			var a mediaAttachment
+			if err := json.Unmarshal(resp.body, &a); err != nil {
+				return platform.MediaReceipt{}, pending(resp.status, fmt.Errorf("%s: decode attachment: %w", op, err))
+			}
+			if a.ID == "" {
+				a.ID = id
+			}
+			return a.receipt(), nil
+		case http.StatusUnprocessableEntity:
+			return platform.MediaReceipt{}, &platform.Rejected{Status: resp.status, Reason: "processing_failed", Message: errorText(resp)}
+		default:
+			return platform.MediaReceipt{}, pending(resp.status, causeOf(ctx, c.classify(op, resp, false)))
+		}
+	}
+}
+
+// causeOf turns a classified error into a plain cause, keeping a context
+// error reachable with errors.Is.
+func causeOf(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("%s: %w", err.Error(), ctxErr)
+	}
+	return errors.New(err.Error())
+}
+
+// mediaForm builds the multipart body: the file with its own content type,
+// and the alt text as "description".
+func mediaForm(m platform.MediaUpload) ([]byte, string, error) {
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	filename := m.Filename
+	if filename == "" {
+		filename = "upload"
+	}
+	contentType := m.ContentType
+	if contentType == "" {
+		contentType = "application/octet-stream"
+	}
+	h := make(textproto.MIMEHeader)
+	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="file"; filename="%s"`, quoteEscaper.Replace(filename)))
+	h.Set("Content-Type", contentType)
+	part, err := w.CreatePart(h)
+	if err != nil {
+		return nil, "", fmt.Errorf("create file part: %w", err)
+	}
+	if _, err := part.Write(m.Data); err != nil {
+		return nil, "", fmt.Errorf("write file part: %w", err)
+	}
+	if m.Alt != "" {
+		if err := w.WriteField("description", m.Alt); err != nil {
+			return nil, "", fmt.Errorf("write description: %w", err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		return nil, "", fmt.Errorf("close form: %w", err)
+	}
+	return buf.Bytes(), w.FormDataContentType(), nil
+}
+
+var quoteEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\r", "", "\n", "")
+
+// Refresh exchanges the refresh token (cred's, or the client's own when
+// cred has none) for a new access token through the OAuth refresh-token
+// grant. A response without a refresh token keeps the old one. On success
+// the client uses the new credential from then on.
+func (c *Client) Refresh(ctx context.Context, cred platform.Credential) (platform.Credential, error) {
+	const op = "refresh token"
+	refresh := cred.RefreshToken
+	if refresh == "" {
+		refresh = c.Credential().RefreshToken
+	}
+	if refresh == "" {
+		return platform.Credential{}, &platform.Rejected{Reason: "reconnect_needed", Message: op + ": no refresh token; the account must be connected again"}
+	}
+	if c.oauth.ClientID == "" {
+		return platform.Credential{}, &platform.Rejected{Reason: "reconnect_needed", Message: op + ": no OAuth client configured"}
+	}
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, c.httpClient)
+	tok, err := c.oauth.TokenSource(ctx, &oauth2.Token{RefreshToken: refresh}).Token()
+	if err != nil {
+		return platform.Credential{}, c.classifyRefresh(op, err)
+	}
+	next := platform.Credential{
+		AccessToken:  tok.AccessToken,
+		RefreshToken: tok.RefreshToken,
+		ExpiresAt:    tok.Expiry,
+	}
+	if next.RefreshToken == "" {
+		next.RefreshToken = refresh
+	}
+	c.mu.Lock()
+	c.cred = next
+	c.mu.Unlock()
+	return next, nil
+}
+
+// classifyRefresh maps token-endpoint errors. A failure to reach the
+// endpoint, a 429 or a 5xx leaves the old refresh token usable
+// (NotPerformed). Any other refusal by the endpoint, invalid_grant above
+// all, means the stored grant is dead and the account has to be connected
+// again.
+func (c *Client) classifyRefresh(op string, err error) error {
+	var re *oauth2.RetrieveError
+	if !errors.As(err, &re) {
+		// The message of a transport error names the token URL, never the
+		// form that carried the tokens.
+		return &platform.NotPerformed{Message: fmt.Sprintf("%s: %v", op, err)}
+	}
+	status := 0
+	var header http.Header
+	if re.Response != nil {
+		status = re.Response.StatusCode
+		header = re.Response.Header
+	}
+	msg := re.ErrorCode
+	if re.ErrorDescription != "" {
+		msg += ": " + re.ErrorDescription
+	}
+	if msg == "" {
+		msg = strings.ToLower(http.StatusText(status))
+	}
+	msg = fmt.Sprintf("%s: %s", op, msg)
+	switch {
+	case status == http.StatusTooManyRequests || status >= 500,
+		re.ErrorCode == "temporarily_unavailable", re.ErrorCode == "server_error":
+		return &platform.NotPerformed{Status: status, RetryAfter: retryAfter(header, c.now()), Message: msg}
+	default:
+		return &platform.Rejected{Status: status, Reason: "reconnect_needed", Message: msg}
+	}
+}

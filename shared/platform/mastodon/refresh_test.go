@@ -1,0 +1,161 @@
+package mastodon
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"oncepost/shared/platform"
+)
+
+// tokenServer is an OAuth token endpoint plus one API route that echoes
+// the bearer token it was called with.
+type tokenServer struct {
+	t      *testing.T
+	status int
+	answer map[string]any
+
+	mu    sync.Mutex
+	forms []url.Values
+	auth  []string
+}
+
+func (s *tokenServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch r.URL.Path {
+	case "/oauth/token":
+		if err := r.ParseForm(); err != nil {
+			s.t.Errorf("parse form: %v", err)
+		}
+		s.forms = append(s.forms, r.PostForm)
+		writeJSON(w, s.status, s.answer)
+	case "/api/v1/statuses/1":
+		s.auth = append(s.auth, r.Header.Get("Authorization"))
+		writeJSON(w, http.StatusOK, statusJSON("1", "<p>x</p>", fixedNow))
+	default:
+		s.t.Errorf("unexpected request %s %s", r.Method, r.URL.Path)
+	}
+}
+
+func TestRefresh(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      platform.Credential
+		status  int
+		answer  map[string]any
+		want    platform.Credential
+		wantOut outcome
+	}{
+		{"rotates both tokens",
+			platform.Credential{AccessToken: "access-1", RefreshToken: "refresh-1"}, 200,
+			map[string]any{"access_token": "access-2", "refresh_token": "refresh-2", "token_type": "Bearer", "expires_in": 3600},
+			platform.Credential{AccessToken: "access-2", RefreshToken: "refresh-2", ExpiresAt: time.Now().Add(time.Hour)},
+			outcome{Class: "ok"}},
+		{"keeps the old refresh token when none is returned",
+			platform.Credential{AccessToken: "access-1", RefreshToken: "refresh-1"}, 200,
+			map[string]any{"access_token": "access-2", "token_type": "Bearer"},
+			platform.Credential{AccessToken: "access-2", RefreshToken: "refresh-1"},
+			outcome{Class: "ok"}},
+		{"uses the client's refresh token when the argument has none",
+			platform.Credential{}, 200,
+			map[string]any{"access_token": "access-2", "token_type": "Bearer"},
+			platform.Credential{AccessToken: "access-2", RefreshToken: "refresh-1"},
+			outcome{Class: "ok"}},
+		{"invalid_grant means reconnect",
+			platform.Credential{RefreshToken: "refresh-1"}, 400,
+			map[string]any{"error": "invalid_grant", "error_description": "The provided authorization grant is invalid"},
+			platform.Credential{},
+			outcome{Class: "rejected", Status: 400, Reason: "reconnect_needed", Message: "refresh token: invalid_grant: The provided authorization grant is invalid"}},
+		{"401 means reconnect",
+			platform.Credential{RefreshToken: "refresh-1"}, 401,
+			map[string]any{"error": "invalid_client"},
+			platform.Credential{},
+			outcome{Class: "rejected", Status: 401, Reason: "reconnect_needed", Message: "refresh token: invalid_client"}},
+		{"403 means reconnect",
+			platform.Credential{RefreshToken: "refresh-1"}, 403,
+			map[string]any{},
+			platform.Credential{},
+			outcome{Class: "rejected", Status: 403, Reason: "reconnect_needed", Message: "refresh token: forbidden"}},
+		{"429 is not performed",
+			platform.Credential{RefreshToken: "refresh-1"}, 429,
+			map[string]any{"error": "too_many_requests"},
+			platform.Credential{},
+			outcome{Class: "not_performed", Status: 429}},
+		{"5xx is not performed",
+			platform.Credential{RefreshToken: "refresh-1"}, 503,
+			map[string]any{"error": "unavailable"},
+			platform.Credential{},
+			outcome{Class: "not_performed", Status: 503}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := &tokenServer{t: t, status: tt.status, answer: tt.answer}
+			srv := newServer(t, ts)
+			c := newClient(t, srv.URL)
+			got, err := c.Refresh(context.Background(), tt.in)
+			if diff := cmp.Diff(tt.wantOut, outcomeOf(t, err)); diff != "" {
+				t.Errorf("outcome (-want +got):\n%s", diff)
+			}
+			wantForm := []url.Values{{
+				"grant_type": {"refresh_token"}, "refresh_token": {"refresh-1"},
+				"client_id": {"client-id"}, "client_secret": {"client-secret"},
+			}}
+			if diff := cmp.Diff(wantForm, ts.forms); diff != "" {
+				t.Errorf("token request (-want +got):\n%s", diff)
+			}
+			if err != nil {
+				if c.Credential().AccessToken != "access-1" {
+					t.Errorf("failed refresh changed the stored credential")
+				}
+				return
+			}
+			// oauth2 computes the expiry from its own clock; a minute of
+			// slack covers the test's run time.
+			nearExpiry := cmp.Comparer(func(a, b time.Time) bool {
+				return a.IsZero() == b.IsZero() && a.Sub(b).Abs() < time.Minute
+			})
+			if diff := cmp.Diff(tt.want, got, nearExpiry); diff != "" {
+				t.Errorf("credential (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(got, c.Credential(), nearExpiry); diff != "" {
+				t.Errorf("stored credential (-returned +stored):\n%s", diff)
+			}
+			// Later calls use the new access token.
+			if _, err := c.Exists(context.Background(), "1"); err != nil {
+				t.Fatalf("Exists: %v", err)
+			}
+			if diff := cmp.Diff([]string{"Bearer access-2"}, ts.auth); diff != "" {
+				t.Errorf("authorization after refresh (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRefreshFailuresWithoutAnswer(t *testing.T) {
+	t.Run("token endpoint unreachable", func(t *testing.T) {
+		_, err := newClient(t, refusedURL(t)).Refresh(context.Background(), platform.Credential{RefreshToken: "r"})
+		if diff := cmp.Diff(outcome{Class: "not_performed"}, outcomeOf(t, err)); diff != "" {
+			t.Errorf("outcome (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("no refresh token anywhere", func(t *testing.T) {
+		c := newClient(t, refusedURL(t), func(cfg *Config) { cfg.Credential.RefreshToken = "" })
+		_, err := c.Refresh(context.Background(), platform.Credential{AccessToken: "a"})
+		if got := outcomeOf(t, err); got.Class != "rejected" || got.Reason != "reconnect_needed" {
+			t.Errorf("outcome = %+v, want rejected reconnect_needed", got)
+		}
+	})
+	t.Run("no oauth client configured", func(t *testing.T) {
+		c := newClient(t, refusedURL(t), func(cfg *Config) { cfg.ClientID, cfg.ClientSecret = "", "" })
+		_, err := c.Refresh(context.Background(), platform.Credential{RefreshToken: "r"})
+		if got := outcomeOf(t, err); got.Class != "rejected" || got.Reason != "reconnect_needed" {
+			t.Errorf("outcome = %+v, want rejected reconnect_needed", got)
+		}
+	})
+}
