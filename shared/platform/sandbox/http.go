@@ -1,0 +1,215 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// maxBody bounds a request body (media uploads included).
+const maxBody = 64 << 20
+
+// timeFormat is Mastodon's created_at: RFC 3339, milliseconds, UTC.
+const timeFormat = "2006-01-02T15:04:05.000Z"
+
+// authMode says whether a route needs a bearer token.
+type authMode int
+
+const (
+	authNone     authMode = iota // no token looked at
+	authOptional                 // a token, if sent, must be valid
+	authRequired                 // a valid token is needed
+)
+
+// call is one API request after faults, body reading and authentication.
+type call struct {
+	r       *http.Request
+	body    []byte
+	account *account // nil when not authenticated
+	base    string   // the server's base URL
+}
+
+// reply is an API handler's answer, written after the after-commit faults.
+type reply struct {
+	status int
+	header http.Header
+	body   any
+}
+
+// apiHandler does a route's work (the "commit") and returns its answer.
+type apiHandler func(c *call) reply
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	api := func(route string, mode authMode, h apiHandler) {
+		pattern := strings.ReplaceAll(route, ":id", "{id}")
+		mux.Handle(pattern, s.api(route, mode, h))
+	}
+	api(RouteCreateStatus, authRequired, s.createStatus)
+	api(RouteGetStatus, authOptional, s.getStatus)
+	api(RouteStatusSource, authRequired, s.statusSource)
+	api(RouteDeleteStatus, authRequired, s.deleteStatus)
+	api(RouteAccountStatuses, authRequired, s.accountStatuses)
+	api(RouteVerifyCredentials, authRequired, s.verifyCredentials)
+	api(RouteUploadMedia, authRequired, s.uploadMedia)
+	api(RouteGetMedia, authRequired, s.getMedia)
+	api(RouteInstance, authNone, s.instanceV1)
+	api(RouteInstanceV2, authNone, s.instanceV2)
+	api(RouteOAuthToken, authNone, s.oauthToken)
+	mux.Handle("GET /{$}", s.plain(s.timelinePage))
+	mux.Handle("GET /sandbox/stats", s.plain(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, s.Stats())
+	}))
+	mux.Handle("GET /media/{id}", s.plain(s.mediaFile))
+	mux.Handle("/", s.plain(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, errorBody("Not found"))
+	}))
+	return mux
+}
+
+// plain wraps a non-API handler: tracked for Close, no faults, no auth.
+func (s *Server) plain(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.enter() {
+			writeJSON(w, http.StatusServiceUnavailable, errorBody("The sandbox is shutting down"))
+			return
+		}
+		defer s.inflight.Done()
+		h(w, r)
+	})
+}
+
+// api wraps an API handler with the fault plan, body buffering and
+// authentication. The order models a real server: a dropped request never
+// reaches it; 503/429/401 faults answer before any work; the body is read in
+// full before a delay so the commit can happen even after the client has
+// gone; the handler's work is never tied to the request's context.
+func (s *Server) api(route string, mode authMode, h apiHandler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.enter() {
+			writeJSON(w, http.StatusServiceUnavailable, errorBody("The sandbox is shutting down"))
+			return
+		}
+		defer s.inflight.Done()
+		start := time.Now()
+		p := s.planFor(route)
+		logDone := func(status int) {
+			s.log.Debug("sandbox: request", "route", route, "status", status,
+				"fault", p.String(), "elapsed", time.Since(start))
+		}
+		if p.dropRequest {
+			logDone(0)
+			drop(w)
+			return
+		}
+		if p.reject != "" {
+			logDone(s.writeReject(w, p))
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				writeJSON(w, http.StatusRequestEntityTooLarge, errorBody("Request body too large"))
+				logDone(http.StatusRequestEntityTooLarge)
+				return
+			}
+			s.log.Debug("sandbox: reading request body failed", "route", route, "err", err)
+			return
+		}
+		c := &call{r: r, body: body, base: s.baseURL(r)}
+		if mode != authNone {
+			acct, presented, valid := s.authenticate(r)
+			if (presented || mode == authRequired) && !valid {
+				writeUnauthorized(w)
+				logDone(http.StatusUnauthorized)
+				return
+			}
+			c.account = acct
+		}
+		s.sleep(p.delayBefore)
+		rep := h(c)
+		if p.dropResponse {
+			logDone(0)
+			drop(w)
+			return
+		}
+		if p.fail500 {
+			rep = reply{status: http.StatusInternalServerError, body: errorBody("We're sorry, but something went wrong on our end.")}
+		}
+		s.sleep(p.delayAfter)
+		for k, v := range rep.header {
+			w.Header()[k] = v
+		}
+		writeJSON(w, rep.status, rep.body)
+		logDone(rep.status)
+	})
+}
+
+// baseURL is the URL statuses and media links are built on.
+func (s *Server) baseURL(r *http.Request) string {
+	if u := s.URL(); u != "" {
+		return u
+	}
+	if r.TLS != nil {
+		return "https://" + r.Host
+	}
+	return "http://" + r.Host
+}
+
+// authenticate resolves the bearer token. presented is false when the
+// request carries no Authorization header.
+func (s *Server) authenticate(r *http.Request) (acct *account, presented, valid bool) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return nil, false, false
+	}
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return nil, true, false
+	}
+	token = strings.TrimSpace(token)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tok := s.access[token]
+	if tok == nil || tok.revoked {
+		return nil, true, false
+	}
+	if !tok.expiresAt.IsZero() && !s.opts.Now().Before(tok.expiresAt) {
+		return nil, true, false
+	}
+	a := s.accounts[tok.accountID]
+	return a, true, a != nil
+}
+
+// errorJSON is Mastodon's error body.
+type errorJSON struct {
+	Error string `json:"error"`
+}
+
+func errorBody(msg string) errorJSON { return errorJSON{Error: msg} }
+
+func errorReply(status int, msg string) reply {
+	return reply{status: status, body: errorBody(msg)}
+}
+
+// writeUnauthorized answers an invalid, expired or missing token.
+func writeUnauthorized(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+	writeJSON(w, http.StatusUnauthorized, errorBody("The access token is invalid"))
+}
+
+// writeJSON writes v as the JSON response body.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		data = []byte(`{"error":"sandbox: encoding the response failed"}`)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(data)
+}

@@ -1,0 +1,609 @@
+// Package sandbox is a Mastodon-compatible HTTP server for tests,
+// benchmarks, the local demo and the chaos drill (DESIGN §5).
+//
+// It speaks the parts of the Mastodon REST API that oncepost's Mastodon
+// adapter uses — statuses create (with Idempotency-Key), read, source and
+// delete, account statuses with max_id/since_id/min_id pagination, async
+// media upload, verify_credentials, instance and the OAuth refresh grant —
+// with Mastodon's response shapes and error bodies. A seeded fault plan
+// (scripted per route, or random on status creates) injects the failures the
+// ledger must survive: delays around the commit, dropped requests, responses
+// lost after the commit, 500 after commit, 503, 429 and 401. The server
+// counts duplicate posts itself (same content fingerprint committed twice for
+// one account) and shows every account's timeline as a plain HTML page at /.
+//
+// The server binds 127.0.0.1 only and keeps everything in memory.
+package sandbox
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"oncepost/shared/platform"
+)
+
+// Options configures a Server. The zero value is a well-behaved Mastodon
+// instance with no faults.
+type Options struct {
+	// DisableIdempotency switches Idempotency-Key support off, so tests can
+	// prove the client's ledger alone prevents duplicates.
+	DisableIdempotency bool
+	// TokenTTL is how long access tokens stay valid (401 afterwards); 0
+	// means they never expire, as on Mastodon.
+	TokenTTL time.Duration
+	// Now is the clock (token expiry, idempotency window, created_at and
+	// status ids); default time.Now.
+	Now func() time.Time
+	// Seed seeds the random fault plan: the same seed and the same sequence
+	// of status creates give the same faults.
+	Seed int64
+	// Random are probabilistic faults on POST /api/v1/statuses.
+	Random RandomFaults
+	// MaxCharacters is the status text limit; default 500. Text is counted
+	// in grapheme clusters, every link counting as 23, as on Mastodon.
+	MaxCharacters int
+	// MaxMediaAttachments is the most media on one status; default 4.
+	MaxMediaAttachments int
+	// MediaProcessingPolls is how many GET /api/v1/media/:id answer 206
+	// before the media is processed and answers 200; default 1. A negative
+	// value means media is processed at upload (POST /api/v2/media answers
+	// 200 with the url set, as Mastodon does for small images).
+	MediaProcessingPolls int
+	// ClientID and ClientSecret are the OAuth client the refresh grant
+	// accepts; defaults "sandbox-client" and "sandbox-secret".
+	ClientID, ClientSecret string
+	// Logger receives one debug line per request (route, status, fault)
+	// and never tokens or post text; default discards.
+	Logger *slog.Logger
+}
+
+// RandomFaults are probabilistic faults drawn for every status create from
+// the seeded generator. They apply only when no scripted fault is queued.
+type RandomFaults struct {
+	// DelayRate is the probability of waiting Delay before committing. The
+	// commit happens even if the client has gone away meanwhile.
+	DelayRate float64
+	// Delay is the wait applied with probability DelayRate.
+	Delay time.Duration
+	// Loss is the probability of dropping the request: the connection is
+	// closed and nothing is committed.
+	Loss float64
+	// ResponseLoss is the probability of committing and then closing the
+	// connection without any response.
+	ResponseLoss float64
+}
+
+// FaultKind names one injected failure.
+type FaultKind string
+
+const (
+	// FaultDelayBeforeCommit waits Fault.Delay, commits (even if the client
+	// disconnected meanwhile: the client gives up at 10s, the server
+	// commits at 11s), then responds if it still can.
+	FaultDelayBeforeCommit FaultKind = "delay-before-commit"
+	// FaultDelayAfterCommit commits, waits Fault.Delay, then responds.
+	FaultDelayAfterCommit FaultKind = "delay-after-commit"
+	// FaultDropRequest closes the connection without reading the request
+	// or committing anything.
+	FaultDropRequest FaultKind = "drop-request"
+	// FaultDropResponse commits, then closes the connection without any
+	// response.
+	FaultDropResponse FaultKind = "drop-response"
+	// Fault500AfterCommit commits, then answers 500 {"error":"..."}.
+	Fault500AfterCommit FaultKind = "500-after-commit"
+	// Fault503 answers 503 before committing anything.
+	Fault503 FaultKind = "503"
+	// Fault429 answers 429 before committing anything, with Retry-After in
+	// whole seconds rounded up from Fault.RetryAfter (default 1s).
+	Fault429 FaultKind = "429"
+	// Fault401 answers 401 {"error":"The access token is invalid"} before
+	// committing anything.
+	Fault401 FaultKind = "401"
+)
+
+// Fault is one scripted failure, consumed by one request.
+type Fault struct {
+	// Kind selects the failure.
+	Kind FaultKind
+	// Delay is the wait of the delay kinds.
+	Delay time.Duration
+	// RetryAfter is the Retry-After of Fault429; default 1s.
+	RetryAfter time.Duration
+}
+
+// The API routes, named as ScriptRoute accepts them.
+const (
+	// RouteCreateStatus creates a status; the route Script and the random
+	// faults apply to.
+	RouteCreateStatus = "POST /api/v1/statuses"
+	// RouteGetStatus reads one status.
+	RouteGetStatus = "GET /api/v1/statuses/:id"
+	// RouteStatusSource reads a status's plain text.
+	RouteStatusSource = "GET /api/v1/statuses/:id/source"
+	// RouteDeleteStatus deletes a status.
+	RouteDeleteStatus = "DELETE /api/v1/statuses/:id"
+	// RouteAccountStatuses lists an account's statuses, newest first.
+	RouteAccountStatuses = "GET /api/v1/accounts/:id/statuses"
+	// RouteVerifyCredentials returns the token owner's account.
+	RouteVerifyCredentials = "GET /api/v1/accounts/verify_credentials"
+	// RouteUploadMedia uploads an attachment.
+	RouteUploadMedia = "POST /api/v2/media"
+	// RouteGetMedia polls an attachment's processing.
+	RouteGetMedia = "GET /api/v1/media/:id"
+	// RouteInstance describes the instance and its limits (v1 shape).
+	RouteInstance = "GET /api/v1/instance"
+	// RouteInstanceV2 describes the instance and its limits (v2 shape).
+	RouteInstanceV2 = "GET /api/v2/instance"
+	// RouteOAuthToken is the OAuth token endpoint (refresh grant).
+	RouteOAuthToken = "POST /oauth/token"
+)
+
+// Account is one sandbox user and its initial OAuth credential.
+type Account struct {
+	ID           string
+	Username     string
+	AccessToken  string
+	RefreshToken string
+}
+
+// String hides the tokens.
+func (a Account) String() string {
+	return fmt.Sprintf("sandbox.Account{ID:%s Username:%s tokens:redacted}", a.ID, a.Username)
+}
+
+// GoString hides the tokens from %#v as well.
+func (a Account) GoString() string { return a.String() }
+
+// Status is a committed post as the sandbox stores it.
+type Status struct {
+	// ID is a decimal snowflake-like id; later statuses have numerically
+	// larger ids.
+	ID        string
+	AccountID string
+	Username  string
+	// Text is the plain text as posted, stripped of surrounding white space.
+	Text string
+	// Content is the HTML Mastodon would serve as "content".
+	Content    string
+	Visibility string
+	CreatedAt  time.Time
+	// MediaIDs are the attachments in display order.
+	MediaIDs []string
+	// MediaSHA256 are the hex SHA-256s of the attachments' bytes, in the
+	// same order as MediaIDs.
+	MediaSHA256 []string
+	// Fingerprint is platform.Fingerprint(Text, MediaSHA256).
+	Fingerprint string
+	// IdempotencyKey is the Idempotency-Key header of the create, or "".
+	IdempotencyKey string
+	// Duplicate is true when the same fingerprint had already been
+	// committed for the account.
+	Duplicate bool
+	// Injected is true for statuses made by InjectStatus.
+	Injected bool
+}
+
+// Stats are the server's counters, also served at GET /sandbox/stats.
+type Stats struct {
+	// CreateRequests counts POST /api/v1/statuses received, faulted ones
+	// included.
+	CreateRequests int `json:"create_requests"`
+	// Committed counts statuses stored, InjectStatus included.
+	Committed int `json:"committed"`
+	// IdempotentReplays counts creates answered from the Idempotency-Key
+	// store without committing.
+	IdempotentReplays int `json:"idempotent_replays"`
+	// Duplicates counts commits whose fingerprint had already been
+	// committed for the same account (deleted statuses included).
+	Duplicates int `json:"duplicates"`
+	// Deleted counts statuses deleted through the API.
+	Deleted int `json:"deleted"`
+}
+
+// Server is the sandbox. Create it with New; it is safe for concurrent use.
+type Server struct {
+	opts   Options
+	log    *slog.Logger
+	router http.Handler
+
+	mu           sync.Mutex
+	rng          *mrand.Rand
+	lastID       uint64
+	accounts     map[string]*account
+	accountOrder []*account
+	access       map[string]*accessToken
+	refresh      map[string]refreshGrant // refresh token → its grant
+	statuses     map[uint64]*status
+	media        map[string]*media
+	idempotency  map[string]idempotencyEntry // account id + "\x00" + key
+	fingerprints map[string]map[string]bool  // account id → fingerprints ever committed
+	scripts      map[string][]Fault
+	stats        Stats
+
+	life      sync.Mutex
+	closing   bool
+	inflight  sync.WaitGroup
+	done      chan struct{}
+	httpSrv   *http.Server
+	listener  net.Listener
+	serveDone chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+type account struct {
+	id        string
+	username  string
+	createdAt time.Time
+	statuses  []*status // in commit order, deleted ones included
+	live      int       // statuses not deleted
+}
+
+type accessToken struct {
+	accountID string
+	expiresAt time.Time // zero: never
+	revoked   bool
+}
+
+// refreshGrant is what a refresh token stands for: the account and the
+// access token issued with it, which the rotation revokes.
+type refreshGrant struct {
+	accountID   string
+	accessToken string
+}
+
+type status struct {
+	Status
+	num     uint64
+	deleted bool
+}
+
+type media struct {
+	id          string
+	accountID   string
+	data        []byte
+	contentType string
+	description string
+	sha256      string
+	pollsLeft   int
+	statusID    string // set once attached
+}
+
+type idempotencyEntry struct {
+	statusID uint64
+	expires  time.Time
+}
+
+// idempotencyTTL is how long Mastodon remembers an Idempotency-Key.
+const idempotencyTTL = time.Hour
+
+// New returns a server configured by opts. Call Start to serve it on a
+// loopback port, or mount Handler yourself.
+func New(opts Options) *Server {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.MaxCharacters <= 0 {
+		opts.MaxCharacters = 500
+	}
+	if opts.MaxMediaAttachments <= 0 {
+		opts.MaxMediaAttachments = 4
+	}
+	if opts.MediaProcessingPolls == 0 {
+		opts.MediaProcessingPolls = 1
+	}
+	if opts.ClientID == "" {
+		opts.ClientID = "sandbox-client"
+	}
+	if opts.ClientSecret == "" {
+		opts.ClientSecret = "sandbox-secret"
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	seed := uint64(opts.Seed)
+	s := &Server{
+		opts:         opts,
+		log:          log,
+		rng:          mrand.New(mrand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		accounts:     map[string]*account{},
+		access:       map[string]*accessToken{},
+		refresh:      map[string]refreshGrant{},
+		statuses:     map[uint64]*status{},
+		media:        map[string]*media{},
+		idempotency:  map[string]idempotencyEntry{},
+		fingerprints: map[string]map[string]bool{},
+		scripts:      map[string][]Fault{},
+		done:         make(chan struct{}),
+	}
+	s.router = s.routes()
+	return s
+}
+
+// Start listens on 127.0.0.1 on a free port and serves in the background.
+func (s *Server) Start() error {
+	s.life.Lock()
+	defer s.life.Unlock()
+	if s.closing {
+		return errors.New("sandbox: start: server is closed")
+	}
+	if s.listener != nil {
+		return errors.New("sandbox: start: already started")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("sandbox: start: listen on 127.0.0.1: %w", err)
+	}
+	s.listener = ln
+	s.httpSrv = &http.Server{
+		Handler:           s.router,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	s.serveDone = make(chan struct{})
+	go func() {
+		defer close(s.serveDone)
+		if err := s.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("sandbox: serve stopped", "err", err)
+		}
+	}()
+	s.log.Info("sandbox: listening", "url", s.urlLocked())
+	return nil
+}
+
+// URL is the base URL, "http://127.0.0.1:PORT", or "" before Start.
+func (s *Server) URL() string {
+	s.life.Lock()
+	defer s.life.Unlock()
+	return s.urlLocked()
+}
+
+func (s *Server) urlLocked() string {
+	if s.listener == nil {
+		return ""
+	}
+	return "http://" + s.listener.Addr().String()
+}
+
+// Close stops the listener, closes every connection and waits for the
+// handlers in flight. Pending fault delays are cut short: a delayed commit
+// happens at once, so Stats after Close are final. Close is idempotent.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.life.Lock()
+		s.closing = true
+		srv, serveDone := s.httpSrv, s.serveDone
+		s.life.Unlock()
+		close(s.done)
+		if srv != nil {
+			if err := srv.Close(); err != nil {
+				s.closeErr = fmt.Errorf("sandbox: close: %w", err)
+			}
+			<-serveDone
+		}
+		s.inflight.Wait()
+	})
+	return s.closeErr
+}
+
+// Handler is the server's HTTP handler, for mounting elsewhere (for
+// example in httptest.NewServer). Status and account URLs then use the
+// request's Host.
+func (s *Server) Handler() http.Handler { return s.router }
+
+// enter registers a handler in flight; false once Close has begun.
+func (s *Server) enter() bool {
+	s.life.Lock()
+	defer s.life.Unlock()
+	if s.closing {
+		return false
+	}
+	s.inflight.Add(1)
+	return true
+}
+
+// sleep waits d, or less if the server is closing.
+func (s *Server) sleep(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.done:
+	}
+}
+
+// AddAccount creates an account with a fresh access and refresh token.
+// Every call creates a new account, even for a username already taken.
+func (s *Server) AddAccount(username string) Account {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.opts.Now()
+	a := &account{id: s.nextIDLocked(now), username: username, createdAt: now}
+	s.accounts[a.id] = a
+	s.accountOrder = append(s.accountOrder, a)
+	access, refresh := s.issueTokensLocked(a.id, now)
+	return Account{ID: a.id, Username: username, AccessToken: access, RefreshToken: refresh}
+}
+
+// issueTokensLocked makes a new access and refresh token for the account.
+func (s *Server) issueTokensLocked(accountID string, now time.Time) (access, refresh string) {
+	access, refresh = rand.Text(), rand.Text()
+	tok := &accessToken{accountID: accountID}
+	if s.opts.TokenTTL > 0 {
+		tok.expiresAt = now.Add(s.opts.TokenTTL)
+	}
+	s.access[access] = tok
+	s.refresh[refresh] = refreshGrant{accountID: accountID, accessToken: access}
+	return access, refresh
+}
+
+// nextIDLocked returns a snowflake-like id: milliseconds since the epoch
+// shifted left 16 bits, bumped to stay strictly increasing.
+func (s *Server) nextIDLocked(now time.Time) string {
+	ms := now.UnixMilli()
+	if ms < 0 {
+		ms = 0
+	}
+	id := uint64(ms) << 16
+	if id <= s.lastID {
+		id = s.lastID + 1
+	}
+	s.lastID = id
+	return strconv.FormatUint(id, 10)
+}
+
+// Script queues faults for the next POST /api/v1/statuses calls of any
+// account, consumed one per call in order. Scripted faults take precedence
+// over random ones.
+func (s *Server) Script(faults ...Fault) { s.ScriptRoute(RouteCreateStatus, faults...) }
+
+// ScriptRoute queues faults for the next calls of a route, named as in the
+// Route constants (e.g. "POST /api/v2/media", "GET
+// /api/v1/accounts/:id/statuses", "POST /oauth/token"). On reads and on the
+// token grant "commit" means doing the work (the token grant rotates the
+// tokens before a drop-response). It panics on an unknown route or fault
+// kind, which are programming errors.
+func (s *Server) ScriptRoute(route string, faults ...Fault) {
+	if !knownRoutes[route] {
+		panic(fmt.Sprintf("sandbox: ScriptRoute: unknown route %q", route))
+	}
+	for _, f := range faults {
+		if !knownKinds[f.Kind] {
+			panic(fmt.Sprintf("sandbox: ScriptRoute: unknown fault kind %q", f.Kind))
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.scripts[route] = append(s.scripts[route], faults...)
+}
+
+var knownKinds = map[FaultKind]bool{
+	FaultDelayBeforeCommit: true, FaultDelayAfterCommit: true, FaultDropRequest: true,
+	FaultDropResponse: true, Fault500AfterCommit: true, Fault503: true, Fault429: true, Fault401: true,
+}
+
+var knownRoutes = map[string]bool{
+	RouteCreateStatus: true, RouteGetStatus: true, RouteStatusSource: true, RouteDeleteStatus: true,
+	RouteAccountStatuses: true, RouteVerifyCredentials: true, RouteUploadMedia: true,
+	RouteGetMedia: true, RouteInstance: true, RouteInstanceV2: true, RouteOAuthToken: true,
+}
+
+// Stats returns a snapshot of the counters.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// Statuses returns the account's committed, not deleted statuses, newest
+// first; nil for an unknown account.
+func (s *Server) Statuses(accountID string) []Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.accounts[accountID]
+	if a == nil {
+		return nil
+	}
+	var out []Status
+	for i := len(a.statuses) - 1; i >= 0; i-- {
+		if st := a.statuses[i]; !st.deleted {
+			out = append(out, st.clone())
+		}
+	}
+	return out
+}
+
+// InjectStatus commits a post directly, as if another app had posted it.
+// It is counted like any commit (Committed, Duplicates). It panics if the
+// account does not exist.
+func (s *Server) InjectStatus(accountID, text string) Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.accounts[accountID]
+	if a == nil {
+		panic(fmt.Sprintf("sandbox: InjectStatus: unknown account %q", accountID))
+	}
+	st := s.commitLocked(a, stripText(text), "public", nil, "")
+	st.Injected = true
+	return st.clone()
+}
+
+// ExpireAccessToken makes every access token of the account invalid (401);
+// the refresh token keeps working.
+func (s *Server) ExpireAccessToken(accountID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, tok := range s.access {
+		if tok.accountID == accountID {
+			tok.revoked = true
+		}
+	}
+}
+
+// RevokeRefreshToken makes every refresh token of the account invalid: the
+// refresh grant then fails with 400 invalid_grant.
+func (s *Server) RevokeRefreshToken(accountID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for tok, g := range s.refresh {
+		if g.accountID == accountID {
+			delete(s.refresh, tok)
+		}
+	}
+}
+
+// commitLocked stores a new status and updates the counters.
+func (s *Server) commitLocked(a *account, text, visibility string, ms []*media, idemKey string) *status {
+	now := s.opts.Now()
+	id := s.nextIDLocked(now)
+	num, _ := strconv.ParseUint(id, 10, 64)
+	st := &status{num: num}
+	st.ID = id
+	st.AccountID = a.id
+	st.Username = a.username
+	st.Text = text
+	st.Content = renderContent(text)
+	st.Visibility = visibility
+	st.CreatedAt = now.UTC().Truncate(time.Millisecond)
+	st.IdempotencyKey = idemKey
+	for _, m := range ms {
+		m.statusID = id
+		st.MediaIDs = append(st.MediaIDs, m.id)
+		st.MediaSHA256 = append(st.MediaSHA256, m.sha256)
+	}
+	st.Fingerprint = platform.Fingerprint(text, st.MediaSHA256)
+	seen := s.fingerprints[a.id]
+	if seen == nil {
+		seen = map[string]bool{}
+		s.fingerprints[a.id] = seen
+	}
+	if seen[st.Fingerprint] {
+		st.Duplicate = true
+		s.stats.Duplicates++
+	}
+	seen[st.Fingerprint] = true
+	s.statuses[num] = st
+	a.statuses = append(a.statuses, st)
+	a.live++
+	s.stats.Committed++
+	return st
+}
+
+func (st *status) clone() Status {
+	c := st.Status
+	c.MediaIDs = append([]string(nil), st.MediaIDs...)
+	c.MediaSHA256 = append([]string(nil), st.MediaSHA256...)
+	return c
+}
