@@ -1,6 +1,9 @@
 package sandbox
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // statusJSON is Mastodon's Status entity, in the fields the sandbox fills.
 type statusJSON struct {
@@ -164,4 +167,19 @@ func (s *Server) statusJSONLocked(st *status, base string, withText bool) status
 		}
 	}
 	return j
+}
+
+// listJSONLocked renders a status for a timeline page, from the cache when
+// it was rendered for the same base URL before.
+func (s *Server) listJSONLocked(st *status, base string) json.RawMessage {
+	if st.listJSON == nil || st.listBase != base {
+		data, err := json.Marshal(s.statusJSONLocked(st, base, false))
+		if err != nil {
+			// statusJSON holds only strings, slices and structs of them, so
+			// this cannot happen; serve null rather than crash the server.
+			return json.RawMessage("null")
+		}
+		st.listJSON, st.listBase = data, base
+	}
+	return st.listJSON
 }

@@ -264,6 +264,12 @@ type status struct {
 	Status
 	num     uint64
 	deleted bool
+	// listJSON caches the status as served in account timelines, rendered
+	// for listBase. Timelines are read on every publish (pre-publish dedup),
+	// and a status never changes once committed; only the embedded
+	// account's statuses_count is frozen at first rendering.
+	listJSON []byte
+	listBase string
 }
 
 type media struct {

@@ -317,9 +317,9 @@ func (s *Server) accountStatuses(c *call) reply {
 			}
 		}
 	}
-	out := make([]statusJSON, 0, len(page))
+	out := make([]json.RawMessage, 0, len(page))
 	for _, st := range page {
-		out = append(out, s.statusJSONLocked(st, c.base, false))
+		out = append(out, s.listJSONLocked(st, c.base))
 	}
 	rep := reply{status: http.StatusOK, body: out}
 	if len(page) > 0 {

@@ -1,0 +1,294 @@
+package publishingtest
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"oncepost/shared/platform"
+	"oncepost/shared/post"
+	"oncepost/shared/publishing"
+)
+
+// TestAccounts checks that an account store keeps accounts and
+// credentials, never loses a refresh token, and lets one owner at a time
+// refresh an account's credential. newAccounts must return an empty store.
+//
+// ListAccounts may return accounts in any order.
+func TestAccounts(t *testing.T, newAccounts func(t *testing.T) publishing.Accounts) {
+	t.Helper()
+	runChecks(t, accountsChecks(), newAccounts)
+}
+
+func accountsChecks() []check[publishing.Accounts] {
+	return []check[publishing.Accounts]{
+		{"Account/put_get_list", accountsPutGetList},
+		{"Account/missing", accountsMissing},
+		{"Credential/round_trip", credentialRoundTrip},
+		{"Credential/missing", credentialMissing},
+		{"Credential/empty_access_token_refused", credentialEmptyAccess},
+		{"Credential/empty_refresh_token_keeps_stored", credentialKeepRefresh},
+		{"Refresh/lease_exclusive_until_saved", refreshExclusive},
+		{"Refresh/non_owner_save_refused", refreshNonOwner},
+		{"Refresh/save_without_lease_refused", refreshNoLease},
+		{"Refresh/empty_refresh_token_keeps_stored", refreshKeepRefresh},
+		{"Refresh/nil_credential_drops_lease", refreshNil},
+		{"Refresh/expired_lease_taken_over", refreshExpired},
+	}
+}
+
+func sampleAccount(id post.AccountID) post.Account {
+	return post.Account{
+		ID: id, Platform: "mastodon", Handle: "@" + string(id) + "@example.social", BaseURL: "https://example.social",
+		RemoteID: "1098" + string(id), CredentialRef: "oncepost/" + string(id), Gate: post.GateManual,
+	}
+}
+
+// cred is a platform.Credential without its redacting String method, so
+// diffs show which token differs.
+type cred struct {
+	AccessToken, RefreshToken string
+	ExpiresAt                 time.Time
+}
+
+func credOf(c platform.Credential) cred { return cred(c) }
+
+func mustPutAccount(t testing.TB, s publishing.Accounts, a post.Account) {
+	t.Helper()
+	if err := s.PutAccount(t.Context(), a); err != nil {
+		t.Fatalf("PutAccount(%s) = %v, want nil", a.ID, err)
+	}
+}
+
+func mustPutCredential(t testing.TB, s publishing.Accounts, id post.AccountID, c platform.Credential) {
+	t.Helper()
+	if err := s.PutCredential(t.Context(), id, c); err != nil {
+		t.Fatalf("PutCredential(%s) = %v, want nil", id, err)
+	}
+}
+
+func wantCredential(t testing.TB, s publishing.Accounts, id post.AccountID, want platform.Credential, what string) {
+	t.Helper()
+	got, err := s.Credential(t.Context(), id)
+	if err != nil {
+		t.Errorf("%s: Credential(%s) = %v, want nil", what, id, err)
+		return
+	}
+	checkUTC(t, "Credential("+string(id)+")", map[string]time.Time{"ExpiresAt": got.ExpiresAt})
+	if diff := cmp.Diff(credOf(want), credOf(got)); diff != "" {
+		t.Errorf("%s: Credential(%s) mismatch (-want +got):\n%s", what, id, diff)
+	}
+}
+
+// accountWithCredential stores an account and its first credential.
+func accountWithCredential(t testing.TB, s publishing.Accounts, id post.AccountID) platform.Credential {
+	t.Helper()
+	mustPutAccount(t, s, sampleAccount(id))
+	c := platform.Credential{AccessToken: "access-1-" + string(id), RefreshToken: "refresh-1-" + string(id), ExpiresAt: base.Add(2*time.Hour + 1)}
+	mustPutCredential(t, s, id, c)
+	return c
+}
+
+func accountsPutGetList(t testing.TB, s publishing.Accounts) {
+	got, err := s.ListAccounts(t.Context())
+	if err != nil || len(got) != 0 {
+		t.Errorf("ListAccounts(empty store) = %d accounts, %v; want none, nil", len(got), err)
+	}
+	a, b, c := sampleAccount("acct-a"), sampleAccount("acct-b"), sampleAccount("acct-c")
+	b.Platform, b.Gate, b.RemoteID = "bluesky", post.GateAuto, ""
+	rv := reflect.ValueOf(a)
+	for i := range rv.NumField() {
+		if rv.Field(i).IsZero() {
+			t.Fatalf("suite bug: sample account leaves field %s zero", rv.Type().Field(i).Name)
+		}
+	}
+	for _, x := range []post.Account{c, a, b} {
+		mustPutAccount(t, s, x)
+	}
+	// Putting an account again replaces it.
+	a.Handle, a.BaseURL = "@renamed@other.example", "https://other.example"
+	mustPutAccount(t, s, a)
+	for _, want := range []post.Account{a, b, c} {
+		got, err := s.GetAccount(t.Context(), want.ID)
+		if err != nil {
+			t.Errorf("GetAccount(%s) = %v", want.ID, err)
+			continue
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("GetAccount(%s) mismatch (-want +got):\n%s", want.ID, diff)
+		}
+	}
+	list, err := s.ListAccounts(t.Context())
+	if err != nil {
+		t.Fatalf("ListAccounts = %v", err)
+	}
+	byID := cmpopts.SortSlices(func(x, y post.Account) bool { return x.ID < y.ID })
+	if diff := cmp.Diff([]post.Account{a, b, c}, list, byID); diff != "" {
+		t.Errorf("ListAccounts mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func accountsMissing(t testing.TB, s publishing.Accounts) {
+	if _, err := s.GetAccount(t.Context(), "acct-missing"); !errors.Is(err, post.ErrNotFound) {
+		t.Errorf("GetAccount(missing) = %v, want post.ErrNotFound", err)
+	}
+	mustPutAccount(t, s, sampleAccount("acct-a"))
+	if _, err := s.GetAccount(t.Context(), "acct-missing"); !errors.Is(err, post.ErrNotFound) {
+		t.Errorf("GetAccount(missing, another stored) = %v, want post.ErrNotFound", err)
+	}
+}
+
+func credentialRoundTrip(t testing.TB, s publishing.Accounts) {
+	c := accountWithCredential(t, s, "acct-a")
+	wantCredential(t, s, "acct-a", c, "after PutCredential")
+	other := accountWithCredential(t, s, "acct-b")
+	wantCredential(t, s, "acct-a", c, "after PutCredential of another account")
+	wantCredential(t, s, "acct-b", other, "after PutCredential")
+
+	// A token that does not expire, and a replacement of both tokens.
+	next := platform.Credential{AccessToken: "access-2 with spaces/+=", RefreshToken: "refresh-2"}
+	mustPutCredential(t, s, "acct-a", next)
+	wantCredential(t, s, "acct-a", next, "after a second PutCredential")
+}
+
+func credentialMissing(t testing.TB, s publishing.Accounts) {
+	mustPutAccount(t, s, sampleAccount("acct-a"))
+	if _, err := s.Credential(t.Context(), "acct-a"); !errors.Is(err, post.ErrNotFound) {
+		t.Errorf("Credential(none stored) = %v, want post.ErrNotFound", err)
+	}
+}
+
+func credentialEmptyAccess(t testing.TB, s publishing.Accounts) {
+	mustPutAccount(t, s, sampleAccount("acct-new"))
+	if err := s.PutCredential(t.Context(), "acct-new", platform.Credential{RefreshToken: "refresh"}); err == nil {
+		t.Errorf("PutCredential(empty access token, nothing stored) = nil, want an error")
+	}
+	if _, err := s.Credential(t.Context(), "acct-new"); !errors.Is(err, post.ErrNotFound) {
+		t.Errorf("after a refused first PutCredential: Credential = %v, want post.ErrNotFound", err)
+	}
+	c := accountWithCredential(t, s, "acct-a")
+	if err := s.PutCredential(t.Context(), "acct-a", platform.Credential{RefreshToken: "refresh-2", ExpiresAt: base}); err == nil {
+		t.Errorf("PutCredential(empty access token) = nil, want an error")
+	}
+	wantCredential(t, s, "acct-a", c, "after a refused PutCredential")
+}
+
+func credentialKeepRefresh(t testing.TB, s publishing.Accounts) {
+	c := accountWithCredential(t, s, "acct-a")
+	next := platform.Credential{AccessToken: "access-2", ExpiresAt: base.Add(3*time.Hour + 3)}
+	mustPutCredential(t, s, "acct-a", next)
+	next.RefreshToken = c.RefreshToken
+	wantCredential(t, s, "acct-a", next, "after PutCredential without a refresh token")
+}
+
+func mustLease(t testing.TB, s publishing.Accounts, id post.AccountID, owner string, now, until time.Time) {
+	t.Helper()
+	if err := s.LeaseRefresh(t.Context(), id, owner, now, until); err != nil {
+		t.Fatalf("LeaseRefresh(%s, %s) = %v, want nil", id, owner, err)
+	}
+}
+
+func wantLeaseConflict(t testing.TB, s publishing.Accounts, id post.AccountID, owner string, now, until time.Time, what string) {
+	t.Helper()
+	if err := s.LeaseRefresh(t.Context(), id, owner, now, until); !errors.Is(err, post.ErrConflict) {
+		t.Errorf("%s: LeaseRefresh(%s, %s) = %v, want post.ErrConflict", what, id, owner, err)
+	}
+}
+
+// One owner refreshes at a time; saving the refreshed credential frees
+// the lease at once.
+func refreshExclusive(t testing.TB, s publishing.Accounts) {
+	accountWithCredential(t, s, "acct-a")
+	accountWithCredential(t, s, "acct-b")
+	mustLease(t, s, "acct-a", "owner-1", base, base.Add(time.Minute))
+	wantLeaseConflict(t, s, "acct-a", "owner-2", base.Add(time.Second), base.Add(2*time.Minute), "lease held")
+	wantLeaseConflict(t, s, "acct-a", "owner-2", base.Add(time.Minute-time.Millisecond), base.Add(2*time.Minute), "lease held, about to expire")
+	// Leases are per account.
+	mustLease(t, s, "acct-b", "owner-2", base.Add(time.Second), base.Add(time.Minute))
+
+	refreshed := platform.Credential{AccessToken: "access-2", RefreshToken: "refresh-2", ExpiresAt: base.Add(4*time.Hour + 4)}
+	if err := s.SaveRefreshed(t.Context(), "acct-a", "owner-1", &refreshed); err != nil {
+		t.Fatalf("SaveRefreshed(owner) = %v, want nil", err)
+	}
+	wantCredential(t, s, "acct-a", refreshed, "after SaveRefreshed")
+	mustLease(t, s, "acct-a", "owner-2", base.Add(2*time.Second), base.Add(time.Minute))
+	wantLeaseConflict(t, s, "acct-a", "owner-1", base.Add(3*time.Second), base.Add(time.Minute), "lease taken after save")
+}
+
+func refreshNonOwner(t testing.TB, s publishing.Accounts) {
+	c := accountWithCredential(t, s, "acct-a")
+	mustLease(t, s, "acct-a", "owner-1", base, base.Add(time.Minute))
+	stolen := platform.Credential{AccessToken: "access-stolen", RefreshToken: "refresh-stolen"}
+	if err := s.SaveRefreshed(t.Context(), "acct-a", "owner-2", &stolen); !errors.Is(err, post.ErrConflict) {
+		t.Errorf("SaveRefreshed(non-owner) = %v, want post.ErrConflict", err)
+	}
+	if err := s.SaveRefreshed(t.Context(), "acct-a", "owner-2", nil); !errors.Is(err, post.ErrConflict) {
+		t.Errorf("SaveRefreshed(non-owner, nil) = %v, want post.ErrConflict", err)
+	}
+	wantCredential(t, s, "acct-a", c, "after SaveRefreshed by a non-owner")
+	// The owner's lease survived the attempts.
+	wantLeaseConflict(t, s, "acct-a", "owner-3", base.Add(time.Second), base.Add(time.Minute), "after SaveRefreshed by a non-owner")
+}
+
+func refreshNoLease(t testing.TB, s publishing.Accounts) {
+	c := accountWithCredential(t, s, "acct-a")
+	next := platform.Credential{AccessToken: "access-2", RefreshToken: "refresh-2"}
+	if err := s.SaveRefreshed(t.Context(), "acct-a", "owner-1", &next); !errors.Is(err, post.ErrConflict) {
+		t.Errorf("SaveRefreshed(no lease taken) = %v, want post.ErrConflict", err)
+	}
+	wantCredential(t, s, "acct-a", c, "after SaveRefreshed without a lease")
+
+	// Saving twice: the first save dropped the lease.
+	mustLease(t, s, "acct-a", "owner-1", base, base.Add(time.Minute))
+	if err := s.SaveRefreshed(t.Context(), "acct-a", "owner-1", &next); err != nil {
+		t.Fatalf("SaveRefreshed(owner) = %v", err)
+	}
+	again := platform.Credential{AccessToken: "access-3", RefreshToken: "refresh-3"}
+	if err := s.SaveRefreshed(t.Context(), "acct-a", "owner-1", &again); !errors.Is(err, post.ErrConflict) {
+		t.Errorf("second SaveRefreshed after the lease was dropped = %v, want post.ErrConflict", err)
+	}
+	wantCredential(t, s, "acct-a", next, "after a second SaveRefreshed")
+}
+
+func refreshKeepRefresh(t testing.TB, s publishing.Accounts) {
+	c := accountWithCredential(t, s, "acct-a")
+	mustLease(t, s, "acct-a", "owner-1", base, base.Add(time.Minute))
+	next := platform.Credential{AccessToken: "access-2", ExpiresAt: base.Add(5*time.Hour + 5)}
+	if err := s.SaveRefreshed(t.Context(), "acct-a", "owner-1", &next); err != nil {
+		t.Fatalf("SaveRefreshed(owner, no refresh token) = %v", err)
+	}
+	next.RefreshToken = c.RefreshToken
+	wantCredential(t, s, "acct-a", next, "after SaveRefreshed without a refresh token")
+}
+
+func refreshNil(t testing.TB, s publishing.Accounts) {
+	c := accountWithCredential(t, s, "acct-a")
+	mustLease(t, s, "acct-a", "owner-1", base, base.Add(time.Minute))
+	if err := s.SaveRefreshed(t.Context(), "acct-a", "owner-1", nil); err != nil {
+		t.Fatalf("SaveRefreshed(owner, nil) = %v", err)
+	}
+	wantCredential(t, s, "acct-a", c, "after SaveRefreshed(nil)")
+	mustLease(t, s, "acct-a", "owner-2", base.Add(time.Second), base.Add(time.Minute))
+}
+
+// A dead owner's lease expires; the next owner takes it and the dead one
+// can no longer save.
+func refreshExpired(t testing.TB, s publishing.Accounts) {
+	accountWithCredential(t, s, "acct-a")
+	mustLease(t, s, "acct-a", "owner-1", base, base.Add(time.Minute))
+	mustLease(t, s, "acct-a", "owner-2", base.Add(2*time.Minute), base.Add(3*time.Minute))
+	wantLeaseConflict(t, s, "acct-a", "owner-3", base.Add(2*time.Minute+time.Second), base.Add(4*time.Minute), "lease re-taken")
+	late := platform.Credential{AccessToken: "access-late", RefreshToken: "refresh-late"}
+	if err := s.SaveRefreshed(t.Context(), "acct-a", "owner-1", &late); !errors.Is(err, post.ErrConflict) {
+		t.Errorf("SaveRefreshed(expired owner) = %v, want post.ErrConflict", err)
+	}
+	fresh := platform.Credential{AccessToken: "access-2", RefreshToken: "refresh-2", ExpiresAt: base.Add(6 * time.Hour)}
+	if err := s.SaveRefreshed(t.Context(), "acct-a", "owner-2", &fresh); err != nil {
+		t.Fatalf("SaveRefreshed(new owner) = %v", err)
+	}
+	wantCredential(t, s, "acct-a", fresh, "after the new owner saved")
+}
