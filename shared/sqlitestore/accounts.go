@@ -1,0 +1,160 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"oncepost/shared/platform"
+	"oncepost/shared/post"
+)
+
+// ErrNoAccessToken is returned (wrapped) when a credential without an access
+// token is stored.
+var ErrNoAccessToken = errors.New("credential has no access token")
+
+// PutAccount stores an account, replacing one with the same id. Its
+// credential, stored apart, is untouched.
+func (s *Store) PutAccount(ctx context.Context, a post.Account) error {
+	_, err := s.ws.accountPut.ExecContext(ctx, string(a.ID), a.Platform, a.Handle, a.BaseURL,
+		a.RemoteID, a.CredentialRef, string(a.Gate))
+	if err != nil {
+		return fmt.Errorf("put account %s: %w", a.ID, err)
+	}
+	s.accountWrites.Add(1)
+	return nil
+}
+
+// GetAccount reads an account or returns an error wrapping post.ErrNotFound.
+func (s *Store) GetAccount(ctx context.Context, id post.AccountID) (post.Account, error) {
+	a, err := scanAccount(s.rs.accountGet.QueryRowContext(ctx, string(id)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return post.Account{}, fmt.Errorf("get account %s: %w", id, post.ErrNotFound)
+	}
+	if err != nil {
+		return post.Account{}, fmt.Errorf("get account %s: %w", id, err)
+	}
+	return a, nil
+}
+
+// ListAccounts lists all accounts ordered by id.
+func (s *Store) ListAccounts(ctx context.Context) ([]post.Account, error) {
+	rows, err := s.rs.accountList.QueryContext(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list accounts: %w", err)
+	}
+	defer rows.Close()
+	var out []post.Account
+	for rows.Next() {
+		a, err := scanAccount(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list accounts: %w", err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list accounts: %w", err)
+	}
+	return out, nil
+}
+
+func scanAccount(sc scanner) (post.Account, error) {
+	var a post.Account
+	var id, gate string
+	if err := sc.Scan(&id, &a.Platform, &a.Handle, &a.BaseURL, &a.RemoteID, &a.CredentialRef, &gate); err != nil {
+		return post.Account{}, err
+	}
+	a.ID, a.Gate = post.AccountID(id), post.GatePolicy(gate)
+	return a, nil
+}
+
+// Credential reads an account's credential or returns an error wrapping
+// post.ErrNotFound. Tokens never appear in errors.
+func (s *Store) Credential(ctx context.Context, id post.AccountID) (platform.Credential, error) {
+	var c platform.Credential
+	var expires string
+	err := s.rs.credential.QueryRowContext(ctx, string(id)).Scan(&c.AccessToken, &c.RefreshToken, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return platform.Credential{}, fmt.Errorf("credential %s: %w", id, post.ErrNotFound)
+	}
+	if err != nil {
+		return platform.Credential{}, fmt.Errorf("credential %s: %w", id, err)
+	}
+	if c.ExpiresAt, err = decodeTime(expires); err != nil {
+		return platform.Credential{}, fmt.Errorf("credential %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// PutCredential stores an account's credential. An empty access token is
+// refused (ErrNoAccessToken); an empty refresh token keeps the stored one.
+// A refresh lease, if any, is untouched.
+func (s *Store) PutCredential(ctx context.Context, id post.AccountID, c platform.Credential) error {
+	if c.AccessToken == "" {
+		return fmt.Errorf("put credential %s: %w", id, ErrNoAccessToken)
+	}
+	_, err := s.ws.credentialPut.ExecContext(ctx, string(id), c.AccessToken, c.RefreshToken, encodeTime(c.ExpiresAt))
+	if err != nil {
+		return fmt.Errorf("put credential %s: %w", id, err)
+	}
+	s.accountWrites.Add(1)
+	return nil
+}
+
+// LeaseRefresh takes the account's refresh lease for owner until the given
+// time if nobody holds it, owner already holds it, or it expired at now
+// (lease_until ≤ now); an error wrapping post.ErrConflict otherwise. It is
+// one conditional statement, atomic across processes.
+func (s *Store) LeaseRefresh(ctx context.Context, id post.AccountID, owner string, now, until time.Time) error {
+	if owner == "" {
+		return fmt.Errorf("lease refresh %s: empty owner", id)
+	}
+	res, err := s.ws.leaseTake.ExecContext(ctx, string(id), owner, encodeTime(until), encodeTime(now))
+	if err != nil {
+		return fmt.Errorf("lease refresh %s: %w", id, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("lease refresh %s: %w", id, err)
+	}
+	if n != 1 {
+		return fmt.Errorf("lease refresh %s for %s: held by another owner: %w", id, owner, post.ErrConflict)
+	}
+	s.accountWrites.Add(1)
+	return nil
+}
+
+// SaveRefreshed stores a refreshed credential and drops the lease, only if
+// owner still holds it; an error wrapping post.ErrConflict otherwise. An
+// empty refresh token keeps the stored one; a nil credential only drops the
+// lease; a credential without an access token is refused (ErrNoAccessToken)
+// and the lease kept.
+func (s *Store) SaveRefreshed(ctx context.Context, id post.AccountID, owner string, c *platform.Credential) error {
+	if owner == "" {
+		return fmt.Errorf("save refreshed %s: empty owner", id)
+	}
+	var res sql.Result
+	var err error
+	switch {
+	case c == nil:
+		res, err = s.ws.leaseRelease.ExecContext(ctx, string(id), owner)
+	case c.AccessToken == "":
+		return fmt.Errorf("save refreshed %s: %w", id, ErrNoAccessToken)
+	default:
+		res, err = s.ws.credentialSave.ExecContext(ctx, c.AccessToken, c.RefreshToken, encodeTime(c.ExpiresAt), string(id), owner)
+	}
+	if err != nil {
+		return fmt.Errorf("save refreshed %s: %w", id, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("save refreshed %s: %w", id, err)
+	}
+	if n != 1 {
+		return fmt.Errorf("save refreshed %s: lease not held by %s: %w", id, owner, post.ErrConflict)
+	}
+	s.accountWrites.Add(1)
+	return nil
+}

@@ -1,0 +1,306 @@
+package sqlitestore
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"oncepost/shared/publishing"
+)
+
+// ErrStaleReceipt is returned (wrapped) by Ack, Retry and DeadLetter when
+// the receipt is not the message's current delivery: the message was
+// delivered again since, or it is gone (acked or dead-lettered).
+var ErrStaleReceipt = errors.New("stale receipt")
+
+// ReasonMaxReceives prefixes the reason of a message dead-lettered because
+// it was delivered its queue's maximum number of times.
+const ReasonMaxReceives = "max_receives_exceeded"
+
+// Queue is a named at-least-once queue with visibility timeouts and a
+// dead-letter queue, stored in the Store's file (SQS standard queue with a
+// redrive policy). Receive and DeadLetter are each one BEGIN IMMEDIATE
+// transaction and Ack and Retry one conditional statement on the receipt,
+// so a message is delivered to one receiver at a time, across processes,
+// and only its current receipt acts on it.
+type Queue struct {
+	s           *Store
+	name        string
+	maxReceives int
+}
+
+// Queue returns the queue called name. A message visible again after
+// maxReceives deliveries is moved to the queue's dead-letter queue by the
+// next Receive; maxReceives ≤ 0 never dead-letters automatically.
+func (s *Store) Queue(name string, maxReceives int) *Queue {
+	return &Queue{s: s, name: name, maxReceives: maxReceives}
+}
+
+// Send enqueues body, invisible for delay, and returns the message id.
+func (q *Queue) Send(ctx context.Context, body []byte, delay time.Duration) (string, error) {
+	id := randomHex(16)
+	now := q.s.now()
+	if body == nil {
+		body = []byte{}
+	}
+	_, err := q.s.ws.queueInsert.ExecContext(ctx, q.name, id, body,
+		encodeTime(now), encodeTime(now.Add(max(delay, 0))))
+	if err != nil {
+		return "", fmt.Errorf("queue %s send: %w", q.name, err)
+	}
+	q.s.queueWrites.Add(1)
+	return id, nil
+}
+
+// visible is a message picked by Receive.
+type visible struct {
+	seq          int64
+	id           string
+	body         []byte
+	sentAt       string
+	receiveCount int
+}
+
+// Receive returns up to max visible messages, oldest visible first, and
+// hides them for visibility; each delivery gets a new receipt. A visible
+// message already delivered maxReceives times is moved to the dead-letter
+// queue instead. It does not block.
+func (q *Queue) Receive(ctx context.Context, maxMessages int, visibility time.Duration) ([]publishing.Message, error) {
+	if maxMessages <= 0 {
+		return nil, nil
+	}
+	now := q.s.now()
+	nowText := encodeTime(now)
+	hiddenUntil := encodeTime(now.Add(max(visibility, 0)))
+	// An empty poll is answered from a read connection, without taking the
+	// write lock; a message that becomes visible meanwhile is left for the
+	// next poll, as with any non-blocking receive.
+	var one int
+	switch err := q.s.rs.queueAnyVisible.QueryRowContext(ctx, q.name, nowText).Scan(&one); {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("queue %s receive: %w", q.name, err)
+	}
+	var out []publishing.Message
+	changed := false
+	err := q.s.write(ctx, func(tx *sql.Tx) error {
+		out, changed = nil, false
+		delivered := map[int64]bool{} // with visibility 0 a delivered message stays visible
+		for len(out) < maxMessages {
+			n := maxMessages - len(out) + len(delivered)
+			batch, err := q.visible(ctx, tx, nowText, n)
+			if err != nil {
+				return err
+			}
+			progress := false
+			for _, m := range batch {
+				if delivered[m.seq] || len(out) == maxMessages {
+					continue
+				}
+				progress, changed = true, true
+				if q.maxReceives > 0 && m.receiveCount >= q.maxReceives {
+					reason := fmt.Sprintf("%s: delivered %d times", ReasonMaxReceives, m.receiveCount)
+					if err := q.moveToDead(ctx, tx, m.seq, reason, nowText); err != nil {
+						return err
+					}
+					continue
+				}
+				count := m.receiveCount + 1
+				receipt := strconv.FormatInt(m.seq, 10) + "." + strconv.Itoa(count) + "." + randomHex(8)
+				if _, err := tx.StmtContext(ctx, q.s.ws.queueDeliver).ExecContext(ctx, count, hiddenUntil, receipt, m.seq); err != nil {
+					return err
+				}
+				delivered[m.seq] = true
+				sent, err := decodeTime(m.sentAt)
+				if err != nil {
+					return err
+				}
+				out = append(out, publishing.Message{ID: m.id, Body: m.body, ReceiveCount: count, Receipt: receipt, SentAt: sent})
+			}
+			// A short batch was every visible message; dead-lettering
+			// makes none visible, so looking again finds nothing new.
+			if !progress || len(batch) < n {
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue %s receive: %w", q.name, err)
+	}
+	if changed {
+		q.s.queueWrites.Add(1)
+	}
+	return out, nil
+}
+
+// visible lists up to n visible messages in delivery order.
+func (q *Queue) visible(ctx context.Context, tx *sql.Tx, now string, n int) ([]visible, error) {
+	rows, err := tx.StmtContext(ctx, q.s.ws.queueVisible).QueryContext(ctx, q.name, now, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var batch []visible
+	for rows.Next() {
+		var m visible
+		if err := rows.Scan(&m.seq, &m.id, &m.body, &m.sentAt, &m.receiveCount); err != nil {
+			return nil, err
+		}
+		batch = append(batch, m)
+	}
+	return batch, rows.Err()
+}
+
+// moveToDead moves a message to the dead-letter table with a reason.
+func (q *Queue) moveToDead(ctx context.Context, tx *sql.Tx, seq int64, reason, at string) error {
+	if _, err := tx.StmtContext(ctx, q.s.ws.queueToDead).ExecContext(ctx, reason, at, seq); err != nil {
+		return err
+	}
+	_, err := tx.StmtContext(ctx, q.s.ws.queueDelete).ExecContext(ctx, seq)
+	return err
+}
+
+// Ack deletes a delivered message. A receipt that is not the message's
+// current delivery is refused with an error wrapping ErrStaleReceipt.
+func (q *Queue) Ack(ctx context.Context, receipt string) error {
+	seq, err := receiptSeq(receipt)
+	if err != nil {
+		return fmt.Errorf("queue %s ack: %w", q.name, err)
+	}
+	res, err := q.s.ws.queueAck.ExecContext(ctx, seq, q.name, receipt)
+	if err == nil {
+		err = q.affected(ctx, res, seq)
+	}
+	if err != nil {
+		return fmt.Errorf("queue %s ack #%d: %w", q.name, seq, err)
+	}
+	q.s.queueWrites.Add(1)
+	return nil
+}
+
+// Retry makes a delivered message visible again after delay. A stale
+// receipt is refused with an error wrapping ErrStaleReceipt.
+func (q *Queue) Retry(ctx context.Context, receipt string, delay time.Duration) error {
+	seq, err := receiptSeq(receipt)
+	if err != nil {
+		return fmt.Errorf("queue %s retry: %w", q.name, err)
+	}
+	at := encodeTime(q.s.now().Add(max(delay, 0)))
+	res, err := q.s.ws.queueRetry.ExecContext(ctx, at, seq, q.name, receipt)
+	if err == nil {
+		err = q.affected(ctx, res, seq)
+	}
+	if err != nil {
+		return fmt.Errorf("queue %s retry #%d: %w", q.name, seq, err)
+	}
+	q.s.queueWrites.Add(1)
+	return nil
+}
+
+// DeadLetter moves a delivered message to the dead-letter queue with a
+// reason. A stale receipt is refused with an error wrapping ErrStaleReceipt.
+func (q *Queue) DeadLetter(ctx context.Context, receipt, reason string) error {
+	seq, err := receiptSeq(receipt)
+	if err != nil {
+		return fmt.Errorf("queue %s dead-letter: %w", q.name, err)
+	}
+	at := encodeTime(q.s.now())
+	err = q.s.write(ctx, func(tx *sql.Tx) error {
+		var one int
+		err := tx.StmtContext(ctx, q.s.ws.queueByReceipt).QueryRowContext(ctx, seq, q.name, receipt).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return q.stale(ctx, tx, seq)
+		}
+		if err != nil {
+			return err
+		}
+		return q.moveToDead(ctx, tx, seq, reason, at)
+	})
+	if err != nil {
+		return fmt.Errorf("queue %s dead-letter #%d: %w", q.name, seq, err)
+	}
+	q.s.queueWrites.Add(1)
+	return nil
+}
+
+// affected checks that a write by receipt found its message.
+func (q *Queue) affected(ctx context.Context, res sql.Result, seq int64) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 1 {
+		return nil
+	}
+	return q.stale(ctx, nil, seq)
+}
+
+// stale explains why a receipt did not match: the message was delivered
+// again, or it is gone.
+func (q *Queue) stale(ctx context.Context, tx *sql.Tx, seq int64) error {
+	st := q.s.ws.queueCurrent
+	if tx != nil {
+		st = tx.StmtContext(ctx, st)
+	}
+	var count int
+	err := st.QueryRowContext(ctx, seq, q.name).Scan(&count)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("message is gone: %w", ErrStaleReceipt)
+	case err != nil:
+		return err
+	}
+	return fmt.Errorf("message was delivered again (%d deliveries): %w", count, ErrStaleReceipt)
+}
+
+// DeadLetters lists the queue's dead-lettered messages, oldest first. A
+// limit ≤ 0 means no limit.
+func (q *Queue) DeadLetters(ctx context.Context, limit int) ([]publishing.DeadLetter, error) {
+	rows, err := q.s.rs.deadLetters.QueryContext(ctx, q.name, sqlLimit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("queue %s dead letters: %w", q.name, err)
+	}
+	defer rows.Close()
+	var out []publishing.DeadLetter
+	for rows.Next() {
+		var d publishing.DeadLetter
+		var at string
+		if err := rows.Scan(&d.ID, &d.Body, &d.ReceiveCount, &d.Reason, &at); err != nil {
+			return nil, fmt.Errorf("queue %s dead letters: %w", q.name, err)
+		}
+		if d.At, err = decodeTime(at); err != nil {
+			return nil, fmt.Errorf("queue %s dead letters: %w", q.name, err)
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("queue %s dead letters: %w", q.name, err)
+	}
+	return out, nil
+}
+
+// receiptSeq is the row a receipt ("seq.count.random") belongs to. The
+// receipt itself must still match the row's: seq alone proves nothing.
+func receiptSeq(receipt string) (int64, error) {
+	head, rest, ok := strings.Cut(receipt, ".")
+	seq, err := strconv.ParseInt(head, 10, 64)
+	if !ok || rest == "" || err != nil {
+		return 0, fmt.Errorf("malformed receipt: %w", ErrStaleReceipt)
+	}
+	return seq, nil
+}
+
+// randomHex returns n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b)
+}

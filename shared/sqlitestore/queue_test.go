@@ -1,0 +1,268 @@
+package sqlitestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"oncepost/shared/publishing"
+)
+
+func receiveOne(t *testing.T, q *Queue, visibility time.Duration) publishing.Message {
+	t.Helper()
+	msgs, err := q.Receive(context.Background(), 10, visibility)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 1 {
+		t.Fatalf("Receive returned %d messages, want 1", len(msgs))
+	}
+	return msgs[0]
+}
+
+func receiveNone(t *testing.T, q *Queue, when string) {
+	t.Helper()
+	msgs, err := q.Receive(context.Background(), 10, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 0 {
+		t.Fatalf("%s: Receive returned %d messages, want none", when, len(msgs))
+	}
+}
+
+func TestQueueFakeClock(t *testing.T) {
+	ctx := context.Background()
+	clock := newFakeClock(t0)
+	s := openTest(t, Options{Now: clock.Now})
+	q := s.Queue("publish", 3)
+	other := s.Queue("other", 3)
+
+	idA, err := q.Send(ctx, []byte("a"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idB, err := q.Send(ctx, []byte("b"), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if idA == idB || idA == "" {
+		t.Fatalf("ids %q and %q", idA, idB)
+	}
+	receiveNone(t, other, "another queue")
+
+	// Visibility: a is delivered and hidden for 30 s; b is delayed 10 s.
+	a1 := receiveOne(t, q, 30*time.Second)
+	if a1.ID != idA || string(a1.Body) != "a" || a1.ReceiveCount != 1 || !a1.SentAt.Equal(t0) {
+		t.Fatalf("first delivery %+v", a1)
+	}
+	receiveNone(t, q, "a hidden, b delayed")
+	clock.Advance(10*time.Second - 1)
+	receiveNone(t, q, "1ns before b's delay ends")
+	clock.Advance(1)
+	b1 := receiveOne(t, q, 30*time.Second)
+	if b1.ID != idB || !b1.SentAt.Equal(t0) {
+		t.Fatalf("delayed delivery %+v", b1)
+	}
+	if err := q.Ack(ctx, b1.Receipt); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Ack(ctx, b1.Receipt); !errors.Is(err, ErrStaleReceipt) {
+		t.Errorf("second Ack: %v, want ErrStaleReceipt", err)
+	}
+
+	// Redelivery after the visibility timeout, with a new receipt.
+	clock.Advance(20 * time.Second)
+	a2 := receiveOne(t, q, 30*time.Second)
+	if a2.ID != idA || a2.ReceiveCount != 2 || a2.Receipt == a1.Receipt {
+		t.Fatalf("redelivery %+v (first receipt %s)", a2, a1.Receipt)
+	}
+	for name, op := range map[string]func() error{
+		"Ack":        func() error { return q.Ack(ctx, a1.Receipt) },
+		"Retry":      func() error { return q.Retry(ctx, a1.Receipt, 0) },
+		"DeadLetter": func() error { return q.DeadLetter(ctx, a1.Receipt, "x") },
+	} {
+		if err := op(); !errors.Is(err, ErrStaleReceipt) {
+			t.Errorf("%s with a stale receipt: %v, want ErrStaleReceipt", name, err)
+		}
+	}
+	if err := other.Ack(ctx, a2.Receipt); !errors.Is(err, ErrStaleReceipt) {
+		t.Errorf("Ack on the wrong queue: %v, want ErrStaleReceipt", err)
+	}
+
+	// Retry with a delay.
+	if err := q.Retry(ctx, a2.Receipt, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(4 * time.Second)
+	receiveNone(t, q, "during retry delay")
+	clock.Advance(time.Second)
+	a3 := receiveOne(t, q, 30*time.Second)
+	if a3.ReceiveCount != 3 {
+		t.Fatalf("third delivery count %d", a3.ReceiveCount)
+	}
+
+	// Delivered maxReceives (3) times and visible again: dead-lettered.
+	clock.Advance(30 * time.Second)
+	receiveNone(t, q, "after the third delivery timed out")
+	dead, err := q.DeadLetters(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []publishing.DeadLetter{{ID: idA, Body: []byte("a"), ReceiveCount: 3,
+		Reason: "max_receives_exceeded: delivered 3 times", At: clock.Now()}}
+	if d := cmp.Diff(want, dead); d != "" {
+		t.Errorf("DeadLetters (-want +got):\n%s", d)
+	}
+	if err := q.Ack(ctx, a3.Receipt); !errors.Is(err, ErrStaleReceipt) {
+		t.Errorf("Ack after dead-lettering: %v, want ErrStaleReceipt", err)
+	}
+
+	// Explicit dead-lettering, oldest first.
+	idC, _ := q.Send(ctx, []byte("c"), 0)
+	c1 := receiveOne(t, q, time.Minute)
+	clock.Advance(time.Second)
+	if err := q.DeadLetter(ctx, c1.Receipt, "poison"); err != nil {
+		t.Fatal(err)
+	}
+	dead, _ = q.DeadLetters(ctx, 0)
+	if len(dead) != 2 || dead[1].ID != idC || dead[1].Reason != "poison" || dead[1].ReceiveCount != 1 || !dead[1].At.Equal(clock.Now()) {
+		t.Errorf("DeadLetters after DeadLetter: %+v", dead)
+	}
+	if dl, _ := other.DeadLetters(ctx, 0); len(dl) != 0 {
+		t.Errorf("other queue has %d dead letters", len(dl))
+	}
+	if _, err := q.Receive(ctx, 10, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	receiveNone(t, q, "everything acked or dead")
+}
+
+func TestQueueOrderAndBatches(t *testing.T) {
+	ctx := context.Background()
+	clock := newFakeClock(t0)
+	s := openTest(t, Options{Now: clock.Now})
+	q := s.Queue("q", 2)
+	var ids []string
+	for i := range 5 {
+		// Later sends with shorter delays become visible first.
+		id, err := q.Send(ctx, fmt.Appendf(nil, "m%d", i), time.Duration(5-i)*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	clock.Advance(10 * time.Second)
+	msgs, err := q.Receive(ctx, 3, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range msgs {
+		got = append(got, m.ID)
+	}
+	if d := cmp.Diff([]string{ids[4], ids[3], ids[2]}, got); d != "" {
+		t.Errorf("first batch (-want +got):\n%s", d)
+	}
+	// Second batch: m1 and m0 (never delivered, visible since long) come
+	// first, then m2, m3, m4 (visible again, same instant, send order).
+	clock.Advance(time.Second)
+	msgs, err = q.Receive(ctx, 5, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = nil
+	for _, m := range msgs {
+		got = append(got, m.ID)
+	}
+	if d := cmp.Diff([]string{ids[1], ids[0], ids[2], ids[3], ids[4]}, got); d != "" {
+		t.Fatalf("second batch (-want +got):\n%s", d)
+	}
+	for _, m := range msgs[:2] {
+		if err := q.Retry(ctx, m.Receipt, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// m2, m3, m4 were delivered maxReceives (2) times and are visible
+	// first: the next Receive dead-letters them and still fills its batch
+	// with m0 and m1.
+	clock.Advance(5 * time.Second)
+	msgs, err = q.Receive(ctx, 2, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 2 || msgs[0].ID != ids[0] || msgs[1].ID != ids[1] || msgs[0].ReceiveCount != 2 {
+		t.Errorf("third batch: %+v, want m0 and m1 on their second delivery", msgs)
+	}
+	dead, _ := q.DeadLetters(ctx, 0)
+	got = nil
+	for _, d := range dead {
+		got = append(got, d.ID)
+	}
+	if d := cmp.Diff([]string{ids[2], ids[3], ids[4]}, got); d != "" {
+		t.Errorf("dead letters (-want +got):\n%s", d)
+	}
+
+	// Visibility 0: a message stays visible but is delivered once per Receive.
+	q0 := s.Queue("zero", 0)
+	if _, err := q0.Send(ctx, []byte("z"), 0); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		msgs, err := q0.Receive(ctx, 10, 0)
+		if err != nil || len(msgs) != 1 || msgs[0].ReceiveCount != i {
+			t.Fatalf("zero-visibility receive %d: %+v, %v", i, msgs, err)
+		}
+	}
+}
+
+func TestQueueConcurrentReceiversGetEachMessageOnce(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Options{})
+	q := s.Queue("q", 5)
+	const n = 300
+	for i := range n {
+		if _, err := q.Send(ctx, fmt.Appendf(nil, "%d", i), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var wg sync.WaitGroup
+	for range 6 {
+		wg.Go(func() {
+			for {
+				msgs, err := q.Receive(ctx, 4, time.Hour)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(msgs) == 0 {
+					return
+				}
+				for _, m := range msgs {
+					mu.Lock()
+					seen[m.ID]++
+					mu.Unlock()
+					if err := q.Ack(ctx, m.Receipt); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(seen) != n {
+		t.Errorf("%d distinct messages received, want %d", len(seen), n)
+	}
+	for id, c := range seen {
+		if c != 1 {
+			t.Errorf("message %s received %d times", id, c)
+		}
+	}
+}

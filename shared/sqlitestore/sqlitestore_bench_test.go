@@ -1,0 +1,120 @@
+package sqlitestore
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"oncepost/shared/ledger"
+	"oncepost/shared/post"
+)
+
+// BenchmarkLedgerAcquireConfirm is the ledger's share of a publish: Create
+// (pending, with its audit row) and Update to confirmed (with its audit
+// row), from parallel goroutines.
+func BenchmarkLedgerAcquireConfirm(b *testing.B) {
+	ctx := context.Background()
+	s := openTest(b, Options{})
+	var n atomic.Int64
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := n.Add(1)
+			now := time.Now()
+			e := ledger.NewEntry(ledger.PublishKey("acct", fmt.Sprint("post-", i), t0), ledger.Publish,
+				"acct", fmt.Sprint("post-", i), t0, "fp", "bench", now, time.Minute)
+			if err := s.Create(ctx, e); err != nil {
+				b.Error(err)
+				return
+			}
+			done, err := e.Confirm("remote", now)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if err := s.Update(ctx, e, done); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+}
+
+// BenchmarkPublishHappyPath is everything the publisher asks of the store
+// for one publish: receive the message, read the post, acquire the ledger
+// entry, confirm it, mark the target published, ack the message.
+func BenchmarkPublishHappyPath(b *testing.B) {
+	for _, par := range []int{1, 8} {
+		b.Run(fmt.Sprintf("goroutines=%dxGOMAXPROCS", par), func(b *testing.B) { benchPublish(b, par) })
+	}
+}
+
+func benchPublish(b *testing.B, parallelism int) {
+	ctx := context.Background()
+	s := openTest(b, Options{})
+	q := s.Queue("publish", 5)
+	for i := range b.N {
+		id := post.ID(fmt.Sprint("post-", i))
+		p := post.Post{ID: id, Body: "hello", CreatedAt: t0,
+			Targets: []post.Target{{Account: "acct", Slot: t0, Status: post.Triggered, UpdatedAt: t0}}}
+		if err := s.CreatePost(ctx, p); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := q.Send(ctx, []byte(id), 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	before := s.Stats()
+	b.SetParallelism(parallelism)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := publishOnce(ctx, s, q); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "publishes/s")
+	after := s.Stats()
+	writes := (after.LedgerWrites - before.LedgerWrites) + (after.PostWrites - before.PostWrites) +
+		(after.AccountWrites - before.AccountWrites) + (after.QueueWrites - before.QueueWrites)
+	b.ReportMetric(float64(writes)/float64(b.N), "writes/op")
+}
+
+func publishOnce(ctx context.Context, s *Store, q *Queue) error {
+	msgs, err := q.Receive(ctx, 1, time.Minute)
+	if err != nil {
+		return err
+	}
+	if len(msgs) != 1 {
+		return fmt.Errorf("received %d messages", len(msgs))
+	}
+	m := msgs[0]
+	id := post.ID(m.Body)
+	p, err := s.GetPost(ctx, id)
+	if err != nil {
+		return err
+	}
+	tg, _ := p.Target("acct")
+	now := time.Now()
+	e := ledger.NewEntry(ledger.PublishKey("acct", string(id), tg.Slot), ledger.Publish, "acct", string(id), tg.Slot, "fp", "bench", now, time.Minute)
+	if err := s.Create(ctx, e); err != nil {
+		return err
+	}
+	done, err := e.Confirm("remote-"+string(id), now)
+	if err != nil {
+		return err
+	}
+	if err := s.Update(ctx, e, done); err != nil {
+		return err
+	}
+	if _, err := s.UpdateTarget(ctx, id, "acct", post.TargetUpdate{Status: post.Published, RemoteID: done.RemoteID, At: now}); err != nil {
+		return err
+	}
+	return q.Ack(ctx, m.Receipt)
+}

@@ -1,0 +1,27 @@
+package sqlitestore
+
+import (
+	"testing"
+	"time"
+
+	"oncepost/shared/publishing"
+	"oncepost/shared/publishingtest"
+)
+
+func TestLedgerConformance(t *testing.T) {
+	publishingtest.TestLedger(t, func(t *testing.T) publishing.Ledger { return openTest(t, Options{}) })
+}
+
+func TestPostsConformance(t *testing.T) {
+	publishingtest.TestPosts(t, func(t *testing.T) publishing.Posts { return openTest(t, Options{}) })
+}
+
+func TestAccountsConformance(t *testing.T) {
+	publishingtest.TestAccounts(t, func(t *testing.T) publishing.Accounts { return openTest(t, Options{}) })
+}
+
+func TestQueueConformance(t *testing.T) {
+	publishingtest.TestQueue(t, func(t *testing.T, maxReceives int) publishing.Queue {
+		return openTest(t, Options{}).Queue("conformance", maxReceives)
+	}, publishingtest.QueueOptions{Unit: 20 * time.Millisecond})
+}

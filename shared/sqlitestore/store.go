@@ -1,0 +1,448 @@
+// Package sqlitestore is oncepost's embedded default store (DESIGN §6): the
+// ledger, posts, accounts with their credentials, and named queues with
+// dead-letter queues, all in one SQLite file opened through the pure-Go
+// driver modernc.org/sqlite. `oncepost run` uses it on one machine where
+// the AWS runtime uses DynamoDB and SQS.
+//
+// # Atomicity
+//
+// Every conditional write (ledger Create/Update, UpdateTarget, refresh
+// leases, queue receives and acks) runs either as one SQL statement or inside
+// a BEGIN IMMEDIATE transaction. IMMEDIATE takes SQLite's write lock when the
+// transaction starts, before anything is read, so the read-check-write inside
+// it cannot interleave with another writer: not another goroutine and not
+// another process sharing the file. The conditions themselves are in the SQL
+// (`UPDATE … WHERE key = ? AND state = ? AND attempt = ?`, checked through
+// RowsAffected), so a lost race is reported as a conflict, never applied.
+//
+// Writers that find the lock taken wait under busy_timeout (10 s) instead of
+// failing with SQLITE_BUSY; with IMMEDIATE transactions a writer never holds
+// a stale read snapshot it would have to upgrade, which is the case where
+// SQLite gives up without waiting. The file is in WAL mode, so readers never
+// block writers and writers never block readers.
+//
+// Inside one process, writes go through a pool of exactly one connection
+// (they are serialised by SQLite anyway) and reads through a separate pool of
+// read-only connections, each statement prepared once per connection.
+//
+// Times are stored as fixed-width RFC 3339 UTC text with nanoseconds
+// ("2006-01-02T15:04:05.000000000Z"), which sorts like the times it encodes;
+// the zero time is stored as the empty string. The file (and its -wal and
+// -shm companions) has mode 0600 because it holds platform credentials.
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	mathrand "math/rand/v2"
+	"net/url"
+	"os"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"oncepost/shared/publishing"
+)
+
+// Interface guards.
+var (
+	_ publishing.Ledger   = (*Store)(nil)
+	_ publishing.Posts    = (*Store)(nil)
+	_ publishing.Accounts = (*Store)(nil)
+	_ publishing.Queue    = (*Queue)(nil)
+)
+
+// schemaVersion is the version of the schema this build creates and reads.
+const schemaVersion = 1
+
+// walCheckpointPages is the WAL size, in pages, at which a commit
+// checkpoints it into the database file (4 KiB pages: 32 MiB).
+const walCheckpointPages = 8000
+
+// busyTimeout is how long a writer waits for another writer's lock.
+const busyTimeout = 10 * time.Second
+
+// Options configure a Store.
+type Options struct {
+	// Now is the clock for queue visibility and delays and for audit
+	// timestamps; default time.Now.
+	Now func() time.Time
+}
+
+// Stats counts, since Open, the writes that changed data, per port. One port
+// method call that writes counts as one write; the ledger's audit rows are
+// counted only in AuditRows.
+type Stats struct {
+	LedgerWrites  uint64
+	PostWrites    uint64
+	AccountWrites uint64
+	QueueWrites   uint64
+	AuditRows     uint64
+}
+
+// Store is the embedded SQLite store. It implements publishing.Ledger,
+// publishing.Posts and publishing.Accounts; Queue returns its queues. It is
+// safe for concurrent use, also by several processes sharing the file.
+type Store struct {
+	w   *sql.DB // writes: one connection, BEGIN IMMEDIATE
+	r   *sql.DB // reads: query_only connections
+	now func() time.Time
+
+	ws writeStmts
+	rs readStmts
+
+	ledgerWrites, postWrites, accountWrites, queueWrites, auditRows atomic.Uint64
+}
+
+// Open opens the store file at path, creating the file and its schema if
+// needed (the schema idempotently, versioned in schema_version). A new file
+// is created with mode 0600; an existing file, -wal or -shm file that group
+// or others may access is tightened to 0600. The caller must Close the store.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if path == "" || strings.ContainsRune(path, '?') || strings.HasPrefix(path, "file:") || strings.HasPrefix(path, ":memory:") {
+		return nil, fmt.Errorf("sqlitestore: open %q: need a plain file path", path)
+	}
+	if err := securePath(path); err != nil {
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	// SQLite creates -wal and -shm with the database file's mode; a looser
+	// pair left by an older run is tightened too.
+	for _, suffix := range []string{"-wal", "-shm"} {
+		if err := tighten(path + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+		}
+	}
+	s := &Store{now: opts.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	var err error
+	if s.w, err = sql.Open("sqlite", dsn(path, true)); err != nil {
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	s.w.SetMaxOpenConns(1)
+	s.w.SetMaxIdleConns(1)
+	s.w.SetConnMaxLifetime(0)
+	s.w.SetConnMaxIdleTime(0)
+	if err := retryBusy(ctx, func() error { return s.migrate(ctx) }); err != nil {
+		s.w.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	if s.r, err = sql.Open("sqlite", dsn(path, false)); err != nil {
+		s.w.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	readers := max(4, 2*runtime.GOMAXPROCS(0))
+	s.r.SetMaxOpenConns(readers)
+	s.r.SetMaxIdleConns(readers)
+	s.r.SetConnMaxLifetime(0)
+	s.r.SetConnMaxIdleTime(0)
+	if err := s.prepare(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// dsn is the driver's data source name: pragmas run on every new
+// connection, IMMEDIATE transactions for the writer, query_only for readers.
+func dsn(path string, writer bool) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(ON)")
+	if writer {
+		q.Set("_txlock", "immediate")
+		// Checkpoint every walCheckpointPages pages instead of SQLite's
+		// 1000: hot pages (queue, indexes) are copied back once per
+		// checkpoint however often they were written, so fewer, larger
+		// checkpoints cost less. journal_size_limit bounds the file that
+		// remains after a checkpoint.
+		q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", walCheckpointPages))
+		q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", 2*walCheckpointPages*4096))
+	} else {
+		q.Add("_pragma", "query_only(ON)")
+	}
+	return path + "?" + q.Encode()
+}
+
+// securePath creates the file with mode 0600 if it is absent, and removes
+// group and other permissions from an existing one.
+func securePath(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case err == nil:
+		return f.Close()
+	case errors.Is(err, fs.ErrExist):
+		return tighten(path)
+	default:
+		return err
+	}
+}
+
+// tighten sets path's mode to 0600 unless it is already that strict.
+func tighten(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", path)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return os.Chmod(path, 0o600)
+	}
+	return nil
+}
+
+// Close closes the store's connections.
+func (s *Store) Close() error {
+	var errs []error
+	for _, st := range s.ws.all() {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	for _, st := range s.rs.all() {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	if s.r != nil {
+		errs = append(errs, s.r.Close())
+	}
+	if s.w != nil {
+		errs = append(errs, s.w.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("sqlitestore: close: %w", err)
+	}
+	return nil
+}
+
+// Stats returns the write counters since Open.
+func (s *Store) Stats() Stats {
+	return Stats{
+		LedgerWrites:  s.ledgerWrites.Load(),
+		PostWrites:    s.postWrites.Load(),
+		AccountWrites: s.accountWrites.Load(),
+		QueueWrites:   s.queueWrites.Load(),
+		AuditRows:     s.auditRows.Load(),
+	}
+}
+
+// schema is created idempotently at Open, in one IMMEDIATE transaction.
+var schema = []string{
+	`CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`,
+
+	`CREATE TABLE IF NOT EXISTS ledger (
+		key         TEXT PRIMARY KEY,
+		action      TEXT NOT NULL,
+		account     TEXT NOT NULL,
+		subject     TEXT NOT NULL,
+		slot        TEXT NOT NULL,
+		state       TEXT NOT NULL,
+		attempt     INTEGER NOT NULL,
+		handle      TEXT NOT NULL,
+		fingerprint TEXT NOT NULL,
+		lease_owner TEXT NOT NULL,
+		lease_until TEXT NOT NULL,
+		open_since  TEXT NOT NULL,
+		sent_at     TEXT NOT NULL,
+		remote_id   TEXT NOT NULL,
+		reason      TEXT NOT NULL,
+		task_token  TEXT NOT NULL,
+		updated_at  TEXT NOT NULL,
+		expires_at  TEXT NOT NULL
+	) WITHOUT ROWID`,
+	// The sparse stale index: only open entries are in it.
+	`CREATE INDEX IF NOT EXISTS ledger_open ON ledger (open_since) WHERE state IN ('pending', 'unknown')`,
+	// Audit rows, clustered by key: n numbers an entry's transitions from 1.
+	`CREATE TABLE IF NOT EXISTS ledger_history (
+		key        TEXT NOT NULL,
+		n          INTEGER NOT NULL,
+		from_state TEXT NOT NULL,
+		to_state   TEXT NOT NULL,
+		attempt    INTEGER NOT NULL,
+		reason     TEXT NOT NULL,
+		at         TEXT NOT NULL,
+		PRIMARY KEY (key, n)
+	) WITHOUT ROWID`,
+
+	`CREATE TABLE IF NOT EXISTS posts (
+		id         TEXT PRIMARY KEY,
+		body       TEXT NOT NULL,
+		media      TEXT NOT NULL,
+		created_at TEXT NOT NULL
+	) WITHOUT ROWID`,
+	`CREATE TABLE IF NOT EXISTS targets (
+		post_id    TEXT NOT NULL REFERENCES posts (id) ON DELETE CASCADE,
+		account    TEXT NOT NULL,
+		position   INTEGER NOT NULL,
+		slot       TEXT NOT NULL,
+		status     TEXT NOT NULL,
+		remote_id  TEXT NOT NULL,
+		reason     TEXT NOT NULL,
+		updated_at TEXT NOT NULL,
+		PRIMARY KEY (post_id, account)
+	) WITHOUT ROWID`,
+	`CREATE INDEX IF NOT EXISTS targets_due ON targets (slot) WHERE status = 'scheduled'`,
+
+	`CREATE TABLE IF NOT EXISTS accounts (
+		id             TEXT PRIMARY KEY,
+		platform       TEXT NOT NULL,
+		handle         TEXT NOT NULL,
+		base_url       TEXT NOT NULL,
+		remote_id      TEXT NOT NULL,
+		credential_ref TEXT NOT NULL,
+		gate           TEXT NOT NULL
+	) WITHOUT ROWID`,
+	// Credentials live apart from accounts; a row may carry only a lease.
+	`CREATE TABLE IF NOT EXISTS credentials (
+		account_id    TEXT PRIMARY KEY,
+		access_token  TEXT NOT NULL,
+		refresh_token TEXT NOT NULL,
+		expires_at    TEXT NOT NULL,
+		lease_owner   TEXT NOT NULL DEFAULT '',
+		lease_until   TEXT NOT NULL DEFAULT ''
+	) WITHOUT ROWID`,
+
+	// Messages are addressed by seq (receipts carry it); the random id is
+	// for callers and needs no index.
+	`CREATE TABLE IF NOT EXISTS queue_messages (
+		seq           INTEGER PRIMARY KEY,
+		queue         TEXT NOT NULL,
+		id            TEXT NOT NULL,
+		body          BLOB NOT NULL,
+		sent_at       TEXT NOT NULL,
+		visible_at    TEXT NOT NULL,
+		receive_count INTEGER NOT NULL DEFAULT 0,
+		receipt       TEXT NOT NULL DEFAULT ''
+	)`,
+	`CREATE INDEX IF NOT EXISTS queue_messages_visible ON queue_messages (queue, visible_at, seq)`,
+	`CREATE TABLE IF NOT EXISTS dead_letters (
+		seq           INTEGER PRIMARY KEY,
+		queue         TEXT NOT NULL,
+		id            TEXT NOT NULL,
+		body          BLOB NOT NULL,
+		sent_at       TEXT NOT NULL,
+		receive_count INTEGER NOT NULL,
+		reason        TEXT NOT NULL,
+		at            TEXT NOT NULL
+	)`,
+	`CREATE INDEX IF NOT EXISTS dead_letters_queue ON dead_letters (queue, seq)`,
+}
+
+// migrate creates the schema if needed and checks its version.
+func (s *Store) migrate(ctx context.Context) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		for _, stmt := range schema {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("create schema: %w", err)
+			}
+		}
+		var v int
+		err := tx.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&v)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (?)`, schemaVersion); err != nil {
+				return fmt.Errorf("record schema version: %w", err)
+			}
+			return nil
+		case err != nil:
+			return fmt.Errorf("read schema version: %w", err)
+		case v > schemaVersion:
+			return fmt.Errorf("schema version %d is newer than this build's %d", v, schemaVersion)
+		}
+		return nil
+	})
+}
+
+// retryBusy runs fn until it succeeds, fails with something other than
+// SQLITE_BUSY, or busyTimeout has passed. Only Open needs it: processes
+// opening a new file at the same moment all switch it to WAL mode, and
+// SQLite refuses one of them at once, without a busy wait, when a lock
+// upgrade could deadlock. Once the file is in WAL mode that cannot happen.
+func retryBusy(ctx context.Context, fn func() error) error {
+	deadline := time.Now().Add(busyTimeout)
+	for {
+		err := fn()
+		var se *sqlite.Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(5+mathrand.IntN(20)) * time.Millisecond):
+		}
+	}
+}
+
+// write runs fn in a BEGIN IMMEDIATE transaction on the writer connection
+// and commits if fn returns nil.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// timeLayout is RFC 3339 in UTC with nanoseconds, fixed width so that the
+// text sorts like the time.
+const timeLayout = "2006-01-02T15:04:05.000000000Z"
+
+// encodeTime stores t as fixed-width RFC 3339 UTC text; the zero time is the empty string.
+func encodeTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(timeLayout)
+}
+
+// decodeTime reverses encodeTime.
+func decodeTime(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(timeLayout, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("stored time %q: %w", s, err)
+	}
+	return t, nil
+}
+
+// decoder decodes stored times and keeps the first error.
+type decoder struct{ err error }
+
+func (d *decoder) time(s string) time.Time {
+	t, err := decodeTime(s)
+	if err != nil && d.err == nil {
+		d.err = err
+	}
+	return t
+}
+
+// sqlLimit maps a non-positive limit to SQLite's "no limit".
+func sqlLimit(limit int) int {
+	if limit <= 0 {
+		return -1
+	}
+	return limit
+}
