@@ -204,7 +204,13 @@ func writeUnauthorized(w http.ResponseWriter) {
 
 // writeJSON writes v as the JSON response body.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	data, err := json.Marshal(v)
+	var data []byte
+	var err error
+	if raw, ok := v.(rawJSONArray); ok {
+		data = raw.bytes()
+	} else {
+		data, err = json.Marshal(v)
+	}
 	if err != nil {
 		status = http.StatusInternalServerError
 		data = []byte(`{"error":"sandbox: encoding the response failed"}`)
@@ -212,4 +218,25 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
 	_, _ = w.Write(data)
+}
+
+// rawJSONArray is a reply body of already-encoded elements, written as a
+// JSON array without re-encoding (json.Marshal would re-validate every
+// element; timelines are read on every publish).
+type rawJSONArray []json.RawMessage
+
+func (a rawJSONArray) bytes() []byte {
+	n := 2
+	for _, e := range a {
+		n += len(e) + 1
+	}
+	out := make([]byte, 0, n)
+	out = append(out, '[')
+	for i, e := range a {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, e...)
+	}
+	return append(out, ']')
 }

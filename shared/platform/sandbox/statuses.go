@@ -317,7 +317,7 @@ func (s *Server) accountStatuses(c *call) reply {
 			}
 		}
 	}
-	out := make([]json.RawMessage, 0, len(page))
+	out := make(rawJSONArray, 0, len(page))
 	for _, st := range page {
 		out = append(out, s.listJSONLocked(st, c.base))
 	}
