@@ -409,3 +409,40 @@ func TestPublishWithMedia(t *testing.T) {
 		t.Errorf("same text and image again = %+v, want held", out)
 	}
 }
+
+// With the manual gate, an ambiguous outcome that the looks cannot find is
+// held for an operator with the workflow's task token; nothing is re-sent.
+func TestConfirmManualGateHolds(t *testing.T) {
+	e := newEnv(t, sandbox.Options{DisableIdempotency: true})
+	e.account.Gate = post.GateManual
+	if err := e.store.PutAccount(context.Background(), e.account); err != nil {
+		t.Fatal(err)
+	}
+	// The platform sits on the request past the client's timeout and has
+	// not committed while the looks run.
+	e.sb.Script(sandbox.Fault{Kind: sandbox.FaultDelayBeforeCommit, Delay: time.Minute})
+	job := e.schedule("manual", "Board meeting moved to 3pm.")
+	out := e.publish(job)
+	if out.Result != publishing.Confirming {
+		t.Fatalf("outcome %+v, want confirming", out)
+	}
+	name := publishing.ConfirmName(out.Key, 1)
+	if in, _ := e.flows.input(name); in.Policy != publishing.PolicyManual {
+		t.Errorf("confirm policy %q, want manual", in.Policy)
+	}
+	e.runConfirm(name)
+	en := e.entry(job)
+	if en.State != ledger.Held || en.TaskToken != "token-"+name || en.Reason != publishing.ReasonNotFoundAfterLooks {
+		t.Errorf("entry %s token %q reason %q, want held with the task token", en.State, en.TaskToken, en.Reason)
+	}
+	if tg := e.target(job); tg.Status != post.Held {
+		t.Errorf("target %s, want held", tg.Status)
+	}
+	e.drain()
+	if again := e.publish(job); again.Result != publishing.Held {
+		t.Errorf("delivery while held = %+v, want held", again)
+	}
+	if st := e.sb.Stats(); st.Committed != 0 || st.CreateRequests != 1 {
+		t.Errorf("sandbox stats %+v, want the one delayed, uncommitted create only", st)
+	}
+}
