@@ -446,3 +446,10 @@ func sqlLimit(limit int) int {
 	}
 	return limit
 }
+
+// DB returns the store's write pool (one connection, BEGIN IMMEDIATE
+// transactions) for the embedded runtime's sibling components (localflow,
+// localcron) that keep their own tables in the same file. Never hold one of
+// its transactions open while doing I/O or calling back into the store:
+// there is one write connection, and the callee would wait forever.
+func (s *Store) DB() *sql.DB { return s.w }
