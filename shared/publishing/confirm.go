@@ -143,10 +143,11 @@ func (c *Confirmer) mediaOf(ctx context.Context, e ledger.Entry) (map[string]str
 	return m, nil
 }
 
-// Confirm records the found post: unknown → confirmed, target published.
+// Confirm records the found post (or an operator's word that it is there):
+// unknown or held → confirmed, target published.
 func (c *Confirmer) Confirm(ctx context.Context, in ConfirmInput, remoteID string) error {
-	e, open, err := c.current(ctx, in)
-	if err != nil || !open {
+	e, ok, err := c.awaiting(ctx, in)
+	if err != nil || !ok {
 		return err
 	}
 	next, err := e.Confirm(remoteID, c.now())
@@ -156,12 +157,43 @@ func (c *Confirmer) Confirm(ctx context.Context, in ConfirmInput, remoteID strin
 	if err := c.Ledger.Update(ctx, e, next); err != nil {
 		return fmt.Errorf("confirm %s: %w", in.Key, err)
 	}
-	c.log().InfoContext(ctx, "confirmed after ambiguous outcome", "key", in.Key, "attempt", in.Attempt, "remote_id", remoteID)
+	c.log().InfoContext(ctx, "confirmed after ambiguous outcome", "key", in.Key, "attempt", in.Attempt, "remote_id", remoteID, "from", e.State)
 	return c.setTarget(ctx, next, post.Published)
 }
 
-// Release records that the post was looked for and not found: unknown →
-// released, then the job goes back on the queue to be re-sent with the same
+// Reject records an operator's decision that the post must not go out:
+// held → failed, target failed.
+func (c *Confirmer) Reject(ctx context.Context, in ConfirmInput, reason string) error {
+	e, err := c.Ledger.Get(ctx, in.Key)
+	if err != nil {
+		return fmt.Errorf("reject %s: %w", in.Key, err)
+	}
+	if e.State != ledger.Held || e.Attempt != in.Attempt {
+		return nil
+	}
+	next, err := e.Fail(reason, c.now())
+	if err != nil {
+		return err
+	}
+	if err := c.Ledger.Update(ctx, e, next); err != nil {
+		return fmt.Errorf("reject %s: %w", in.Key, err)
+	}
+	c.log().WarnContext(ctx, "rejected by an operator", "key", in.Key, "attempt", in.Attempt, "reason", reason)
+	return c.setTarget(ctx, next, post.Failed)
+}
+
+// awaiting reads the entry and reports whether it still waits for this
+// workflow's decision: unknown or held, at the workflow's attempt.
+func (c *Confirmer) awaiting(ctx context.Context, in ConfirmInput) (ledger.Entry, bool, error) {
+	e, err := c.Ledger.Get(ctx, in.Key)
+	if err != nil {
+		return e, false, fmt.Errorf("confirm %s: %w", in.Key, err)
+	}
+	return e, (e.State == ledger.Unknown || e.State == ledger.Held) && e.Attempt == in.Attempt, nil
+}
+
+// Release records that the post was looked for and not found (or that an
+// operator approved a re-send): unknown or held → released, then the job goes back on the queue to be re-sent with the same
 // handle. Marking comes first: a job delivered while the entry is still
 // unknown is acknowledged without sending, so enqueueing first could lose
 // it. A retry of this step after the mark re-enqueues (the ledger absorbs
@@ -172,16 +204,26 @@ func (c *Confirmer) Release(ctx context.Context, in ConfirmInput) error {
 		return fmt.Errorf("release %s: %w", in.Key, err)
 	}
 	switch {
-	case e.State == ledger.Unknown && e.Attempt == in.Attempt:
-		next, err := e.Release(ReasonNotFoundAfterLooks, c.now())
+	case (e.State == ledger.Unknown || e.State == ledger.Held) && e.Attempt == in.Attempt:
+		reason := ReasonNotFoundAfterLooks
+		if e.State == ledger.Held {
+			reason = ReasonOperatorReleased
+		}
+		next, err := e.Release(reason, c.now())
 		if err != nil {
 			return err
 		}
 		if err := c.Ledger.Update(ctx, e, next); err != nil {
 			return fmt.Errorf("release %s: %w", in.Key, err)
 		}
+		c.log().WarnContext(ctx, "released for re-send", "key", in.Key, "attempt", in.Attempt, "from", e.State, "reason", reason)
+		if e.State == ledger.Held {
+			// The operator's release puts the target back in line.
+			if err := c.setTarget(ctx, next, post.Triggered); err != nil {
+				return err
+			}
+		}
 		e = next
-		c.log().WarnContext(ctx, "not found after looking; released for re-send", "key", in.Key, "attempt", in.Attempt)
 	case e.State == ledger.Released && e.Attempt == in.Attempt:
 		// A retry of this step: the mark landed, the enqueue may not have.
 	default:

@@ -42,6 +42,10 @@ type Posts interface {
 	// Due lists targets in status scheduled whose slot is not after t,
 	// earliest first.
 	Due(ctx context.Context, t time.Time, limit int) ([]TargetRef, error)
+	// Unfinished lists targets in status triggered or publishing whose
+	// status was last set before t, oldest update first (the sweeper's
+	// "triggered and not finished" check).
+	Unfinished(ctx context.Context, t time.Time, limit int) ([]TargetRef, error)
 }
 
 // TargetRef names one target of one post.

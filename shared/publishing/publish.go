@@ -22,6 +22,8 @@ const (
 	ReasonPostDeleted        = "post_deleted_before_send"
 	ReasonReconnectNeeded    = "reconnect_needed"
 	ReasonNotFoundAfterLooks = "not_found_after_looks"
+	ReasonOperatorReleased   = "released_by_operator"
+	ReasonOperatorRejected   = "rejected_by_operator"
 	ReasonAmbiguous          = "ambiguous"
 )
 

@@ -277,6 +277,34 @@ func (m *memPosts) Due(_ context.Context, t time.Time, limit int) ([]publishing.
 	return out, nil
 }
 
+func (m *memPosts) Unfinished(_ context.Context, t time.Time, limit int) ([]publishing.TargetRef, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	type row struct {
+		ref publishing.TargetRef
+		at  time.Time
+	}
+	var rows []row
+	for _, p := range m.posts {
+		for _, tg := range p.Targets {
+			if (tg.Status == post.Triggered || tg.Status == post.Publishing) && tg.UpdatedAt.Before(t) {
+				rows = append(rows, row{publishing.TargetRef{Post: p.ID, Account: tg.Account, Slot: tg.Slot}, tg.UpdatedAt})
+			}
+		}
+	}
+	slices.SortFunc(rows, func(a, b row) int {
+		return cmp.Or(a.at.Compare(b.at), cmp.Compare(a.ref.Post, b.ref.Post), cmp.Compare(a.ref.Account, b.ref.Account))
+	})
+	var out []publishing.TargetRef
+	for _, r := range rows {
+		if len(out) == limit {
+			break
+		}
+		out = append(out, r.ref)
+	}
+	return out, nil
+}
+
 // ---- Accounts ----
 
 type accountsBugs struct {

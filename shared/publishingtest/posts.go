@@ -38,6 +38,7 @@ func postsChecks() []check[publishing.Posts] {
 		{"UpdateTarget/missing_post_or_account", postsUpdateMissing},
 		{"UpdateTarget/concurrent_published_or_cancelled", postsUpdateRace},
 		{"Due/scheduled_not_after_t_earliest_first", postsDue},
+		{"Unfinished/triggered_or_publishing_updated_before_t", postsUnfinished},
 	}
 }
 
@@ -351,6 +352,49 @@ func postsDue(t testing.TB, s publishing.Posts) {
 		}
 		if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("Due(base%+v, %d) mismatch (-want +got):\n%s", tc.t.Sub(base), tc.limit, diff)
+		}
+	}
+}
+
+func postsUnfinished(t testing.TB, s publishing.Posts) {
+	at := func(d time.Duration) time.Time { return base.Add(d) }
+	p1 := simplePost("unf-1", at(-time.Hour), post.Scheduled, "acct-a", "acct-b", "acct-c")
+	p2 := simplePost("unf-2", at(-time.Hour), post.Scheduled, "acct-a")
+	mustCreatePost(t, s, p1)
+	mustCreatePost(t, s, p2)
+	move := func(p post.Post, account post.AccountID, st post.TargetStatus, when time.Time) {
+		t.Helper()
+		if _, err := s.UpdateTarget(t.Context(), p.ID, account, post.TargetUpdate{Status: st, At: when}); err != nil {
+			t.Fatalf("UpdateTarget(%s/%s → %s) = %v", p.ID, account, st, err)
+		}
+	}
+	move(p1, "acct-a", post.Triggered, at(-10*time.Minute)) // unfinished, old
+	move(p1, "acct-b", post.Triggered, at(-20*time.Minute)) // becomes publishing, older
+	move(p1, "acct-b", post.Publishing, at(-8*time.Minute)) // unfinished, updated -8m
+	move(p1, "acct-c", post.Triggered, at(-30*time.Minute)) // then published: finished
+	move(p1, "acct-c", post.Published, at(-29*time.Minute)) //
+	move(p2, "acct-a", post.Triggered, at(-time.Minute))    // unfinished, recent
+	ref := func(p post.Post, i int) publishing.TargetRef {
+		return publishing.TargetRef{Post: p.ID, Account: p.Targets[i].Account, Slot: p.Targets[i].Slot}
+	}
+	for _, tc := range []struct {
+		t     time.Time
+		limit int
+		want  []publishing.TargetRef
+	}{
+		{base, 100, []publishing.TargetRef{ref(p1, 0), ref(p1, 1), ref(p2, 0)}},
+		{base, 1, []publishing.TargetRef{ref(p1, 0)}},
+		{at(-5 * time.Minute), 100, []publishing.TargetRef{ref(p1, 0), ref(p1, 1)}},
+		{at(-9 * time.Minute), 100, []publishing.TargetRef{ref(p1, 0)}},
+		{at(-10 * time.Minute), 100, nil}, // strictly before t
+	} {
+		got, err := s.Unfinished(t.Context(), tc.t, tc.limit)
+		if err != nil {
+			t.Errorf("Unfinished(base%+v, %d) = %v", tc.t.Sub(base), tc.limit, err)
+			continue
+		}
+		if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("Unfinished(base%+v, %d) mismatch (-want +got):\n%s", tc.t.Sub(base), tc.limit, diff)
 		}
 	}
 }

@@ -154,26 +154,36 @@ func (s *Store) UpdateTarget(ctx context.Context, id post.ID, account post.Accou
 // Due lists targets in status scheduled whose slot is not after t, earliest
 // first (ties by post id and account). A limit ≤ 0 means no limit.
 func (s *Store) Due(ctx context.Context, t time.Time, limit int) ([]publishing.TargetRef, error) {
+	return s.targetRefs(ctx, "due", s.rs.due, t, limit)
+}
+
+// Unfinished lists triggered or publishing targets last updated before t,
+// oldest update first. A limit ≤ 0 means no limit.
+func (s *Store) Unfinished(ctx context.Context, t time.Time, limit int) ([]publishing.TargetRef, error) {
+	return s.targetRefs(ctx, "unfinished", s.rs.unfinished, t, limit)
+}
+
+func (s *Store) targetRefs(ctx context.Context, what string, stmt *sql.Stmt, t time.Time, limit int) ([]publishing.TargetRef, error) {
 	at := encodeTime(t)
-	rows, err := s.rs.due.QueryContext(ctx, at, sqlLimit(limit))
+	rows, err := stmt.QueryContext(ctx, at, sqlLimit(limit))
 	if err != nil {
-		return nil, fmt.Errorf("due at %s: %w", at, err)
+		return nil, fmt.Errorf("%s at %s: %w", what, at, err)
 	}
 	defer rows.Close()
 	var out []publishing.TargetRef
 	for rows.Next() {
 		var id, account, slot string
 		if err := rows.Scan(&id, &account, &slot); err != nil {
-			return nil, fmt.Errorf("due at %s: %w", at, err)
+			return nil, fmt.Errorf("%s at %s: %w", what, at, err)
 		}
 		st, err := decodeTime(slot)
 		if err != nil {
-			return nil, fmt.Errorf("due at %s: %w", at, err)
+			return nil, fmt.Errorf("%s at %s: %w", what, at, err)
 		}
 		out = append(out, publishing.TargetRef{Post: post.ID(id), Account: post.AccountID(account), Slot: st})
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("due at %s: %w", at, err)
+		return nil, fmt.Errorf("%s at %s: %w", what, at, err)
 	}
 	return out, nil
 }

@@ -36,7 +36,7 @@ func (w *writeStmts) all() []*sql.Stmt {
 // readStmts are prepared on the read-only pool.
 type readStmts struct {
 	ledgerGet, ledgerOpen, ledgerHistory *sql.Stmt
-	postGet, due                         *sql.Stmt
+	postGet, due, unfinished             *sql.Stmt
 	accountGet, accountList, credential  *sql.Stmt
 	deadLetters, queueAnyVisible         *sql.Stmt
 }
@@ -44,7 +44,7 @@ type readStmts struct {
 func (r *readStmts) all() []*sql.Stmt {
 	return []*sql.Stmt{
 		r.ledgerGet, r.ledgerOpen, r.ledgerHistory,
-		r.postGet, r.due,
+		r.postGet, r.due, r.unfinished,
 		r.accountGet, r.accountList, r.credential,
 		r.deadLetters, r.queueAnyVisible,
 	}
@@ -92,6 +92,9 @@ func (s *Store) prepare(ctx context.Context) error {
 		{&r.due, s.r, `SELECT post_id, account, slot FROM targets
 			WHERE status = 'scheduled' AND slot <= ?
 			ORDER BY slot, post_id, account LIMIT ?`},
+		{&r.unfinished, s.r, `SELECT post_id, account, slot FROM targets
+			WHERE status IN ('triggered', 'publishing') AND updated_at < ?
+			ORDER BY updated_at, post_id, account LIMIT ?`},
 
 		// Accounts and credentials.
 		{&w.accountPut, s.w, `INSERT INTO accounts (id, platform, handle, base_url, remote_id, credential_ref, gate)

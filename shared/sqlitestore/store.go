@@ -295,6 +295,7 @@ var schema = []string{
 		PRIMARY KEY (post_id, account)
 	) WITHOUT ROWID`,
 	`CREATE INDEX IF NOT EXISTS targets_due ON targets (slot) WHERE status = 'scheduled'`,
+	`CREATE INDEX IF NOT EXISTS targets_unfinished ON targets (updated_at) WHERE status IN ('triggered', 'publishing')`,
 
 	`CREATE TABLE IF NOT EXISTS accounts (
 		id             TEXT PRIMARY KEY,

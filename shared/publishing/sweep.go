@@ -1,0 +1,251 @@
+package publishing
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"oncepost/shared/emf"
+	"oncepost/shared/ledger"
+	"oncepost/shared/post"
+)
+
+// StaleAfter is how long a ledger entry may stay open, or a target
+// triggered, before the sweeper counts it (DESIGN G3).
+const StaleAfter = 5 * time.Minute
+
+// MissedAfter is how late a scheduled target may be before the sweeper
+// triggers it itself (the scheduler missed it or is down).
+const MissedAfter = time.Minute
+
+// MetricsEmitter receives the sweeper's metrics (emf.Emitter).
+type MetricsEmitter interface {
+	Emit(metrics ...emf.Metric) error
+}
+
+// Sweeper finds what is not progressing, counts it, and repairs it by
+// re-enqueueing the job or starting the confirm workflow — never by sending
+// to a platform itself. Run it every minute; its metrics raise the alarms
+// (a missing sweep is itself an alarm: TreatMissingData breaching).
+type Sweeper struct {
+	Ledger  Ledger
+	Posts   Posts
+	Queue   Queue
+	Trigger *Trigger
+	// Publisher provides the confirm workflow starter with its settings.
+	Publisher *Publisher
+	Metrics   MetricsEmitter
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// Limit bounds each query; default 1000.
+	Limit  int
+	Logger *slog.Logger
+}
+
+// SweepReport is what one sweep found and did.
+type SweepReport struct {
+	// StalePending and StaleUnknown count ledger entries open for more than StaleAfter.
+	StalePending int `json:"stale_pending"`
+	StaleUnknown int `json:"stale_unknown"`
+	// OldestOpenAge is the age of the oldest open entry (any age).
+	OldestOpenAge time.Duration `json:"oldest_open_age"`
+	// StuckTargets counts targets triggered or publishing for more than StaleAfter.
+	StuckTargets int `json:"stuck_targets"`
+	// MissedSchedules counts scheduled targets more than MissedAfter past their slot.
+	MissedSchedules int `json:"missed_schedules"`
+	// DeadLetters is the dead-letter queue's depth (capped at Limit).
+	DeadLetters int `json:"dead_letters"`
+	// Requeued, ConfirmsStarted and Triggered are the repairs made.
+	Requeued        int `json:"requeued"`
+	ConfirmsStarted int `json:"confirms_started"`
+	Triggered       int `json:"triggered"`
+}
+
+// Alarming reports whether anything in the report should page someone.
+func (r SweepReport) Alarming() bool {
+	return r.StalePending+r.StaleUnknown+r.StuckTargets+r.MissedSchedules+r.DeadLetters > 0
+}
+
+func (s *Sweeper) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (s *Sweeper) log() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
+}
+
+// Sweep runs one pass. It returns the report even when some repairs
+// failed; the error joins the failures.
+func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
+	now := s.now()
+	limit := orDefault(s.Limit, 1000)
+	var (
+		rep  SweepReport
+		errs []error
+	)
+	requeued := map[Job]bool{}
+	requeue := func(j Job) {
+		if requeued[j] {
+			return
+		}
+		requeued[j] = true
+		if err := s.enqueue(ctx, j); err != nil {
+			errs = append(errs, err)
+			return
+		}
+		rep.Requeued++
+	}
+
+	open, err := s.Ledger.Open(ctx, now, limit)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("open ledger entries: %w", err))
+	}
+	if len(open) > 0 {
+		rep.OldestOpenAge = now.Sub(open[0].OpenSince)
+	}
+	for _, e := range open {
+		if now.Sub(e.OpenSince) <= StaleAfter {
+			break // oldest first: the rest are younger
+		}
+		if e.State == ledger.Pending {
+			rep.StalePending++
+		} else {
+			rep.StaleUnknown++
+		}
+		switch {
+		case e.Action == ledger.Upload:
+			if err := s.releaseUpload(ctx, e, now); err != nil {
+				errs = append(errs, err)
+			}
+		case e.Action != ledger.Publish:
+			// Deletes are finished by the operator command that started them.
+		case e.State == ledger.Unknown:
+			if err := s.ensureConfirm(ctx, e); err != nil {
+				errs = append(errs, err)
+			} else {
+				rep.ConfirmsStarted++
+			}
+		default:
+			// Pending past StaleAfter: its lease has expired (leases are
+			// shorter), so the publisher will move it to unknown and start
+			// the confirm workflow when the job comes back.
+			requeue(Job{Post: post.ID(e.Subject), Account: post.AccountID(e.Account), Slot: e.Slot})
+		}
+	}
+
+	stuck, err := s.Posts.Unfinished(ctx, now.Add(-StaleAfter), limit)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("unfinished targets: %w", err))
+	}
+	rep.StuckTargets = len(stuck)
+	for _, ref := range stuck {
+		// Publish decides from the ledger what the target needs: a re-send
+		// only if the entry is released or absent.
+		requeue(ref)
+	}
+
+	missed, err := s.Posts.Due(ctx, now.Add(-MissedAfter), limit)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("missed schedules: %w", err))
+	}
+	rep.MissedSchedules = len(missed)
+	for _, ref := range missed {
+		ok, err := s.Trigger.Fire(ctx, ref)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if ok {
+			rep.Triggered++
+		}
+	}
+
+	dls, err := s.Queue.DeadLetters(ctx, limit)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("dead letters: %w", err))
+	}
+	rep.DeadLetters = len(dls)
+
+	if s.Metrics != nil {
+		if err := s.Metrics.Emit(
+			emf.Metric{Name: "StalePending", Unit: emf.Count, Value: float64(rep.StalePending)},
+			emf.Metric{Name: "StaleUnknown", Unit: emf.Count, Value: float64(rep.StaleUnknown)},
+			emf.Metric{Name: "OldestOpenAgeSeconds", Unit: emf.Seconds, Value: rep.OldestOpenAge.Seconds()},
+			emf.Metric{Name: "StuckTargets", Unit: emf.Count, Value: float64(rep.StuckTargets)},
+			emf.Metric{Name: "MissedSchedules", Unit: emf.Count, Value: float64(rep.MissedSchedules)},
+			emf.Metric{Name: "DeadLetters", Unit: emf.Count, Value: float64(rep.DeadLetters)},
+			emf.Metric{Name: "SweepRequeued", Unit: emf.Count, Value: float64(rep.Requeued)},
+		); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if rep.Alarming() {
+		s.log().WarnContext(ctx, "sweep found work not progressing", "stale_pending", rep.StalePending, "stale_unknown", rep.StaleUnknown,
+			"stuck_targets", rep.StuckTargets, "missed_schedules", rep.MissedSchedules, "dead_letters", rep.DeadLetters,
+			"requeued", rep.Requeued, "confirms_started", rep.ConfirmsStarted, "triggered", rep.Triggered)
+	}
+	return rep, errors.Join(errs...)
+}
+
+func (s *Sweeper) enqueue(ctx context.Context, j Job) error {
+	body, err := json.Marshal(j)
+	if err != nil {
+		return fmt.Errorf("encode job: %w", err)
+	}
+	if _, err := s.Queue.Send(ctx, body, 0); err != nil {
+		return fmt.Errorf("re-enqueue %s/%s: %w", j.Post, j.Account, err)
+	}
+	return nil
+}
+
+// ensureConfirm starts the unknown entry's confirm workflow; starting it
+// again while it runs is a no-op (named key-attempt).
+func (s *Sweeper) ensureConfirm(ctx context.Context, e ledger.Entry) error {
+	acc, err := s.Publisher.Accounts.GetAccount(ctx, post.AccountID(e.Account))
+	if err != nil {
+		return fmt.Errorf("confirm %s: account: %w", e.Key, err)
+	}
+	client, err := s.Publisher.clientFor(ctx, acc)
+	if err != nil {
+		return fmt.Errorf("confirm %s: %w", e.Key, err)
+	}
+	return s.Publisher.startConfirm(ctx, acc, client, e)
+}
+
+// releaseUpload frees a stale upload entry: an expired lease becomes
+// unknown, and an unknown upload is released (see ReasonOrphanUpload), so the
+// next publish attempt uploads again. A live lease is left alone.
+func (s *Sweeper) releaseUpload(ctx context.Context, e ledger.Entry, now time.Time) error {
+	if e.State == ledger.Pending {
+		if !e.LeaseExpired(now) {
+			return nil
+		}
+		next, err := e.ExpireLease(now)
+		if err != nil {
+			return err
+		}
+		if err := s.Ledger.Update(ctx, e, next); err != nil {
+			if errors.Is(err, ledger.ErrConflict) {
+				return nil
+			}
+			return fmt.Errorf("expire stale upload %s: %w", e.Key, err)
+		}
+		e = next
+	}
+	next, err := e.Release(ReasonOrphanUpload, now)
+	if err != nil {
+		return err
+	}
+	if err := s.Ledger.Update(ctx, e, next); err != nil && !errors.Is(err, ledger.ErrConflict) {
+		return fmt.Errorf("release stale upload %s: %w", e.Key, err)
+	}
+	return nil
+}

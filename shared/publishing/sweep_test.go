@@ -1,0 +1,179 @@
+package publishing_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"oncepost/shared/emf"
+	"oncepost/shared/ledger"
+	"oncepost/shared/platform"
+	"oncepost/shared/platform/sandbox"
+	"oncepost/shared/post"
+	"oncepost/shared/publishing"
+)
+
+func (e *env) trigger() *publishing.Trigger {
+	return &publishing.Trigger{Posts: e.store, Queue: e.queue, Now: e.clock.Now, Logger: e.pub.Logger}
+}
+
+func (e *env) sweeper(metrics *bytes.Buffer) *publishing.Sweeper {
+	return &publishing.Sweeper{
+		Ledger: e.store, Posts: e.store, Queue: e.queue, Trigger: e.trigger(), Publisher: e.pub,
+		Metrics: &emf.Emitter{W: metrics, Namespace: "oncepost", Dimensions: map[string]string{"Runtime": "test"}, Now: e.clock.Now},
+		Now:     e.clock.Now, Logger: e.pub.Logger,
+	}
+}
+
+// scheduleAt stores a scheduled (not yet triggered) post due at slot.
+func (e *env) scheduleAt(id, body string, slot time.Time) publishing.Job {
+	e.t.Helper()
+	p := post.Post{ID: post.ID(id), Body: body, CreatedAt: e.clock.Now(),
+		Targets: []post.Target{{Account: e.account.ID, Slot: slot, Status: post.Scheduled, UpdatedAt: e.clock.Now()}}}
+	if err := e.store.CreatePost(context.Background(), p); err != nil {
+		e.t.Fatal(err)
+	}
+	return publishing.Job{Post: p.ID, Account: e.account.ID, Slot: slot}
+}
+
+func (e *env) queued() []publishing.Job {
+	e.t.Helper()
+	msgs, err := e.queue.Receive(context.Background(), 100, time.Millisecond)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var jobs []publishing.Job
+	for _, m := range msgs {
+		j, err := publishing.DecodeJob(m.Body)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		jobs = append(jobs, j)
+	}
+	time.Sleep(5 * time.Millisecond) // let the 1 ms visibility lapse: they stay queued
+	return jobs
+}
+
+func TestTriggerSendsThenMarksOnce(t *testing.T) {
+	e := newEnv(t, sandbox.Options{})
+	ctx := context.Background()
+	slot := e.clock.Now().Add(time.Minute).Truncate(time.Second)
+	job := e.scheduleAt("trig", "Quarterly results are out.", slot)
+	later := e.scheduleAt("later", "Not yet.", slot.Add(time.Hour))
+	cancelled := e.scheduleAt("cancelled", "Never.", slot)
+	if _, err := e.store.UpdateTarget(ctx, cancelled.Post, cancelled.Account, post.TargetUpdate{Status: post.Cancelled, At: e.clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	tr := e.trigger()
+	if n, err := tr.FireDue(ctx, 100); err != nil || n != 0 {
+		t.Fatalf("FireDue before the slot sent %d (err %v), want 0", n, err)
+	}
+	e.clock.Advance(time.Minute)
+	if n, err := tr.FireDue(ctx, 100); err != nil || n != 1 {
+		t.Fatalf("FireDue at the slot sent %d (err %v), want 1", n, err)
+	}
+	// A duplicate schedule firing (at-least-once upstream) sends nothing more.
+	if sent, err := tr.Fire(ctx, job); err != nil || sent {
+		t.Fatalf("second Fire sent=%v err=%v, want nothing sent", sent, err)
+	}
+	if diff := cmp.Diff([]publishing.Job{job}, e.queued()); diff != "" {
+		t.Errorf("queued jobs (-want +got):\n%s", diff)
+	}
+	if tg := e.target(job); tg.Status != post.Triggered {
+		t.Errorf("target %s, want triggered", tg.Status)
+	}
+	if tg := e.target(later); tg.Status != post.Scheduled {
+		t.Errorf("later target %s, want scheduled", tg.Status)
+	}
+	// A stale trigger for an old slot (the post was rescheduled) sends nothing.
+	if sent, _ := tr.Fire(ctx, publishing.TargetRef{Post: later.Post, Account: later.Account, Slot: slot}); sent {
+		t.Errorf("Fire for a stale slot sent a job")
+	}
+}
+
+func TestSweepRepairsWithoutSending(t *testing.T) {
+	e := newEnv(t, sandbox.Options{DisableIdempotency: true})
+	ctx := context.Background()
+
+	// 1. A worker acquired and died before sending.
+	dead := e.schedule("dead-worker", "Pool closed for cleaning.")
+	p, _ := e.store.GetPost(ctx, dead.Post)
+	deadEntry := ledger.NewEntry(ledger.PublishKey(string(dead.Account), string(dead.Post), dead.Slot), ledger.Publish,
+		string(dead.Account), string(dead.Post), dead.Slot, platform.Fingerprint(p.Body, nil), "dead", e.clock.Now(), time.Minute)
+	if err := e.store.Create(ctx, deadEntry); err != nil {
+		t.Fatal(err)
+	}
+	// 2. An unknown entry whose confirm workflow never started.
+	e.sb.Script(sandbox.Fault{Kind: sandbox.FaultDelayBeforeCommit, Delay: 11 * unit})
+	lost := e.schedule("lost-confirm", "Library opens late.")
+	if out := e.publish(lost); out.Result != publishing.Confirming {
+		t.Fatalf("setup: %+v", out)
+	}
+	e.flows.starts, e.flows.order = nil, nil // the start was lost
+	// 3. A target triggered whose job never reached the queue.
+	stuck := e.schedule("stuck", "Parking lot repainted.")
+	// 4. A scheduled target whose schedule never fired.
+	missed := e.scheduleAt("missed", "Snow day.", e.clock.Now().Truncate(time.Second))
+
+	var metrics bytes.Buffer
+	sw := e.sweeper(&metrics)
+	// Young problems are not counted yet (except the missed schedule after a minute).
+	rep, err := sw.Sweep(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Alarming() {
+		t.Errorf("fresh state alarms: %+v", rep)
+	}
+
+	e.clock.Advance(publishing.StaleAfter + time.Second)
+	creates := e.sb.Stats().CreateRequests
+	rep, err = sw.Sweep(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.sb.Stats().CreateRequests != creates {
+		t.Fatalf("the sweeper sent to the platform")
+	}
+	want := publishing.SweepReport{StalePending: 1, StaleUnknown: 1, StuckTargets: 3, MissedSchedules: 1,
+		Requeued: 3, ConfirmsStarted: 1, Triggered: 1, OldestOpenAge: rep.OldestOpenAge}
+	if diff := cmp.Diff(want, rep); diff != "" {
+		t.Errorf("sweep report (-want +got):\n%s", diff)
+	}
+	if rep.OldestOpenAge < publishing.StaleAfter {
+		t.Errorf("oldest open age %s, want > %s", rep.OldestOpenAge, publishing.StaleAfter)
+	}
+	if got := e.flows.names(); len(got) != 1 || !strings.HasPrefix(got[0], string(e.entry(lost).Key)) {
+		t.Errorf("confirm workflows started %v, want the lost one", got)
+	}
+	var line map[string]any
+	lines := strings.Split(strings.TrimSpace(metrics.String()), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &line); err != nil {
+		t.Fatalf("metric line: %v", err)
+	}
+	for name, v := range map[string]float64{"StalePending": 1, "StaleUnknown": 1, "StuckTargets": 3, "MissedSchedules": 1} {
+		if line[name] != v {
+			t.Errorf("metric %s = %v, want %v", name, line[name], v)
+		}
+	}
+
+	// The repairs go through the publisher: the dead worker's entry becomes
+	// unknown (confirm), the stuck target is published, the missed one too.
+	e.drain()
+	if en := e.entry(dead); en.State != ledger.Unknown {
+		t.Errorf("dead worker's entry %s, want unknown (confirm started)", en.State)
+	}
+	for _, j := range []publishing.Job{stuck, missed} {
+		if tg := e.target(j); tg.Status != post.Published {
+			t.Errorf("%s: target %s, want published", j.Post, tg.Status)
+		}
+	}
+	if st := e.sb.Stats(); st.Duplicates != 0 {
+		t.Errorf("sandbox counted %d duplicates", st.Duplicates)
+	}
+}
