@@ -1324,3 +1324,35 @@ func TestConcurrentCreates(t *testing.T) {
 		}
 	}
 }
+
+func TestRestoreAccount(t *testing.T) {
+	first := New(Options{})
+	a := first.AddAccount("news")
+	s := New(Options{})
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.RestoreAccount(a); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RestoreAccount(a); err == nil {
+		t.Errorf("restoring a taken id succeeded")
+	}
+	if err := s.RestoreAccount(Account{ID: "1"}); err == nil {
+		t.Errorf("restoring an account without tokens succeeded")
+	}
+	req, _ := http.NewRequest("GET", s.URL()+"/api/v1/accounts/verify_credentials", nil)
+	req.Header.Set("Authorization", "Bearer "+a.AccessToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("restored token answered %d, want 200", resp.StatusCode)
+	}
+	if st := s.InjectStatus(a.ID, "hello"); st.AccountID != a.ID {
+		t.Errorf("status on restored account has account %q", st.AccountID)
+	}
+}

@@ -443,6 +443,35 @@ func (s *Server) AddAccount(username string) Account {
 	return Account{ID: a.id, Username: username, AccessToken: access, RefreshToken: refresh}
 }
 
+// RestoreAccount registers an account with a known id, username and
+// tokens, as a restarted sandbox must for a client that stored them (the
+// demo workspace survives restarts of `oncepost run --demo`; the sandbox's
+// timeline does not). It fails if the id is taken or a field is empty.
+func (s *Server) RestoreAccount(a Account) error {
+	if a.ID == "" || a.Username == "" || a.AccessToken == "" || a.RefreshToken == "" {
+		return fmt.Errorf("sandbox: restore account %q: id, username and both tokens are required", a.ID)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, taken := s.accounts[a.ID]; taken {
+		return fmt.Errorf("sandbox: restore account %q: id is taken", a.ID)
+	}
+	now := s.opts.Now()
+	acct := &account{id: a.ID, username: a.Username, createdAt: now}
+	s.accounts[a.ID] = acct
+	s.accountOrder = append(s.accountOrder, acct)
+	tok := &accessToken{accountID: a.ID}
+	if s.opts.TokenTTL > 0 {
+		tok.expiresAt = now.Add(s.opts.TokenTTL)
+	}
+	s.access[a.AccessToken] = tok
+	s.refresh[a.RefreshToken] = refreshGrant{accountID: a.ID, accessToken: a.AccessToken}
+	if id, err := strconv.ParseUint(a.ID, 10, 64); err == nil && id > s.lastID {
+		s.lastID = id
+	}
+	return nil
+}
+
 // issueTokensLocked makes a new access and refresh token for the account.
 func (s *Server) issueTokensLocked(accountID string, now time.Time) (access, refresh string) {
 	access, refresh = rand.Text(), rand.Text()

@@ -1,0 +1,49 @@
+package sqlitestore
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"oncepost/shared/ledger"
+	"oncepost/shared/post"
+)
+
+func TestSummaryCounts(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Options{})
+	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	p := post.Post{ID: "p", Body: "x", CreatedAt: now, Targets: []post.Target{
+		{Account: "a", Slot: now, Status: post.Scheduled, UpdatedAt: now},
+		{Account: "b", Slot: now, Status: post.Scheduled, UpdatedAt: now},
+		{Account: "c", Slot: now, Status: post.Published, UpdatedAt: now},
+	}}
+	if err := s.CreatePost(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	for i, st := range []ledger.State{ledger.Pending, ledger.Pending, ledger.Unknown} {
+		e := ledger.NewEntry(ledger.PublishKey("a", "p", now.Add(time.Duration(i))), ledger.Publish, "a", "p", now, "fp", "w", now, time.Minute)
+		if err := s.Create(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		if st == ledger.Unknown {
+			next, _ := e.MarkUnknown("x", now)
+			if err := s.Update(ctx, e, next); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got, err := s.Summary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Summary{
+		Targets: map[post.TargetStatus]int{post.Scheduled: 2, post.Published: 1},
+		Ledger:  map[ledger.State]int{ledger.Pending: 2, ledger.Unknown: 1},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Summary (-want +got):\n%s", diff)
+	}
+}
