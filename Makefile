@@ -5,15 +5,21 @@ PKGS      := ./...
 BENCHTIME ?= 2s
 BENCHCOUNT ?= 5
 
-.PHONY: all build test test-short lint bench tidy-check clean
+.PHONY: all build run test test-short lint asl bench tidy-check clean
 
 all: lint test
 
 build:
 	$(GO) build $(PKGS)
 
-## test: lint, then every test with the race detector (what CI runs).
-test: lint
+## run: build oncepost and run the demo workspace on the embedded store (Ctrl-C to stop).
+run:
+	@mkdir -p bin
+	$(GO) build -o bin/oncepost ./cmd/oncepost
+	./bin/oncepost run --demo
+
+## test: lint, validate the state machines, then every test with the race detector (what CI runs).
+test: lint asl
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 
 ## test-short: the fast tests, no race detector.
@@ -26,10 +32,20 @@ lint:
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
+## asl: validate infra/statemachine/*.asl.json with asl-validator (npm, installed into infra/emulators/node_modules).
+ASL_VALIDATOR := infra/emulators/node_modules/.bin/asl-validator
+$(ASL_VALIDATOR): infra/emulators/package.json infra/emulators/package-lock.json
+	npm ci --prefix infra/emulators --no-audit --no-fund --loglevel=error
+	@touch $@
+
+asl: $(ASL_VALIDATOR)
+	@for f in infra/statemachine/*.asl.json; do $(ASL_VALIDATOR) --json-path $$f || exit 1; done
+
 ## bench: the throughput and write-count benchmarks; median with `benchstat` if installed.
 bench:
 	@mkdir -p var
-	set -o pipefail; $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./shared/sqlitestore/ ./shared/publishing/ | tee var/bench.txt
+	set -o pipefail; { $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./shared/sqlitestore/ ./shared/publishing/ && \
+	$(GO) test -run '^$$' -bench SchedulingLateness -benchtime 500x -count $(BENCHCOUNT) ./cmd/oncepost/; } | tee var/bench.txt
 
 tidy-check:
 	$(GO) mod tidy && git diff --exit-code go.mod go.sum

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"oncepost/shared/ledger"
+	"oncepost/shared/platform"
+	"oncepost/shared/platform/mastodon"
+	"oncepost/shared/platform/sandbox"
+	"oncepost/shared/post"
+	"oncepost/shared/publishing"
+)
+
+// chaosProfile is the drill's fault profile. The default is the seed's
+// incident profile (12 s delay against a 10 s timeout, 20 % loss) scaled
+// by 1/100, so a thousand rounds run in seconds.
+type chaosProfile struct {
+	Rounds       int
+	Accounts     int
+	Delay        time.Duration
+	DelayRate    float64
+	Timeout      time.Duration
+	Loss         float64
+	ResponseLoss float64
+	Seed         int64
+	Naive        bool
+	Deadline     time.Duration
+}
+
+// chaosResult is the drill's one-line verdict.
+type chaosResult struct {
+	Rounds, Published, Duplicates, ConfirmBranch, LeakedPending, Lost int
+	Elapsed                                                           time.Duration
+}
+
+func (r chaosResult) String() string {
+	return fmt.Sprintf("rounds=%d published=%d duplicates=%d confirm-branch=%d leaked-pending=%d lost=%d elapsed=%s",
+		r.Rounds, r.Published, r.Duplicates, r.ConfirmBranch, r.LeakedPending, r.Lost, r.Elapsed.Round(time.Millisecond))
+}
+
+func (r chaosResult) ok() bool { return r.Duplicates == 0 && r.Lost == 0 && r.LeakedPending == 0 }
+
+// cmdChaos is `oncepost chaos`.
+func cmdChaos(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	p := chaosProfile{}
+	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	fs.IntVar(&p.Rounds, "rounds", 1000, "posts to publish")
+	fs.IntVar(&p.Accounts, "accounts", 20, "accounts the posts are spread over")
+	fs.DurationVar(&p.Delay, "delay", 120*time.Millisecond, "how long a slow platform takes before it commits")
+	fs.Float64Var(&p.DelayRate, "delay-rate", 0.3, "share of creates that are slow")
+	fs.DurationVar(&p.Timeout, "timeout", 100*time.Millisecond, "client timeout of one create")
+	fs.Float64Var(&p.Loss, "loss", 0.2, "share of creates dropped before the platform commits")
+	fs.Float64Var(&p.ResponseLoss, "response-loss", 0.1, "share of creates whose response is lost after the commit")
+	fs.Int64Var(&p.Seed, "seed", 1, "fault plan seed")
+	fs.BoolVar(&p.Naive, "naive", false, "run the seed's naive template instead (3 tries 40 ms apart, no ledger): it must duplicate")
+	fs.DurationVar(&p.Deadline, "deadline", 55*time.Second, "give up waiting for posts to settle after this long")
+	if err := parseFlags(fs, args, stderr, 0); err != nil {
+		return err
+	}
+	switch {
+	case p.Rounds < 1:
+		return usageError("rounds", "%d: need at least 1", p.Rounds)
+	case p.Accounts < 1:
+		return usageError("accounts", "%d: need at least 1", p.Accounts)
+	case p.Timeout <= 0:
+		return usageError("timeout", "%s: must be positive", p.Timeout)
+	}
+	for name, v := range map[string]float64{"loss": p.Loss, "response-loss": p.ResponseLoss, "delay-rate": p.DelayRate} {
+		if v < 0 || v > 1 {
+			return usageError(name, "%v is not a probability in [0, 1]", v)
+		}
+	}
+	var (
+		res chaosResult
+		err error
+	)
+	if p.Naive {
+		res, err = chaosNaive(ctx, p)
+	} else {
+		res, err = chaosLedger(ctx, p, stderr)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, res)
+	if p.Naive {
+		return nil // the naive template is expected to duplicate; the line shows it
+	}
+	if !res.ok() {
+		return fmt.Errorf("drill failed: %s", res)
+	}
+	return nil
+}
+
+func chaosSandbox(p chaosProfile) (*sandbox.Server, error) {
+	sb := sandbox.New(sandbox.Options{
+		DisableIdempotency: true, // prove the ledger alone suffices
+		Seed:               p.Seed,
+		Random:             sandbox.RandomFaults{DelayRate: p.DelayRate, Delay: p.Delay, Loss: p.Loss, ResponseLoss: p.ResponseLoss},
+	})
+	if err := sb.Start(); err != nil {
+		return nil, fmt.Errorf("start sandbox: %w", err)
+	}
+	return sb, nil
+}
+
+// chaosLedger runs every round through the embedded runtime: scheduler,
+// queue, publishers, confirm workflows from the real ASL, sweeper.
+func chaosLedger(ctx context.Context, p chaosProfile, stderr io.Writer) (chaosResult, error) {
+	start := time.Now()
+	sb, err := chaosSandbox(p)
+	if err != nil {
+		return chaosResult{}, err
+	}
+	defer sb.Close()
+	dir, err := os.MkdirTemp("", "oncepost-chaos-")
+	if err != nil {
+		return chaosResult{}, err
+	}
+	defer os.RemoveAll(dir)
+
+	cfg := defaultConfig()
+	cfg.DBPath = filepath.Join(dir, "chaos.db")
+	cfg.Workers = 8
+	cfg.CallTimeout = p.Timeout
+	cfg.RecordMargin = 200 * time.Millisecond
+	cfg.Lease = 2*p.Timeout + 2*time.Second
+	cfg.Visibility = cfg.Lease + time.Second
+	cfg.ConfirmWait = time.Second
+	cfg.ConfirmChecks = 3
+	cfg.SweepEvery = time.Second
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	cfg.Metrics = io.Discard
+	rt, err := openRuntime(ctx, cfg)
+	if err != nil {
+		return chaosResult{}, err
+	}
+	defer rt.Close()
+
+	slot := time.Now().UTC().Add(time.Second).Truncate(time.Second)
+	var jobs []publishing.Job
+	for a := 0; a < p.Accounts; a++ {
+		sa := sb.AddAccount(fmt.Sprintf("chaos%02d", a))
+		acc := post.Account{ID: post.AccountID(sa.Username), Platform: "mastodon", Handle: "@" + sa.Username, BaseURL: sb.URL(), RemoteID: sa.ID, CredentialRef: sa.Username, Gate: post.GateAuto}
+		if err := rt.store.PutAccount(ctx, acc); err != nil {
+			return chaosResult{}, err
+		}
+		if err := rt.store.PutCredential(ctx, acc.ID, platform.Credential{AccessToken: sa.AccessToken, RefreshToken: sa.RefreshToken}); err != nil {
+			return chaosResult{}, err
+		}
+	}
+	for i := 0; i < p.Rounds; i++ {
+		acc := post.AccountID(fmt.Sprintf("chaos%02d", i%p.Accounts))
+		pst := post.Post{ID: post.ID(fmt.Sprintf("round-%04d", i)), Body: fmt.Sprintf("Chaos round %d: this text appears once.", i), CreatedAt: start.UTC(),
+			Targets: []post.Target{{Account: acc, Slot: slot, Status: post.Scheduled, UpdatedAt: start.UTC()}}}
+		if err := rt.store.CreatePost(ctx, pst); err != nil {
+			return chaosResult{}, err
+		}
+		ref := publishing.TargetRef{Post: pst.ID, Account: acc, Slot: slot}
+		if err := rt.schedule(ctx, ref); err != nil {
+			return chaosResult{}, err
+		}
+		jobs = append(jobs, ref)
+	}
+
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- rt.run(runCtx) }()
+	settled := func() bool {
+		sum, err := rt.store.Summary(ctx)
+		if err != nil {
+			return false
+		}
+		final := sum.Targets[post.Published] + sum.Targets[post.Failed] + sum.Targets[post.Held]
+		return final == p.Rounds && sum.Ledger[ledger.Pending]+sum.Ledger[ledger.Unknown] == 0
+	}
+	deadline, cancel := context.WithTimeout(ctx, p.Deadline)
+	waitUntil(deadline, 100*time.Millisecond, settled)
+	cancel()
+	stop()
+	if err := <-done; err != nil {
+		return chaosResult{}, err
+	}
+
+	res := chaosResult{Rounds: p.Rounds, Duplicates: sb.Stats().Duplicates, Elapsed: time.Since(start)}
+	sum, err := rt.store.Summary(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.Published = sum.Targets[post.Published]
+	res.Lost = p.Rounds - sum.Targets[post.Published] - sum.Targets[post.Failed] - sum.Targets[post.Held]
+	res.LeakedPending = sum.Ledger[ledger.Pending] + sum.Ledger[ledger.Unknown]
+	execs, err := rt.flows.List(ctx, "")
+	if err != nil {
+		return res, err
+	}
+	res.ConfirmBranch = len(execs)
+	return res, nil
+}
+
+// chaosNaive is the seed's original template: try the create up to three
+// times, 4 s apart (scaled: 40 ms), with no ledger.
+func chaosNaive(ctx context.Context, p chaosProfile) (chaosResult, error) {
+	start := time.Now()
+	sb, err := chaosSandbox(p)
+	if err != nil {
+		return chaosResult{}, err
+	}
+	defer sb.Close()
+	var (
+		clients  []platform.Client
+		remoteID []string
+	)
+	for a := 0; a < p.Accounts; a++ {
+		sa := sb.AddAccount(fmt.Sprintf("naive%02d", a))
+		remoteID = append(remoteID, sa.ID)
+		c, err := mastodon.New(mastodon.Config{BaseURL: sb.URL(), AccountID: sa.ID, Credential: platform.Credential{AccessToken: sa.AccessToken}})
+		if err != nil {
+			return chaosResult{}, err
+		}
+		clients = append(clients, c)
+	}
+	var (
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, 32)
+	)
+	for i := 0; i < p.Rounds; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			text := fmt.Sprintf("Naive round %d: this text should appear once.", i)
+			for try := 0; try < 3; try++ {
+				cctx, cancel := context.WithTimeout(ctx, p.Timeout)
+				_, err := clients[i%len(clients)].Publish(cctx, platform.PublishRequest{Handle: fmt.Sprintf("naive-%d-%d-%d", i, try, rand.Int()), Text: text})
+				cancel()
+				if err == nil {
+					return
+				}
+				time.Sleep(40 * time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+	// Slow creates commit after the client gave up; let them land.
+	time.Sleep(2 * p.Delay)
+	seen := map[string]bool{}
+	for _, id := range remoteID {
+		for _, st := range sb.Statuses(id) {
+			seen[st.Text] = true
+		}
+	}
+	return chaosResult{Rounds: p.Rounds, Published: len(seen), Duplicates: sb.Stats().Duplicates, Lost: p.Rounds - len(seen), Elapsed: time.Since(start)}, nil
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"oncepost/shared/ledger"
+	"oncepost/shared/post"
+	"oncepost/shared/publishing"
+	"oncepost/shared/sqlitestore"
+)
+
+// statusReport is what `oncepost status` prints.
+type statusReport struct {
+	At          time.Time                 `json:"at"`
+	Targets     map[post.TargetStatus]int `json:"targets"`
+	Ledger      map[ledger.State]int      `json:"ledger"`
+	Open        []openRow                 `json:"open"`
+	DeadLetters []deadLetterRow           `json:"dead_letters"`
+}
+
+type openRow struct {
+	Key        ledger.Key    `json:"key"`
+	Action     ledger.Action `json:"action"`
+	Account    string        `json:"account"`
+	Subject    string        `json:"subject"`
+	State      ledger.State  `json:"state"`
+	Attempt    int           `json:"attempt"`
+	OpenSince  time.Time     `json:"open_since"`
+	AgeSeconds float64       `json:"age_seconds"`
+	Stale      bool          `json:"stale"`
+	Reason     string        `json:"reason,omitempty"`
+}
+
+type deadLetterRow struct {
+	ID     string    `json:"id"`
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
+}
+
+// cmdStatus is `oncepost status`: targets by status and open ledger rows.
+func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	dbPath := fs.String("db", defaultConfig().DBPath, "SQLite file")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parseFlags(fs, args, stderr, 0); err != nil {
+		return err
+	}
+	if err := mustExist(*dbPath); err != nil {
+		return err
+	}
+	store, err := sqlitestore.Open(ctx, *dbPath, sqlitestore.Options{})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	rep, err := readStatus(ctx, store, time.Now().UTC())
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	printStatus(stdout, rep)
+	return nil
+}
+
+func mustExist(path string) error {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return usageError("db", "%s does not exist (start with `oncepost run`, or `make run`)", filepath.Clean(path))
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+func readStatus(ctx context.Context, store *sqlitestore.Store, now time.Time) (statusReport, error) {
+	sum, err := store.Summary(ctx)
+	if err != nil {
+		return statusReport{}, err
+	}
+	open, err := store.Open(ctx, now.Add(time.Nanosecond), 0)
+	if err != nil {
+		return statusReport{}, err
+	}
+	rep := statusReport{At: now, Targets: sum.Targets, Ledger: sum.Ledger, Open: []openRow{}, DeadLetters: []deadLetterRow{}}
+	for _, e := range open {
+		age := now.Sub(e.OpenSince)
+		rep.Open = append(rep.Open, openRow{Key: e.Key, Action: e.Action, Account: e.Account, Subject: e.Subject, State: e.State,
+			Attempt: e.Attempt, OpenSince: e.OpenSince, AgeSeconds: age.Seconds(), Stale: age > publishing.StaleAfter, Reason: e.Reason})
+	}
+	dls, err := store.Queue("publish", 0).DeadLetters(ctx, 0)
+	if err != nil {
+		return statusReport{}, err
+	}
+	for _, d := range dls {
+		rep.DeadLetters = append(rep.DeadLetters, deadLetterRow{ID: d.ID, Reason: d.Reason, At: d.At})
+	}
+	return rep, nil
+}
+
+func printStatus(w io.Writer, rep statusReport) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TARGETS\tCOUNT")
+	for _, s := range []post.TargetStatus{post.Scheduled, post.Triggered, post.Publishing, post.Published, post.Held, post.Failed, post.Cancelled} {
+		fmt.Fprintf(tw, "%s\t%d\n", s, rep.Targets[s])
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	if len(rep.Open) == 0 {
+		fmt.Fprintln(w, "no open ledger rows")
+	} else {
+		fmt.Fprintln(tw, "OPEN LEDGER ROWS\tSTATE\tATTEMPT\tACCOUNT\tSUBJECT\tAGE\tREASON")
+		for _, o := range rep.Open {
+			age := time.Duration(o.AgeSeconds * float64(time.Second)).Truncate(time.Second).String()
+			if o.Stale {
+				age += " STALE"
+			}
+			fmt.Fprintf(tw, "%s %s\t%s\t%d\t%s\t%s\t%s\t%s\n", o.Action, o.Key[:12], o.State, o.Attempt, o.Account, o.Subject, age, o.Reason)
+		}
+		tw.Flush()
+	}
+	if len(rep.DeadLetters) > 0 {
+		fmt.Fprintf(w, "\n%d dead letters; newest: %s\n", len(rep.DeadLetters), slices.MaxFunc(rep.DeadLetters, func(a, b deadLetterRow) int { return a.At.Compare(b.At) }).Reason)
+	}
+}
