@@ -47,6 +47,13 @@ type config struct {
 	Logger                 *slog.Logger
 	// Metrics receives the sweeper's EMF lines.
 	Metrics io.Writer
+	// Now is the clock of leases, schedules, workflows and the sweeper
+	// (tests drive it); nil means time.Now. Network deadlines and the
+	// queue's visibility timeouts use real time.
+	Now func() time.Time
+	// Platforms overrides the platform connector (tests); nil means the
+	// Mastodon adapter for every account.
+	Platforms publishing.Platforms
 }
 
 func defaultConfig() config {
@@ -120,10 +127,13 @@ func openRuntime(ctx context.Context, cfg config) (*runtime, error) {
 	// Leases name the worker by process; the workflow engine's claims name
 	// the host, so a restarted runtime re-runs an interrupted task at once.
 	owner := fmt.Sprintf("oncepost-%d", os.Getpid())
-	plat := mastodon.Connector{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret}
+	var plat publishing.Platforms = mastodon.Connector{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret}
+	if cfg.Platforms != nil {
+		plat = cfg.Platforms
+	}
 	rt.confirmer = &publishing.Confirmer{
 		Ledger: store, Posts: store, Accounts: store, Platforms: plat, Queue: rt.queue,
-		CallTimeout: cfg.CallTimeout, Logger: cfg.Logger,
+		CallTimeout: cfg.CallTimeout, Logger: cfg.Logger, Now: cfg.Now,
 	}
 	machine, err := localflow.Load(statemachine.Confirm, map[string]string{"ConfirmFunctionArn": confirmFunction})
 	if err != nil {
@@ -131,7 +141,7 @@ func openRuntime(ctx context.Context, cfg config) (*runtime, error) {
 		return nil, fmt.Errorf("load confirm workflow: %w", err)
 	}
 	rt.flows, err = localflow.New(ctx, store.DB(), machine, localflow.Options{
-		Invoker: confirmInvoker{c: rt.confirmer, engine: func() *localflow.Engine { return rt.flows }}, Logger: cfg.Logger,
+		Invoker: confirmInvoker{c: rt.confirmer, engine: func() *localflow.Engine { return rt.flows }}, Logger: cfg.Logger, Now: cfg.Now,
 	})
 	if err != nil {
 		store.Close()
@@ -140,18 +150,18 @@ func openRuntime(ctx context.Context, cfg config) (*runtime, error) {
 	rt.publisher = &publishing.Publisher{
 		Ledger: store, Posts: store, Accounts: store, Flows: flowStarter{rt.flows}, Platforms: plat,
 		Media: dirMedia{cfg.MediaDir}, Owner: owner, CallTimeout: cfg.CallTimeout, RecordMargin: cfg.RecordMargin,
-		Lease: cfg.Lease, Confirm: publishing.ConfirmSettings{Wait: cfg.ConfirmWait, MaxChecks: cfg.ConfirmChecks}, Logger: cfg.Logger,
+		Lease: cfg.Lease, Confirm: publishing.ConfirmSettings{Wait: cfg.ConfirmWait, MaxChecks: cfg.ConfirmChecks}, Logger: cfg.Logger, Now: cfg.Now,
 	}
-	rt.trigger = &publishing.Trigger{Posts: store, Queue: rt.queue, Logger: cfg.Logger}
-	rt.cron, err = localcron.NewRunner(ctx, store.DB(), localcron.Options{Fire: rt.fire, Logger: cfg.Logger})
+	rt.trigger = &publishing.Trigger{Posts: store, Queue: rt.queue, Logger: cfg.Logger, Now: cfg.Now}
+	rt.cron, err = localcron.NewRunner(ctx, store.DB(), localcron.Options{Fire: rt.fire, Logger: cfg.Logger, Now: cfg.Now})
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
 	rt.sweeper = &publishing.Sweeper{
 		Ledger: store, Posts: store, Queue: rt.queue, Trigger: rt.trigger, Publisher: rt.publisher,
-		Metrics: &emf.Emitter{W: cfg.Metrics, Namespace: "oncepost", Dimensions: map[string]string{"Runtime": "embedded"}},
-		Logger:  cfg.Logger,
+		Metrics: &emf.Emitter{W: cfg.Metrics, Namespace: "oncepost", Dimensions: map[string]string{"Runtime": "embedded"}, Now: cfg.Now},
+		Logger:  cfg.Logger, Now: cfg.Now,
 	}
 	return rt, nil
 }
