@@ -16,8 +16,11 @@ import (
 const (
 	// pageLimit is the largest page GET /api/v1/accounts/:id/statuses serves.
 	pageLimit = 40
-	// lookupDepth is how many recent statuses Lookup examines at most.
-	lookupDepth = 40
+	// lookupDepth is how many recent statuses Lookup examines at most. A
+	// Lookup that reads this many without reaching the start of its window
+	// (or the account's first post) cannot prove a post absent, and says so
+	// with an error instead of "not found": "not found" licenses a re-send.
+	lookupDepth = 200
 )
 
 // status is the part of Mastodon's Status entity the adapter reads.
@@ -185,13 +188,17 @@ func (c *Client) Lookup(ctx context.Context, q platform.LookupQuery) (platform.R
 		return platform.RemotePost{}, false, errors.New("mastodon: lookup needs a fingerprint; mastodon posts cannot be found by handle")
 	}
 	var (
-		found   platform.RemotePost
-		ok      bool
-		loopErr error
+		found    platform.RemotePost
+		ok       bool
+		loopErr  error
+		examined int
+		windowed bool // reached a post older than the window
 	)
 	err := c.eachStatus(ctx, lookupDepth, func(s status) bool {
+		examined++
 		post, lossy := s.remote()
 		if !q.NotBefore.IsZero() && !post.CreatedAt.IsZero() && post.CreatedAt.Before(q.NotBefore) {
+			windowed = true
 			return false
 		}
 		if post.Fingerprint(q.MediaSHA256) == q.Fingerprint {
@@ -221,6 +228,11 @@ func (c *Client) Lookup(ctx context.Context, q platform.LookupQuery) (platform.R
 	}
 	if err != nil {
 		return platform.RemotePost{}, false, err
+	}
+	if !ok && !windowed && examined >= lookupDepth {
+		return platform.RemotePost{}, false, &platform.NotPerformed{Message: fmt.Sprintf(
+			"lookup: read the %d newest posts without reaching the start of the window (%s); cannot prove the post absent",
+			examined, q.NotBefore.UTC().Format(time.RFC3339))}
 	}
 	return found, ok, nil
 }

@@ -2,6 +2,7 @@ package mastodon
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -323,20 +324,41 @@ func TestLookupByFingerprint(t *testing.T) {
 	}
 }
 
-func TestLookupLooksAtMostFortyPosts(t *testing.T) {
-	tl := &timeline{t: t, statuses: makeTimeline(100)}
-	srv := newServer(t, tl)
-	target := platform.Fingerprint("post 50", nil) // 51st newest
-	_, found, err := newClient(t, srv.URL).Lookup(context.Background(), platform.LookupQuery{Fingerprint: target})
-	if err != nil {
-		t.Fatalf("Lookup: %v", err)
-	}
-	if found {
-		t.Errorf("found a post beyond the 40 newest")
-	}
-	if len(tl.lists) != 1 || tl.lists[0].Get("limit") != "40" {
-		t.Errorf("list requests = %v, want one page of 40", tl.lists)
-	}
+func TestLookupPagesThroughItsWindowAndNeverGuesses(t *testing.T) {
+	t.Run("found beyond the first page", func(t *testing.T) {
+		tl := &timeline{t: t, statuses: makeTimeline(100)}
+		srv := newServer(t, tl)
+		target := platform.Fingerprint("post 50", nil) // 51st newest
+		got, found, err := newClient(t, srv.URL).Lookup(context.Background(), platform.LookupQuery{Fingerprint: target})
+		if err != nil || !found || got.RemoteID != "50" {
+			t.Fatalf("Lookup = %q, %v, %v; want post 50 found", got.RemoteID, found, err)
+		}
+		if len(tl.lists) != 2 {
+			t.Errorf("list requests = %v, want two pages", tl.lists)
+		}
+	})
+	t.Run("absent within the window", func(t *testing.T) {
+		tl := &timeline{t: t, statuses: makeTimeline(300)}
+		srv := newServer(t, tl)
+		q := platform.LookupQuery{Fingerprint: platform.Fingerprint("not there", nil), NotBefore: fixedNow.Add(-30 * time.Minute)}
+		_, found, err := newClient(t, srv.URL).Lookup(context.Background(), q)
+		if err != nil || found {
+			t.Fatalf("Lookup = %v, %v; want a definite not found", found, err)
+		}
+		if len(tl.lists) != 1 {
+			t.Errorf("list requests = %v, want one page (the window ends inside it)", tl.lists)
+		}
+	})
+	t.Run("window deeper than the lookup reads", func(t *testing.T) {
+		tl := &timeline{t: t, statuses: makeTimeline(300)}
+		srv := newServer(t, tl)
+		q := platform.LookupQuery{Fingerprint: platform.Fingerprint("post 20", nil), NotBefore: fixedNow.Add(-299 * time.Minute)}
+		_, found, err := newClient(t, srv.URL).Lookup(context.Background(), q)
+		var np *platform.NotPerformed
+		if found || !errors.As(err, &np) {
+			t.Fatalf("Lookup = %v, %v; want a NotPerformed error: 200 posts read cannot prove absence", found, err)
+		}
+	})
 }
 
 // TestLookupConfirmsThroughSource covers statuses whose HTML does not give
