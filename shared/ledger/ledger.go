@@ -63,9 +63,13 @@ func PublishKey(account, postID string, slot time.Time) Key {
 	return keyOf(Publish, account, postID, slot.UTC().Format(time.RFC3339Nano))
 }
 
-// UploadKey is the key of uploading media (by its SHA-256) to an account.
-func UploadKey(account, mediaSHA256 string) Key {
-	return keyOf(Upload, account, mediaSHA256, "")
+// UploadKey is the key of uploading media (by its SHA-256) to an account
+// for one publish entry. The publish key is part of it because platforms
+// attach an upload to one post only (Mastodon answers 422 "already attached
+// to another post"): every attempt of one publish reuses its upload, another
+// post uploads the same bytes again.
+func UploadKey(account, mediaSHA256 string, publish Key) Key {
+	return keyOf(Upload, account, mediaSHA256, string(publish))
 }
 
 // DeleteKey is the key of deleting a remote post from an account.

@@ -48,7 +48,8 @@ func TestKeysAreStableAndDistinct(t *testing.T) {
 		PublishKey("acc", "post-1", slot.Add(time.Minute)),
 		PublishKey("acc2", "post-1", slot),
 		PublishKey("acc", "post-2", slot),
-		UploadKey("acc", "post-1"),
+		UploadKey("acc", "post-1", k),
+		UploadKey("acc", "post-1", PublishKey("acc", "post-2", slot)),
 		DeleteKey("acc", "post-1"),
 	}
 	seen := map[Key]int{}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/text/unicode/norm"
@@ -34,4 +35,13 @@ func NormalizeText(text string) string {
 		lines[i] = strings.TrimRight(l, " \t")
 	}
 	return norm.NFC.String(strings.TrimSpace(strings.Join(lines, "\n")))
+}
+
+// LooseFingerprint identifies a post by its normalised text and its number
+// of attachments, for comparisons where the attachments' bytes are unknown
+// (media another post uploaded). A loose match can be a false positive;
+// callers use it only to hold, never to send.
+func LooseFingerprint(text string, media int) string {
+	h := sha256.Sum256([]byte(NormalizeText(text)))
+	return hex.EncodeToString(h[:]) + "/" + strconv.Itoa(media)
 }

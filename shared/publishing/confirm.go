@@ -129,7 +129,7 @@ func (c *Confirmer) mediaOf(ctx context.Context, e ledger.Entry) (map[string]str
 	}
 	m := map[string]string{}
 	for _, md := range pst.Media {
-		u, err := c.Ledger.Get(ctx, ledger.UploadKey(e.Account, md.SHA256))
+		u, err := c.Ledger.Get(ctx, ledger.UploadKey(e.Account, md.SHA256, e.Key))
 		if errors.Is(err, ledger.ErrNotFound) {
 			continue
 		}

@@ -10,7 +10,10 @@ import (
 	"oncepost/shared/platform"
 )
 
-// Reason recorded on an upload entry released after an ambiguous upload.
+// ReasonMediaUnreadable fails a post whose attachment cannot be read.
+const ReasonMediaUnreadable = "media_unreadable"
+
+// ReasonOrphanUpload is recorded on an upload entry released after an ambiguous upload.
 const ReasonOrphanUpload = "ambiguous upload: unattached media is invisible and expires on the platform, so a re-upload cannot duplicate a post"
 
 // knownMedia maps remote media ids to SHA-256s for the post's attachments
@@ -19,7 +22,7 @@ const ReasonOrphanUpload = "ambiguous upload: unattached media is invisible and 
 func (p *Publisher) knownMedia(ctx context.Context, t target) (map[string]string, error) {
 	m := make(map[string]string, len(t.post.Media))
 	for _, md := range t.post.Media {
-		e, err := p.Ledger.Get(ctx, ledger.UploadKey(string(t.account.ID), md.SHA256))
+		e, err := p.Ledger.Get(ctx, ledger.UploadKey(string(t.account.ID), md.SHA256, t.key))
 		if errors.Is(err, ledger.ErrNotFound) {
 			continue
 		}
@@ -55,7 +58,7 @@ func (p *Publisher) uploadAll(ctx context.Context, t target, client *authedClien
 
 func (p *Publisher) upload(ctx context.Context, t target, client *authedClient, sha, ref, contentType, alt string) (string, error) {
 	now := p.now()
-	key := ledger.UploadKey(string(t.account.ID), sha)
+	key := ledger.UploadKey(string(t.account.ID), sha, t.key)
 	e := ledger.NewEntry(key, ledger.Upload, string(t.account.ID), sha, t.target.Slot, sha, p.Owner, now, orDefault(p.Lease, defaultLease))
 	switch err := p.Ledger.Create(ctx, e); {
 	case err == nil:
@@ -104,12 +107,20 @@ func (p *Publisher) upload(ctx context.Context, t target, client *authedClient, 
 			return "", &platform.Rejected{Reason: "upload_" + string(cur.State), Message: cur.Reason}
 		}
 	}
-	if p.Media == nil {
-		return "", fmt.Errorf("no media store configured for %s", ref)
+	var data []byte
+	err := errors.New("no media store is configured")
+	if p.Media != nil {
+		data, err = p.Media.ReadMedia(ctx, ref)
 	}
-	data, err := p.Media.ReadMedia(ctx, ref)
 	if err != nil {
-		return "", fmt.Errorf("read media %s: %w", ref, err)
+		// Nothing was sent: free the upload entry, and fail the post with
+		// the reason; retrying cannot make a missing file appear.
+		if rel, rerr := e.Release(ReasonMediaUnreadable, p.now()); rerr == nil {
+			if uerr := p.Ledger.Update(ctx, e, rel); uerr != nil {
+				return "", fmt.Errorf("release upload: %w", uerr)
+			}
+		}
+		return "", &platform.Rejected{Reason: ReasonMediaUnreadable, Message: fmt.Sprintf("%s: %v", ref, err)}
 	}
 	var rcpt platform.MediaReceipt
 	err = client.do(ctx, func(ctx context.Context, c platform.Client) (err error) {

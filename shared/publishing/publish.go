@@ -24,6 +24,8 @@ const (
 	ReasonNotFoundAfterLooks = "not_found_after_looks"
 	ReasonOperatorReleased   = "released_by_operator"
 	ReasonOperatorRejected   = "rejected_by_operator"
+	ReasonTooManyAttempts    = "too_many_attempts"
+	ReasonLeaseTooShort      = "lease_too_short_to_send"
 	ReasonAmbiguous          = "ambiguous"
 )
 
@@ -94,6 +96,9 @@ type Publisher struct {
 	Lease time.Duration
 	// DedupWindow is how many recent posts pre-publish dedup reads; default 20.
 	DedupWindow int
+	// MaxAttempts bounds sends of one entry; the next acquire holds it for
+	// an operator instead. Default 5.
+	MaxAttempts int
 	Confirm     ConfirmSettings
 	Logger      *slog.Logger
 }
@@ -259,16 +264,23 @@ func (p *Publisher) acquire(ctx context.Context, t target, client platform.Clien
 // media, send, record. Every exit moves the pending entry out of pending,
 // or leaves it pending for the lease to expire if the store is unreachable.
 func (p *Publisher) sendAcquired(ctx context.Context, t target, client platform.Client, cred platform.Credential, e ledger.Entry) (Outcome, error) {
+	if e.Attempt > orDefault(p.MaxAttempts, defaultMaxAttempts) {
+		// Every earlier attempt ended released (not performed, or looked for
+		// and not found): something is wrong that retrying will not fix.
+		return p.record(ctx, t, e, outcome{state: ledger.Held, reason: ReasonTooManyAttempts})
+	}
 	caps := client.Capabilities()
 	mediaSHA, err := p.knownMedia(ctx, t)
 	if err != nil {
-		return p.recordNotSent(ctx, t, e, err)
+		return p.recordBeforeSend(ctx, t, e, err)
 	}
 
 	a := &authedClient{p: p, acc: t.account, client: client, cred: cred}
 
 	// Pre-publish dedup: the same content already on the account is held
-	// for a human, never posted again.
+	// for a human, never posted again. Media the account got from another
+	// post cannot be compared byte for byte, so the comparison is the text
+	// and the number of attachments: a false match holds, it never sends.
 	if caps.ReadableHistory {
 		var recent []platform.RemotePost
 		err := a.do(ctx, func(ctx context.Context, c platform.Client) (err error) {
@@ -276,10 +288,11 @@ func (p *Publisher) sendAcquired(ctx context.Context, t target, client platform.
 			return err
 		})
 		if err != nil {
-			return p.recordNotSent(ctx, t, e, err)
+			return p.recordBeforeSend(ctx, t, e, err)
 		}
+		want := platform.LooseFingerprint(t.post.Body, len(t.post.Media))
 		for _, rp := range recent {
-			if rp.Fingerprint(mediaSHA) == e.Fingerprint {
+			if rp.Fingerprint(mediaSHA) == e.Fingerprint || platform.LooseFingerprint(rp.Text, len(rp.MediaIDs)) == want {
 				return p.record(ctx, t, e, holdOutcome(rp.RemoteID))
 			}
 		}
@@ -291,7 +304,7 @@ func (p *Publisher) sendAcquired(ctx context.Context, t target, client platform.
 	case errors.Is(err, post.ErrNotFound):
 		return p.record(ctx, t, e, outcomeNotSent(ReasonPostDeleted))
 	case err != nil:
-		return p.recordNotSent(ctx, t, e, fmt.Errorf("re-read post %s: %w", t.post.ID, err))
+		return p.recordBeforeSend(ctx, t, e, fmt.Errorf("re-read post %s: %w", t.post.ID, err))
 	}
 	if ft, ok := fresh.Target(t.account.ID); !ok || ft.Status == post.Cancelled {
 		return p.record(ctx, t, e, outcomeNotSent(ReasonCancelled))
@@ -299,9 +312,14 @@ func (p *Publisher) sendAcquired(ctx context.Context, t target, client platform.
 
 	mediaIDs, err := p.uploadAll(ctx, t, a, mediaSHA)
 	if err != nil {
-		return p.recordNotSent(ctx, t, e, err)
+		return p.recordBeforeSend(ctx, t, e, err)
 	}
 
+	// The lease must outlast the call and its recording; otherwise another
+	// worker may take the entry over while our create is in flight.
+	if left := e.LeaseUntil.Sub(p.now()); left < orDefault(p.CallTimeout, 10*time.Second)+orDefault(p.RecordMargin, 2*time.Second) {
+		return p.record(ctx, t, e, outcomeNotSent(ReasonLeaseTooShort))
+	}
 	req := platform.PublishRequest{Handle: e.Handle, Text: t.post.Body, MediaIDs: mediaIDs}
 	var rcpt platform.Receipt
 	err = a.do(ctx, func(ctx context.Context, c platform.Client) (err error) {
@@ -309,7 +327,7 @@ func (p *Publisher) sendAcquired(ctx context.Context, t target, client platform.
 		return err
 	})
 	if err != nil {
-		return p.recordNotSent(ctx, t, e, err)
+		return p.record(ctx, t, e, classify(err))
 	}
 	return p.record(ctx, t, e, outcome{state: ledger.Confirmed, remoteID: rcpt.RemoteID})
 }
@@ -338,7 +356,8 @@ func (a *authedClient) do(ctx context.Context, call func(context.Context, platfo
 	a.refreshed = true
 	cred, err := a.p.refresh(ctx, a.acc, a.client, a.cred)
 	if err != nil {
-		return err
+		// The call got a 401, so it did not act; nor did the refresh.
+		return notPerformedUnlessRejected(err)
 	}
 	client, err := a.p.Platforms.Client(ctx, a.acc, cred)
 	if err != nil {
@@ -411,9 +430,24 @@ func classify(err error) outcome {
 	}
 }
 
-// recordNotSent records err, raised by a step that may include the send.
-func (p *Publisher) recordNotSent(ctx context.Context, t target, e ledger.Entry, err error) (Outcome, error) {
-	return p.record(ctx, t, e, classify(err))
+// recordBeforeSend records err, raised before the create was sent: the
+// platform did not act, so it is released (retry) unless the platform or
+// the content refused for good.
+func (p *Publisher) recordBeforeSend(ctx context.Context, t target, e ledger.Entry, err error) (Outcome, error) {
+	return p.record(ctx, t, e, classify(notPerformedUnlessRejected(err)))
+}
+
+// notPerformedUnlessRejected keeps Rejected and NotPerformed errors and
+// turns anything else (a store error, a local failure) into NotPerformed.
+func notPerformedUnlessRejected(err error) error {
+	var (
+		rej *platform.Rejected
+		np  *platform.NotPerformed
+	)
+	if errors.As(err, &rej) || errors.As(err, &np) {
+		return err
+	}
+	return &platform.NotPerformed{Message: err.Error()}
 }
 
 // record moves the acquired pending entry, then the target, and starts the
@@ -546,4 +580,7 @@ func mediaSHAs(ms []post.Media) []string {
 	return out
 }
 
-const defaultLease = 2 * time.Minute
+const (
+	defaultLease       = 2 * time.Minute
+	defaultMaxAttempts = 5
+)

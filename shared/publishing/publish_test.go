@@ -2,7 +2,9 @@ package publishing_test
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -399,7 +401,7 @@ func TestPublishWithMedia(t *testing.T) {
 	if len(remote) != 1 || len(remote[0].MediaSHA256) != 1 || remote[0].MediaSHA256[0] != sha {
 		t.Fatalf("sandbox statuses %+v, want one with the image", remote)
 	}
-	up, err := e.store.Get(context.Background(), ledger.UploadKey(string(job.Account), sha))
+	up, err := e.store.Get(context.Background(), ledger.UploadKey(string(job.Account), sha, e.entry(job).Key))
 	if err != nil || up.State != ledger.Confirmed || up.RemoteID != remote[0].MediaIDs[0] {
 		t.Errorf("upload entry %+v (err %v), want confirmed with the media id", up, err)
 	}
@@ -444,5 +446,142 @@ func TestConfirmManualGateHolds(t *testing.T) {
 	}
 	if st := e.sb.Stats(); st.Committed != 0 || st.CreateRequests != 1 {
 		t.Errorf("sandbox stats %+v, want the one delayed, uncommitted create only", st)
+	}
+}
+
+// Review findings, each a test that failed before its fix.
+
+func TestMissingMediaFailsWithoutSending(t *testing.T) {
+	e := newEnv(t, sandbox.Options{})
+	job := e.schedule("no-file", "Photo of the day.", post.Media{Ref: "missing.png", SHA256: strings.Repeat("ab", 32), ContentType: "image/png"})
+	out := e.publish(job)
+	if out.Result != publishing.Failed || !strings.HasPrefix(out.Reason, publishing.ReasonMediaUnreadable) {
+		t.Fatalf("outcome %+v, want failed %s", out, publishing.ReasonMediaUnreadable)
+	}
+	if st := e.sb.Stats(); st.CreateRequests != 0 {
+		t.Errorf("sandbox saw %d creates", st.CreateRequests)
+	}
+	up, err := e.store.Get(context.Background(), ledger.UploadKey(string(job.Account), strings.Repeat("ab", 32), out.Key))
+	if err != nil || up.State != ledger.Released {
+		t.Errorf("upload entry %s (err %v), want released (nothing was uploaded)", up.State, err)
+	}
+	if len(e.flows.names()) != 0 {
+		t.Errorf("a local failure started a confirm workflow: %v", e.flows.names())
+	}
+}
+
+func TestStoreErrorBeforeSendIsNotAmbiguous(t *testing.T) {
+	e := newEnv(t, sandbox.Options{})
+	job := e.schedule("flaky-store", "Board minutes.")
+	e.pub.Posts = &failSecondRead{Posts: e.store}
+	out := e.publish(job)
+	if out.Result != publishing.Retry || e.entry(job).State != ledger.Released {
+		t.Fatalf("outcome %+v entry %s, want retry/released: the create was never sent", out, e.entry(job).State)
+	}
+	if len(e.flows.names()) != 0 {
+		t.Errorf("a store error before the send started a confirm workflow")
+	}
+}
+
+type failSecondRead struct {
+	publishing.Posts
+	reads int
+}
+
+func (f *failSecondRead) GetPost(ctx context.Context, id post.ID) (post.Post, error) {
+	f.reads++
+	if f.reads == 2 {
+		return post.Post{}, errors.New("database is locked")
+	}
+	return f.Posts.GetPost(ctx, id)
+}
+
+func TestTooManyAttemptsHolds(t *testing.T) {
+	e := newEnv(t, sandbox.Options{DisableIdempotency: true})
+	e.pub.MaxAttempts = 2
+	job := e.schedule("throttled-forever", "Maintenance window tonight.")
+	for i := 0; i < 2; i++ {
+		e.sb.Script(sandbox.Fault{Kind: sandbox.Fault503})
+		if out := e.publish(job); out.Result != publishing.Retry {
+			t.Fatalf("attempt %d: %+v, want retry", i+1, out)
+		}
+	}
+	out := e.publish(job)
+	if out.Result != publishing.Held || out.Reason != publishing.ReasonTooManyAttempts {
+		t.Fatalf("third attempt %+v, want held %s", out, publishing.ReasonTooManyAttempts)
+	}
+	if st := e.sb.Stats(); st.CreateRequests != 2 {
+		t.Errorf("sandbox saw %d creates, want 2", st.CreateRequests)
+	}
+}
+
+func TestLeaseTooShortIsNotSent(t *testing.T) {
+	e := newEnv(t, sandbox.Options{})
+	e.pub.Lease = e.pub.CallTimeout // shorter than call + record margin
+	job := e.schedule("short-lease", "Hello.")
+	if out := e.publish(job); out.Result != publishing.Retry || out.Reason != publishing.ReasonLeaseTooShort {
+		t.Fatalf("outcome %+v, want retry %s", out, publishing.ReasonLeaseTooShort)
+	}
+	if st := e.sb.Stats(); st.CreateRequests != 0 {
+		t.Errorf("sandbox saw %d creates", st.CreateRequests)
+	}
+}
+
+// Workers of one process share an owner name; the refresh lease must still
+// let only one of them spend the single-use refresh token.
+func TestConcurrentRefreshSpendsTheTokenOnce(t *testing.T) {
+	e := newEnv(t, sandbox.Options{})
+	e.sb.ExpireAccessToken(e.sbAcct.ID)
+	jobs := []publishing.Job{e.schedule("r1", "First post."), e.schedule("r2", "Second post."), e.schedule("r3", "Third post.")}
+	results := make(chan publishing.Outcome, len(jobs))
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := e.pub.Publish(context.Background(), j)
+			if err != nil {
+				t.Error(err)
+			}
+			results <- out
+		}()
+	}
+	wg.Wait()
+	close(results)
+	for out := range results {
+		if out.Result == publishing.Failed {
+			t.Errorf("a worker failed the post: %+v", out)
+		}
+	}
+	// Whatever was only released goes again and publishes.
+	for _, j := range jobs {
+		for i := 0; i < 5 && e.target(j).Status != post.Published; i++ {
+			e.publish(j)
+		}
+		if got := e.target(j).Status; got != post.Published {
+			t.Errorf("%s: target %s, want published", j.Post, got)
+		}
+	}
+}
+
+// An image posted on Monday can go out again on Tuesday with other words:
+// uploads belong to one publish entry, since a platform attaches an upload
+// to one post only.
+func TestSameImageOnAnotherPost(t *testing.T) {
+	e := newEnv(t, sandbox.Options{})
+	img := []byte("\x89PNG same image bytes")
+	sha := sha256hex(img)
+	e.media["img.png"] = img
+	m := post.Media{Ref: "img.png", SHA256: sha, ContentType: "image/png"}
+	first := e.schedule("monday", "Monday's view.", m)
+	second := e.schedule("tuesday", "Tuesday's view.", m)
+	for _, j := range []publishing.Job{first, second} {
+		if out := e.publish(j); out.Result != publishing.Published {
+			t.Fatalf("%s: %+v, want published", j.Post, out)
+		}
+	}
+	remote := e.sb.Statuses(e.sbAcct.ID)
+	if len(remote) != 2 || remote[0].MediaIDs[0] == remote[1].MediaIDs[0] {
+		t.Errorf("sandbox statuses %+v, want two posts with their own upload", remote)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"oncepost/shared/ledger"
 	"oncepost/shared/platform"
 	"oncepost/shared/post"
 )
@@ -21,7 +22,9 @@ const refreshLease = 30 * time.Second
 // or a transient failure is NotPerformed (the job comes back later).
 func (p *Publisher) refresh(ctx context.Context, acc post.Account, client platform.Client, stale platform.Credential) (platform.Credential, error) {
 	now := p.now()
-	owner := p.Owner + "/refresh"
+	// Unique per call: workers of one process share p.Owner, and the lease
+	// must keep them from spending one single-use refresh token twice.
+	owner := p.Owner + "/refresh/" + ledger.NewHandle()
 	if err := p.Accounts.LeaseRefresh(ctx, acc.ID, owner, now, now.Add(refreshLease)); err != nil {
 		if errors.Is(err, post.ErrConflict) {
 			return stale, &platform.NotPerformed{RetryAfter: time.Second, Message: "credential refresh in progress elsewhere"}
@@ -30,23 +33,19 @@ func (p *Publisher) refresh(ctx context.Context, acc post.Account, client platfo
 	}
 	cur, err := p.Accounts.Credential(ctx, acc.ID)
 	if err != nil {
-		_ = p.Accounts.SaveRefreshed(ctx, acc.ID, owner, nil)
+		p.dropRefreshLease(ctx, acc.ID, owner)
 		return stale, fmt.Errorf("credential of %s: %w", acc.ID, err)
 	}
 	if cur.AccessToken != stale.AccessToken {
 		// Rotated by someone else since we read it.
-		if err := p.Accounts.SaveRefreshed(ctx, acc.ID, owner, nil); err != nil {
-			return stale, fmt.Errorf("drop refresh lease of %s: %w", acc.ID, err)
-		}
+		p.dropRefreshLease(ctx, acc.ID, owner)
 		return cur, nil
 	}
 	cctx, cancel := p.callContext(ctx)
 	fresh, err := client.Refresh(cctx, cur)
 	cancel()
 	if err != nil {
-		if lerr := p.Accounts.SaveRefreshed(ctx, acc.ID, owner, nil); lerr != nil {
-			p.log().ErrorContext(ctx, "drop refresh lease", "account", acc.ID, "err", lerr)
-		}
+		p.dropRefreshLease(ctx, acc.ID, owner)
 		var rej *platform.Rejected
 		if errors.As(err, &rej) {
 			p.log().ErrorContext(ctx, "credential refresh refused; account needs reconnecting", "account", acc.ID, "reason", rej.Reason)
@@ -59,12 +58,25 @@ func (p *Publisher) refresh(ctx context.Context, acc post.Account, client platfo
 		fresh.RefreshToken = cur.RefreshToken
 	}
 	if fresh.AccessToken == "" {
-		_ = p.Accounts.SaveRefreshed(ctx, acc.ID, owner, nil)
+		p.dropRefreshLease(ctx, acc.ID, owner)
 		return stale, &platform.Rejected{Reason: ReasonReconnectNeeded, Message: "refresh returned no access token"}
 	}
-	if err := p.Accounts.SaveRefreshed(ctx, acc.ID, owner, &fresh); err != nil {
-		return stale, fmt.Errorf("save refreshed credential of %s: %w", acc.ID, err)
+	// The platform has rotated the tokens: save them even if our caller
+	// gives up now, or the account needs reconnecting.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), orDefault(p.RecordMargin, 2*time.Second))
+	defer cancel()
+	if err := p.Accounts.SaveRefreshed(sctx, acc.ID, owner, &fresh); err != nil {
+		p.log().ErrorContext(ctx, "rotated credential could not be saved; the account may need reconnecting", "account", acc.ID, "err", err)
+		return stale, &platform.NotPerformed{Message: "save refreshed credential: " + err.Error()}
 	}
 	p.log().InfoContext(ctx, "credential refreshed", "account", acc.ID)
 	return fresh, nil
+}
+
+// dropRefreshLease frees the account's refresh lease; a failure only
+// delays the next refresh until the lease expires.
+func (p *Publisher) dropRefreshLease(ctx context.Context, id post.AccountID, owner string) {
+	if err := p.Accounts.SaveRefreshed(context.WithoutCancel(ctx), id, owner, nil); err != nil {
+		p.log().WarnContext(ctx, "drop refresh lease", "account", id, "err", err)
+	}
 }

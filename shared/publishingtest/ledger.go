@@ -254,7 +254,7 @@ func ledgerCreateRace(t testing.TB, l publishing.Ledger) {
 // Every field of an entry survives Create and Get, to the nanosecond.
 func ledgerRoundTrip(t testing.TB, l publishing.Ledger) {
 	e := ledger.Entry{
-		Key:         ledger.UploadKey("acct-rt", "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"),
+		Key:         ledger.UploadKey("acct-rt", "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", "publish-key"),
 		Action:      ledger.Upload,
 		Account:     "acct-rt",
 		Subject:     "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
