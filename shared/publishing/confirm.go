@@ -147,8 +147,11 @@ func (c *Confirmer) mediaOf(ctx context.Context, e ledger.Entry) (map[string]str
 // unknown or held → confirmed, target published.
 func (c *Confirmer) Confirm(ctx context.Context, in ConfirmInput, remoteID string) error {
 	e, ok, err := c.awaiting(ctx, in)
-	if err != nil || !ok {
+	if err != nil {
 		return err
+	}
+	if !ok {
+		return c.reapply(ctx, e, in, ledger.Confirmed, post.Published)
 	}
 	next, err := e.Confirm(remoteID, c.now())
 	if err != nil {
@@ -169,7 +172,7 @@ func (c *Confirmer) Reject(ctx context.Context, in ConfirmInput, reason string) 
 		return fmt.Errorf("reject %s: %w", in.Key, err)
 	}
 	if e.State != ledger.Held || e.Attempt != in.Attempt {
-		return nil
+		return c.reapply(ctx, e, in, ledger.Failed, post.Failed)
 	}
 	next, err := e.Fail(reason, c.now())
 	if err != nil {
@@ -180,6 +183,15 @@ func (c *Confirmer) Reject(ctx context.Context, in ConfirmInput, reason string) 
 	}
 	c.log().WarnContext(ctx, "rejected by an operator", "key", in.Key, "attempt", in.Attempt, "reason", reason)
 	return c.setTarget(ctx, next, post.Failed)
+}
+
+// reapply finishes a step that is being retried after its ledger move
+// landed: the target update may not have.
+func (c *Confirmer) reapply(ctx context.Context, e ledger.Entry, in ConfirmInput, moved ledger.State, s post.TargetStatus) error {
+	if e.State != moved || e.Attempt != in.Attempt {
+		return nil
+	}
+	return c.setTarget(ctx, e, s)
 }
 
 // awaiting reads the entry and reports whether it still waits for this

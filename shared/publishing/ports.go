@@ -46,6 +46,8 @@ type Posts interface {
 	// status was last set before t, oldest update first (the sweeper's
 	// "triggered and not finished" check).
 	Unfinished(ctx context.Context, t time.Time, limit int) ([]TargetRef, error)
+	// CountTargets counts targets by status (statuses with none may be absent).
+	CountTargets(ctx context.Context) (map[post.TargetStatus]int, error)
 }
 
 // TargetRef names one target of one post.

@@ -229,23 +229,13 @@ func (p *Publisher) acquire(ctx context.Context, t target, client platform.Clien
 		out.Result = Confirming
 		return e, &out, p.startConfirm(ctx, t.account, client, cur)
 	case ledger.DecideExpire:
-		next, err := cur.ExpireLease(now)
-		if err != nil {
-			return e, nil, err
-		}
-		if err := p.Ledger.Update(ctx, cur, next); err != nil && !errors.Is(err, ledger.ErrConflict) {
-			return e, nil, fmt.Errorf("expire lease of %s: %w", t.key, err)
-		} else if err != nil {
+		next, err := p.expireLease(ctx, cur, t.account, client)
+		if errors.Is(err, ledger.ErrConflict) {
 			out.Result = Retry
 			return e, &out, nil
 		}
-		p.log().WarnContext(ctx, "lease expired, outcome unknown", "key", t.key, "attempt", cur.Attempt, "owner", cur.LeaseOwner)
-		out.Result = Confirming
-		out.Reason = next.Reason
-		if err := p.setTarget(ctx, t, post.Publishing, "", next.Reason); err != nil {
-			return e, &out, err
-		}
-		return e, &out, p.startConfirm(ctx, t.account, client, next)
+		out.Result, out.Reason = Confirming, next.Reason
+		return e, &out, err
 	case ledger.DecideWait:
 		out.Result = Retry
 		out.RetryAfter = cur.LeaseUntil.Sub(now)
@@ -544,6 +534,25 @@ func (p *Publisher) startConfirm(ctx context.Context, acc post.Account, client p
 		return fmt.Errorf("start confirm of %s attempt %d: %w", e.Key, e.Attempt, err)
 	}
 	return nil
+}
+
+// expireLease moves a pending publish entry whose owner ran out of time to
+// unknown, marks its target publishing and starts its confirm workflow:
+// nobody knows whether the owner's call reached the platform.
+func (p *Publisher) expireLease(ctx context.Context, cur ledger.Entry, acc post.Account, client platform.Client) (ledger.Entry, error) {
+	next, err := cur.ExpireLease(p.now())
+	if err != nil {
+		return cur, err
+	}
+	if err := p.Ledger.Update(ctx, cur, next); err != nil {
+		return cur, fmt.Errorf("expire lease of %s: %w", cur.Key, err)
+	}
+	p.log().WarnContext(ctx, "lease expired, outcome unknown", "key", cur.Key, "attempt", cur.Attempt, "owner", cur.LeaseOwner)
+	t := target{post: post.Post{ID: post.ID(cur.Subject)}, account: acc}
+	if err := p.setTarget(ctx, t, post.Publishing, "", next.Reason); err != nil {
+		return next, err
+	}
+	return next, p.startConfirm(ctx, acc, client, next)
 }
 
 // ConfirmName is the confirm workflow's execution name: unique per attempt.

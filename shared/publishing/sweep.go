@@ -58,6 +58,10 @@ type SweepReport struct {
 	MissedSchedules int `json:"missed_schedules"`
 	// DeadLetters is the dead-letter queue's depth (capped at Limit).
 	DeadLetters int `json:"dead_letters"`
+	// HeldTargets wait for an operator (G2: held raises an alarm);
+	// FailedTargets is the running total of failed targets (alarm on growth).
+	HeldTargets   int `json:"held_targets"`
+	FailedTargets int `json:"failed_targets"`
 	// Requeued, ConfirmsStarted and Triggered are the repairs made.
 	Requeued        int `json:"requeued"`
 	ConfirmsStarted int `json:"confirms_started"`
@@ -66,7 +70,7 @@ type SweepReport struct {
 
 // Alarming reports whether anything in the report should page someone.
 func (r SweepReport) Alarming() bool {
-	return r.StalePending+r.StaleUnknown+r.StuckTargets+r.MissedSchedules+r.DeadLetters > 0
+	return r.StalePending+r.StaleUnknown+r.StuckTargets+r.MissedSchedules+r.DeadLetters+r.HeldTargets > 0
 }
 
 func (s *Sweeper) now() time.Time {
@@ -134,11 +138,16 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 			} else {
 				rep.ConfirmsStarted++
 			}
+		case e.LeaseExpired(now):
+			// The owner died mid-call: unknown, and look before anything else.
+			if err := s.expire(ctx, e); err != nil && !errors.Is(err, ledger.ErrConflict) {
+				errs = append(errs, err)
+			} else if err == nil {
+				rep.ConfirmsStarted++
+			}
 		default:
-			// Pending past StaleAfter: its lease has expired (leases are
-			// shorter), so the publisher will move it to unknown and start
-			// the confirm workflow when the job comes back.
-			requeue(Job{Post: post.ID(e.Subject), Account: post.AccountID(e.Account), Slot: e.Slot})
+			// Pending for longer than StaleAfter with a live lease: a
+			// misconfigured lease or a stuck owner. Counted, and it alarms.
 		}
 	}
 
@@ -174,6 +183,12 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 	}
 	rep.DeadLetters = len(dls)
 
+	counts, err := s.Posts.CountTargets(ctx)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("count targets: %w", err))
+	}
+	rep.HeldTargets, rep.FailedTargets = counts[post.Held], counts[post.Failed]
+
 	if s.Metrics != nil {
 		if err := s.Metrics.Emit(
 			emf.Metric{Name: "StalePending", Unit: emf.Count, Value: float64(rep.StalePending)},
@@ -183,13 +198,15 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 			emf.Metric{Name: "MissedSchedules", Unit: emf.Count, Value: float64(rep.MissedSchedules)},
 			emf.Metric{Name: "DeadLetters", Unit: emf.Count, Value: float64(rep.DeadLetters)},
 			emf.Metric{Name: "SweepRequeued", Unit: emf.Count, Value: float64(rep.Requeued)},
+			emf.Metric{Name: "HeldTargets", Unit: emf.Count, Value: float64(rep.HeldTargets)},
+			emf.Metric{Name: "FailedTargets", Unit: emf.Count, Value: float64(rep.FailedTargets)},
 		); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if rep.Alarming() {
 		s.log().WarnContext(ctx, "sweep found work not progressing", "stale_pending", rep.StalePending, "stale_unknown", rep.StaleUnknown,
-			"stuck_targets", rep.StuckTargets, "missed_schedules", rep.MissedSchedules, "dead_letters", rep.DeadLetters,
+			"stuck_targets", rep.StuckTargets, "missed_schedules", rep.MissedSchedules, "dead_letters", rep.DeadLetters, "held_targets", rep.HeldTargets,
 			"requeued", rep.Requeued, "confirms_started", rep.ConfirmsStarted, "triggered", rep.Triggered)
 	}
 	return rep, errors.Join(errs...)
@@ -204,6 +221,21 @@ func (s *Sweeper) enqueue(ctx context.Context, j Job) error {
 		return fmt.Errorf("re-enqueue %s/%s: %w", j.Post, j.Account, err)
 	}
 	return nil
+}
+
+// expire moves a stale pending publish entry to unknown and starts its
+// confirm workflow.
+func (s *Sweeper) expire(ctx context.Context, e ledger.Entry) error {
+	acc, err := s.Publisher.Accounts.GetAccount(ctx, post.AccountID(e.Account))
+	if err != nil {
+		return fmt.Errorf("expire %s: account: %w", e.Key, err)
+	}
+	client, err := s.Publisher.clientFor(ctx, acc)
+	if err != nil {
+		return fmt.Errorf("expire %s: %w", e.Key, err)
+	}
+	_, err = s.Publisher.expireLease(ctx, e, acc, client)
+	return err
 }
 
 // ensureConfirm starts the unknown entry's confirm workflow; starting it

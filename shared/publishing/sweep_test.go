@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"oncepost/shared/emf"
 	"oncepost/shared/ledger"
@@ -140,34 +141,37 @@ func TestSweepRepairsWithoutSending(t *testing.T) {
 	if e.sb.Stats().CreateRequests != creates {
 		t.Fatalf("the sweeper sent to the platform")
 	}
-	want := publishing.SweepReport{StalePending: 1, StaleUnknown: 1, StuckTargets: 3, MissedSchedules: 1,
-		Requeued: 3, ConfirmsStarted: 1, Triggered: 1, OldestOpenAge: rep.OldestOpenAge}
+	// The dead worker's entry is moved to unknown and confirmed directly
+	// (its target becomes publishing, so it is no longer stuck); the lost
+	// confirm is restarted; the stuck target is requeued with the lost one.
+	want := publishing.SweepReport{StalePending: 1, StaleUnknown: 1, StuckTargets: 2, MissedSchedules: 1,
+		Requeued: 2, ConfirmsStarted: 2, Triggered: 1, OldestOpenAge: rep.OldestOpenAge}
 	if diff := cmp.Diff(want, rep); diff != "" {
 		t.Errorf("sweep report (-want +got):\n%s", diff)
 	}
 	if rep.OldestOpenAge < publishing.StaleAfter {
 		t.Errorf("oldest open age %s, want > %s", rep.OldestOpenAge, publishing.StaleAfter)
 	}
-	if got := e.flows.names(); len(got) != 1 || !strings.HasPrefix(got[0], string(e.entry(lost).Key)) {
-		t.Errorf("confirm workflows started %v, want the lost one", got)
+	wantFlows := []string{publishing.ConfirmName(e.entry(dead).Key, 1), publishing.ConfirmName(e.entry(lost).Key, 1)}
+	if diff := cmp.Diff(wantFlows, e.flows.names(), cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("confirm workflows started (-want +got):\n%s", diff)
+	}
+	if en := e.entry(dead); en.State != ledger.Unknown || en.Reason != ledger.ReasonLeaseExpired {
+		t.Errorf("dead worker's entry %s %q, want unknown lease_expired", en.State, en.Reason)
 	}
 	var line map[string]any
 	lines := strings.Split(strings.TrimSpace(metrics.String()), "\n")
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &line); err != nil {
 		t.Fatalf("metric line: %v", err)
 	}
-	for name, v := range map[string]float64{"StalePending": 1, "StaleUnknown": 1, "StuckTargets": 3, "MissedSchedules": 1} {
+	for name, v := range map[string]float64{"StalePending": 1, "StaleUnknown": 1, "StuckTargets": 2, "MissedSchedules": 1} {
 		if line[name] != v {
 			t.Errorf("metric %s = %v, want %v", name, line[name], v)
 		}
 	}
 
-	// The repairs go through the publisher: the dead worker's entry becomes
-	// unknown (confirm), the stuck target is published, the missed one too.
+	// The requeued and triggered jobs go through the publisher.
 	e.drain()
-	if en := e.entry(dead); en.State != ledger.Unknown {
-		t.Errorf("dead worker's entry %s, want unknown (confirm started)", en.State)
-	}
 	for _, j := range []publishing.Job{stuck, missed} {
 		if tg := e.target(j); tg.Status != post.Published {
 			t.Errorf("%s: target %s, want published", j.Post, tg.Status)
@@ -175,5 +179,26 @@ func TestSweepRepairsWithoutSending(t *testing.T) {
 	}
 	if st := e.sb.Stats(); st.Duplicates != 0 {
 		t.Errorf("sandbox counted %d duplicates", st.Duplicates)
+	}
+}
+
+// A held post raises the alarm until an operator decides (G2).
+func TestSweepAlarmsOnHeld(t *testing.T) {
+	e := newEnv(t, sandbox.Options{})
+	e.sb.InjectStatus(e.sbAcct.ID, "Already posted by hand.")
+	job := e.schedule("dup", "Already posted by hand.")
+	if out := e.publish(job); out.Result != publishing.Held {
+		t.Fatalf("setup: %+v", out)
+	}
+	var metrics bytes.Buffer
+	rep, err := e.sweeper(&metrics).Sweep(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.HeldTargets != 1 || !rep.Alarming() {
+		t.Errorf("report %+v, want one held target and an alarm", rep)
+	}
+	if !strings.Contains(metrics.String(), `"HeldTargets":1`) {
+		t.Errorf("metric line %s lacks HeldTargets 1", metrics.String())
 	}
 }

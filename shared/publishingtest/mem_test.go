@@ -277,6 +277,18 @@ func (m *memPosts) Due(_ context.Context, t time.Time, limit int) ([]publishing.
 	return out, nil
 }
 
+func (m *memPosts) CountTargets(context.Context) (map[post.TargetStatus]int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[post.TargetStatus]int{}
+	for _, p := range m.posts {
+		for _, tg := range p.Targets {
+			out[tg.Status]++
+		}
+	}
+	return out, nil
+}
+
 func (m *memPosts) Unfinished(_ context.Context, t time.Time, limit int) ([]publishing.TargetRef, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

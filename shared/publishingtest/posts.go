@@ -39,6 +39,7 @@ func postsChecks() []check[publishing.Posts] {
 		{"UpdateTarget/concurrent_published_or_cancelled", postsUpdateRace},
 		{"Due/scheduled_not_after_t_earliest_first", postsDue},
 		{"Unfinished/triggered_or_publishing_updated_before_t", postsUnfinished},
+		{"CountTargets/by_status", postsCount},
 	}
 }
 
@@ -396,5 +397,29 @@ func postsUnfinished(t testing.TB, s publishing.Posts) {
 		if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("Unfinished(base%+v, %d) mismatch (-want +got):\n%s", tc.t.Sub(base), tc.limit, diff)
 		}
+	}
+}
+
+func postsCount(t testing.TB, s publishing.Posts) {
+	p1 := simplePost("count-1", base, post.Scheduled, "acct-a", "acct-b", "acct-c")
+	p2 := simplePost("count-2", base, post.Scheduled, "acct-a")
+	mustCreatePost(t, s, p1)
+	mustCreatePost(t, s, p2)
+	for _, mv := range []struct {
+		p       post.Post
+		account post.AccountID
+		to      post.TargetStatus
+	}{{p1, "acct-a", post.Held}, {p1, "acct-b", post.Failed}, {p2, "acct-a", post.Held}} {
+		if _, err := s.UpdateTarget(t.Context(), mv.p.ID, mv.account, post.TargetUpdate{Status: mv.to, At: base}); err != nil {
+			t.Fatalf("UpdateTarget(%s/%s → %s) = %v", mv.p.ID, mv.account, mv.to, err)
+		}
+	}
+	got, err := s.CountTargets(t.Context())
+	if err != nil {
+		t.Fatalf("CountTargets() = %v", err)
+	}
+	want := map[post.TargetStatus]int{post.Scheduled: 1, post.Held: 2, post.Failed: 1}
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("CountTargets() mismatch (-want +got):\n%s", diff)
 	}
 }

@@ -15,6 +15,28 @@ type Summary struct {
 	Ledger  map[ledger.State]int      `json:"ledger"`
 }
 
+// CountTargets counts targets by status.
+func (s *Store) CountTargets(ctx context.Context) (map[post.TargetStatus]int, error) {
+	out := map[post.TargetStatus]int{}
+	rows, err := s.r.QueryContext(ctx, `SELECT status, count(*) FROM targets GROUP BY status`)
+	if err != nil {
+		return nil, fmt.Errorf("count targets: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, fmt.Errorf("count targets: %w", err)
+		}
+		out[post.TargetStatus(st)] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count targets: %w", err)
+	}
+	return out, nil
+}
+
 // Summary reads the counts in one snapshot.
 func (s *Store) Summary(ctx context.Context) (Summary, error) {
 	out := Summary{Targets: map[post.TargetStatus]int{}, Ledger: map[ledger.State]int{}}
