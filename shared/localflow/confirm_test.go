@@ -200,8 +200,14 @@ func TestConfirmWorkflow(t *testing.T) {
 		{
 			name: "the platform stays down", policy: "auto", max: 3,
 			looks:       []look{{err: stepErr(publishing.ErrNamePlatformUnavailable)}},
-			wantActions: []string{"look", "look", "look", "look", "look", "look"}, wantAt: []int{20, 25, 35, 55, 95, 155},
-			wantStatus: localflow.StatusFailed, wantError: "ConfirmStepFailed", wantLast: "Failed",
+			decision:    `{"decision": "reject"}`,
+			wantActions: []string{"look", "look", "look", "look", "look", "look", "hold", "reject"}, wantAt: []int{20, 25, 35, 55, 95, 155, 155, 155},
+			wantStatus: localflow.StatusSucceeded, wantLast: "Done",
+			check: func(t *testing.T, calls []call) {
+				if r := calls[6].Payload["reason"]; r != "could not read the platform back: PlatformUnavailable" {
+					t.Errorf("hold reason %q", r)
+				}
+			},
 		},
 		{
 			name: "a lost invocation is retried", policy: "auto", max: 3,
