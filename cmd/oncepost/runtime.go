@@ -168,6 +168,13 @@ func openRuntime(ctx context.Context, cfg config) (*runtime, error) {
 
 func (rt *runtime) Close() error { return rt.store.Close() }
 
+func (rt *runtime) now() time.Time {
+	if rt.cfg.Now != nil {
+		return rt.cfg.Now()
+	}
+	return time.Now()
+}
+
 // run starts every loop and blocks until ctx is done, then waits for them:
 // in-flight publishes finish recording (or are left to lease expiry).
 func (rt *runtime) run(ctx context.Context) error {
@@ -242,7 +249,7 @@ func (rt *runtime) schedule(ctx context.Context, ref publishing.TargetRef) error
 // syncSchedules makes sure every scheduled target has its schedule, for
 // posts written into the file by another process.
 func (rt *runtime) syncSchedules(ctx context.Context) error {
-	refs, err := rt.store.Due(ctx, time.Now().AddDate(100, 0, 0), 0)
+	refs, err := rt.store.Due(ctx, rt.now().AddDate(100, 0, 0), 0)
 	if err != nil {
 		return fmt.Errorf("scheduled targets: %w", err)
 	}

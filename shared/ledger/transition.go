@@ -59,7 +59,7 @@ func (e Entry) Reacquire(owner string, now time.Time, lease time.Duration) (Entr
 	n.Attempt++
 	n.LeaseOwner, n.LeaseUntil = owner, now.UTC().Add(lease)
 	n.SentAt = now.UTC()
-	n.Reason = ""
+	n.Reason, n.RemoteID = "", ""
 	return n, nil
 }
 

@@ -449,7 +449,7 @@ func (c *Client) classifyRefresh(op string, err error) error {
 	switch {
 	case status == http.StatusTooManyRequests || status >= 500,
 		re.ErrorCode == "temporarily_unavailable", re.ErrorCode == "server_error":
-		return &platform.NotPerformed{Status: status, RetryAfter: retryAfter(header, c.now()), Message: msg}
+		return &platform.NotPerformed{Status: status, RetryAfter: retryAfter(status, header, c.now()), Message: msg}
 	default:
 		return &platform.Rejected{Status: status, Reason: "reconnect_needed", Message: msg}
 	}

@@ -482,10 +482,16 @@ func TestRetryAfter(t *testing.T) {
 			for k, v := range tt.header {
 				h.Set(k, v)
 			}
-			if got := retryAfter(h, fixedNow); got != tt.want {
+			if got := retryAfter(http.StatusTooManyRequests, h, fixedNow); got != tt.want {
 				t.Errorf("retryAfter = %s, want %s", got, tt.want)
 			}
 		})
+	}
+	// X-RateLimit-Reset is sent on most responses; only a 429 means "wait for it".
+	h := http.Header{}
+	h.Set("X-RateLimit-Reset", "2026-03-01T12:10:00.000Z")
+	if got := retryAfter(http.StatusServiceUnavailable, h, fixedNow); got != 0 {
+		t.Errorf("retryAfter(503 with X-RateLimit-Reset) = %s, want 0", got)
 	}
 }
 

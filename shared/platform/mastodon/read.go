@@ -78,11 +78,27 @@ func (c *Client) Recent(ctx context.Context, n int) ([]platform.RemotePost, erro
 	if n <= 0 {
 		return posts, nil
 	}
+	var srcErr error
 	err := c.eachStatus(ctx, n, func(s status) bool {
-		p, _ := s.remote()
+		p, lossy := s.remote()
+		if lossy {
+			// The HTML does not give the written text back (mentions,
+			// blank lines): read the source, so dedup compares what was written.
+			text, exists, err := c.source(ctx, s.ID)
+			if err != nil {
+				srcErr = err
+				return false
+			}
+			if exists {
+				p.Text = text
+			}
+		}
 		posts = append(posts, p)
 		return len(posts) < n
 	})
+	if err == nil {
+		err = srcErr
+	}
 	if err != nil {
 		return nil, err
 	}

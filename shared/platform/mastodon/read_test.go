@@ -455,3 +455,28 @@ func TestLookupNeedsFingerprint(t *testing.T) {
 		t.Fatalf("Lookup by handle only = (found %v, err %v), want an error", found, err)
 	}
 }
+
+// Recent gives the written text back for statuses whose HTML loses it, so
+// pre-publish dedup compares what was written.
+func TestRecentReadsSourceOfLossyStatuses(t *testing.T) {
+	remoteMention := `<p><span class="h-card"><a href="https://other.example/@alice" class="u-url mention">@<span>alice</span></a></span> thanks!</p>`
+	tl := &timeline{t: t,
+		statuses: []map[string]any{statusJSON("9", remoteMention, fixedNow), statusJSON("8", "<p>plain</p>", fixedNow.Add(-time.Minute))},
+		sources:  map[string]string{"9": "@alice@other.example thanks!", "8": "never read"},
+	}
+	srv := newServer(t, tl)
+	posts, err := newClient(t, srv.URL).Recent(context.Background(), 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, p := range posts {
+		texts = append(texts, p.Text)
+	}
+	if diff := cmp.Diff([]string{"@alice@other.example thanks!", "plain"}, texts); diff != "" {
+		t.Errorf("texts (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"9"}, tl.sourceReads); diff != "" {
+		t.Errorf("source reads (-want +got):\n%s", diff)
+	}
+}

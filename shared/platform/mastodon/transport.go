@@ -208,12 +208,12 @@ func (c *Client) classify(op string, resp *response, write bool) error {
 		// 408 and 425 say the server did not process the request
 		// (RFC 9110 §15.5.9, RFC 8470 §5.2), so they are not rejections.
 		s == http.StatusRequestTimeout, s == http.StatusTooEarly:
-		return &platform.NotPerformed{Status: s, RetryAfter: retryAfter(resp.header, c.now()), Message: fmt.Sprintf("%s: %s", op, msg)}
+		return &platform.NotPerformed{Status: s, RetryAfter: retryAfter(s, resp.header, c.now()), Message: fmt.Sprintf("%s: %s", op, msg)}
 	case s >= 500:
 		if write {
 			return &platform.Ambiguous{Status: s, Err: fmt.Errorf("%s: %s", op, msg)}
 		}
-		return &platform.NotPerformed{Status: s, RetryAfter: retryAfter(resp.header, c.now()), Message: fmt.Sprintf("%s: %s", op, msg)}
+		return &platform.NotPerformed{Status: s, RetryAfter: retryAfter(s, resp.header, c.now()), Message: fmt.Sprintf("%s: %s", op, msg)}
 	case s >= 300 && s < 400:
 		// Only writes see a redirect (reads follow them). The API does not
 		// redirect; a proxy in front of it does when BaseURL is wrong
@@ -264,7 +264,7 @@ func decodeCreated[T any](resp *response, valid func(T) bool) (T, error) {
 // an HTTP date, otherwise Mastodon's X-RateLimit-Reset (an ISO 8601 time; a
 // number is read as Unix seconds when it is large and as a delay otherwise).
 // It is 0 when the server gave none or the time has passed.
-func retryAfter(h http.Header, now time.Time) time.Duration {
+func retryAfter(status int, h http.Header, now time.Time) time.Duration {
 	if h == nil {
 		return 0
 	}
@@ -276,7 +276,9 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 			return clampWait(t.Sub(now))
 		}
 	}
-	if v := strings.TrimSpace(h.Get("X-RateLimit-Reset")); v != "" {
+	// Mastodon sends X-RateLimit-Reset on most responses; it means "wait
+	// until then" only on a 429. On a 5xx it would stall retries for minutes.
+	if v := strings.TrimSpace(h.Get("X-RateLimit-Reset")); v != "" && status == http.StatusTooManyRequests {
 		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
 			return clampWait(t.Sub(now))
 		}
