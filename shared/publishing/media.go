@@ -16,31 +16,11 @@ const ReasonMediaUnreadable = "media_unreadable"
 // ReasonOrphanUpload is recorded on an upload entry released after an ambiguous upload.
 const ReasonOrphanUpload = "ambiguous upload: unattached media is invisible and expires on the platform, so a re-upload cannot duplicate a post"
 
-// knownMedia maps remote media ids to SHA-256s for the post's attachments
-// already uploaded to the account (confirmed upload entries), so recent
-// posts carrying them can be fingerprinted.
-func (p *Publisher) knownMedia(ctx context.Context, t target) (map[string]string, error) {
-	m := make(map[string]string, len(t.post.Media))
-	for _, md := range t.post.Media {
-		e, err := p.Ledger.Get(ctx, ledger.UploadKey(string(t.account.ID), md.SHA256, t.key))
-		if errors.Is(err, ledger.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("upload entry of %s: %w", md.SHA256, err)
-		}
-		if e.State == ledger.Confirmed {
-			m[e.RemoteID] = md.SHA256
-		}
-	}
-	return m, nil
-}
-
 // uploadAll uploads the post's attachments in order, each guarded by its own
-// ledger entry (account, media SHA-256), and returns their remote ids. It
-// adds every uploaded id to mediaSHA. An error is a platform failure class
-// (the publish entry is recorded from it) or a store error.
-func (p *Publisher) uploadAll(ctx context.Context, t target, client *authedClient, mediaSHA map[string]string) ([]string, error) {
+// ledger entry (account, media SHA-256, publish entry), and returns their
+// remote ids. An error is a platform failure class (the publish entry is
+// recorded from it) or a store error.
+func (p *Publisher) uploadAll(ctx context.Context, t target, client *authedClient) ([]string, error) {
 	if len(t.post.Media) == 0 {
 		return nil, nil
 	}
@@ -50,7 +30,6 @@ func (p *Publisher) uploadAll(ctx context.Context, t target, client *authedClien
 		if err != nil {
 			return nil, fmt.Errorf("media %s: %w", md.SHA256, err)
 		}
-		mediaSHA[id] = md.SHA256
 		ids = append(ids, id)
 	}
 	return ids, nil
