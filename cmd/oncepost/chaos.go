@@ -34,17 +34,21 @@ type chaosProfile struct {
 	Seed         int64
 	Naive        bool
 	Deadline     time.Duration
+	// DBPath keeps the drill's database for inspection; empty: a temporary file.
+	DBPath string
 }
 
 // chaosResult is the drill's one-line verdict.
 type chaosResult struct {
 	Rounds, Published, Duplicates, ConfirmBranch, LeakedPending, Lost int
-	Elapsed                                                           time.Duration
+	// Held and Failed are settled, for a human: not lost, and not published.
+	Held, Failed int
+	Elapsed      time.Duration
 }
 
 func (r chaosResult) String() string {
-	return fmt.Sprintf("rounds=%d published=%d duplicates=%d confirm-branch=%d leaked-pending=%d lost=%d elapsed=%s",
-		r.Rounds, r.Published, r.Duplicates, r.ConfirmBranch, r.LeakedPending, r.Lost, r.Elapsed.Round(time.Millisecond))
+	return fmt.Sprintf("rounds=%d published=%d duplicates=%d confirm-branch=%d leaked-pending=%d lost=%d held=%d failed=%d elapsed=%s",
+		r.Rounds, r.Published, r.Duplicates, r.ConfirmBranch, r.LeakedPending, r.Lost, r.Held, r.Failed, r.Elapsed.Round(time.Millisecond))
 }
 
 func (r chaosResult) ok() bool { return r.Duplicates == 0 && r.Lost == 0 && r.LeakedPending == 0 }
@@ -63,6 +67,7 @@ func cmdChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Int64Var(&p.Seed, "seed", 1, "fault plan seed")
 	fs.BoolVar(&p.Naive, "naive", false, "run the seed's naive template instead (3 tries 40 ms apart, no ledger): it must duplicate")
 	fs.DurationVar(&p.Deadline, "deadline", 55*time.Second, "give up waiting for posts to settle after this long")
+	fs.StringVar(&p.DBPath, "db", "", "keep the drill's SQLite file here (must not exist) for `oncepost status`")
 	if err := parseFlags(fs, args, stderr, 0); err != nil {
 		return err
 	}
@@ -122,14 +127,20 @@ func chaosLedger(ctx context.Context, p chaosProfile, stderr io.Writer) (chaosRe
 		return chaosResult{}, err
 	}
 	defer sb.Close()
-	dir, err := os.MkdirTemp("", "oncepost-chaos-")
-	if err != nil {
-		return chaosResult{}, err
-	}
-	defer os.RemoveAll(dir)
-
 	cfg := defaultConfig()
-	cfg.DBPath = filepath.Join(dir, "chaos.db")
+	if p.DBPath != "" {
+		if _, err := os.Stat(p.DBPath); err == nil {
+			return chaosResult{}, usageError("db", "%s exists; the drill needs a fresh file", p.DBPath)
+		}
+		cfg.DBPath = p.DBPath
+	} else {
+		dir, err := os.MkdirTemp("", "oncepost-chaos-")
+		if err != nil {
+			return chaosResult{}, err
+		}
+		defer os.RemoveAll(dir)
+		cfg.DBPath = filepath.Join(dir, "chaos.db")
+	}
 	cfg.Workers = 8
 	cfg.CallTimeout = p.Timeout
 	cfg.RecordMargin = 200 * time.Millisecond
@@ -196,7 +207,7 @@ func chaosLedger(ctx context.Context, p chaosProfile, stderr io.Writer) (chaosRe
 	if err != nil {
 		return res, err
 	}
-	res.Published = sum.Targets[post.Published]
+	res.Published, res.Held, res.Failed = sum.Targets[post.Published], sum.Targets[post.Held], sum.Targets[post.Failed]
 	res.Lost = p.Rounds - sum.Targets[post.Published] - sum.Targets[post.Failed] - sum.Targets[post.Held]
 	res.LeakedPending = sum.Ledger[ledger.Pending] + sum.Ledger[ledger.Unknown]
 	execs, err := rt.flows.List(ctx, "")
