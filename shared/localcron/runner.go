@@ -11,6 +11,8 @@ import (
 	mathrand "math/rand/v2"
 	"sync"
 	"time"
+
+	"oncepost/shared/sqltime"
 )
 
 // ErrNotFound is returned (wrapped) by Get and Delete for a name that has
@@ -190,8 +192,8 @@ func (r *Runner) Put(ctx context.Context, e Entry) error {
 			ON CONFLICT (name) DO UPDATE SET expression = excluded.expression, timezone = excluded.timezone,
 				start = excluded.start, payload = excluded.payload, version = excluded.version,
 				last_fired = excluded.last_fired, next_fire = excluded.next_fire, updated_at = excluded.updated_at`,
-			nr.Name, nr.Expression, nr.Timezone, encodeTime(nr.Start), append([]byte{}, nr.Payload...), nr.version,
-			encodeTime(nr.LastFired), encodeTime(nr.NextFire), encodeTime(now))
+			nr.Name, nr.Expression, nr.Timezone, sqltime.Encode(nr.Start), append([]byte{}, nr.Payload...), nr.version,
+			sqltime.Encode(nr.LastFired), sqltime.Encode(nr.NextFire), sqltime.Encode(now))
 		return err
 	})
 	if err != nil {
@@ -258,7 +260,7 @@ func (r *Runner) NextDue(ctx context.Context) (time.Time, bool, error) {
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("localcron: next due: %w", err)
 	}
-	t, err := decodeTime(s)
+	t, err := sqltime.Decode(s)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("localcron: next due: %w", err)
 	}
@@ -339,7 +341,7 @@ func (r *Runner) runDue(ctx context.Context, backoff bool) (fired int, errs, err
 // Fire runs: the write pool has one connection.
 func (r *Runner) loadDue(ctx context.Context, now time.Time) ([]row, error) {
 	rows, err := r.db.QueryContext(ctx, `SELECT `+rowColumns+` FROM localcron_schedules
-		WHERE next_fire <> '' AND next_fire <= ? ORDER BY next_fire, name`, encodeTime(now))
+		WHERE next_fire <> '' AND next_fire <= ? ORDER BY next_fire, name`, sqltime.Encode(now))
 	if err != nil {
 		return nil, fmt.Errorf("localcron: load due schedules: %w", err)
 	}
@@ -394,7 +396,7 @@ func (r *Runner) record(ctx context.Context, d row, s Schedule, at, now time.Tim
 	}
 	_, err := r.db.ExecContext(ctx, `UPDATE localcron_schedules SET last_fired = ?, next_fire = ?, updated_at = ?
 		WHERE name = ? AND version = ? AND next_fire = ?`,
-		encodeTime(at), encodeTime(next), encodeTime(now), d.Name, d.version, encodeTime(d.NextFire))
+		sqltime.Encode(at), sqltime.Encode(next), sqltime.Encode(now), d.Name, d.version, sqltime.Encode(d.NextFire))
 	return err
 }
 
@@ -474,7 +476,7 @@ func (r *Runner) sleepFor(ctx context.Context) (time.Duration, error) {
 		if _, ok := waiting[name]; ok {
 			continue
 		}
-		t, err := decodeTime(next)
+		t, err := sqltime.Decode(next)
 		if err != nil {
 			return 0, fmt.Errorf("localcron: next firing of %q: %w", name, err)
 		}
@@ -607,13 +609,13 @@ func scanRow(s interface{ Scan(dest ...any) error }) (row, error) {
 		d.Payload = json.RawMessage(payload)
 	}
 	var err error
-	if d.Start, err = decodeTime(start); err != nil {
+	if d.Start, err = sqltime.Decode(start); err != nil {
 		return row{}, fmt.Errorf("schedule %q: %w", d.Name, err)
 	}
-	if d.LastFired, err = decodeTime(lastFired); err != nil {
+	if d.LastFired, err = sqltime.Decode(lastFired); err != nil {
 		return row{}, fmt.Errorf("schedule %q: %w", d.Name, err)
 	}
-	if d.NextFire, err = decodeTime(nextFire); err != nil {
+	if d.NextFire, err = sqltime.Decode(nextFire); err != nil {
 		return row{}, fmt.Errorf("schedule %q: %w", d.Name, err)
 	}
 	return d, nil
@@ -632,35 +634,10 @@ func checkName(name string) error {
 	return nil
 }
 
-// timeLayout is RFC 3339 in UTC with nanoseconds, fixed width so that the
-// text sorts like the time (as in sqlitestore).
-const timeLayout = "2006-01-02T15:04:05.000000000Z"
-
-// checkTime accepts the times timeLayout stores in its fixed width.
+// checkTime accepts the times sqltime.Layout stores in its fixed width.
 func checkTime(t time.Time) error {
 	if y := t.UTC().Year(); y < 0 || y > 9999 {
 		return fmt.Errorf("%s is outside years 0-9999", t.UTC().Format(time.RFC3339))
 	}
 	return nil
-}
-
-// encodeTime stores t as fixed-width RFC 3339 UTC text; the zero time is
-// the empty string.
-func encodeTime(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format(timeLayout)
-}
-
-// decodeTime reverses encodeTime.
-func decodeTime(s string) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	t, err := time.Parse(timeLayout, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("stored time %q: %w", s, err)
-	}
-	return t, nil
 }

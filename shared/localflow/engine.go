@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 	"unicode"
+
+	"oncepost/shared/sqltime"
 )
 
 // Invoker calls the function a Task names (arn:aws:states:::lambda:invoke
@@ -131,11 +133,11 @@ func New(ctx context.Context, db *sql.DB, m *Machine, opts Options) (*Engine, er
 		}
 		now := e.clock()
 		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO localflow_machines (hash, definition, created_at) VALUES (?, ?, ?)`,
-			m.hash, string(m.definition), encodeTime(now)); err != nil {
+			m.hash, string(m.definition), sqltime.Encode(now)); err != nil {
 			return fmt.Errorf("record definition: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE localflow_executions SET due_at = ?, version = version + 1
-			WHERE status = 'RUNNING' AND phase = ? AND owner = ?`, encodeTime(now), phaseInvoke, e.owner); err != nil {
+			WHERE status = 'RUNNING' AND phase = ? AND owner = ?`, sqltime.Encode(now), phaseInvoke, e.owner); err != nil {
 			return fmt.Errorf("take over own claims: %w", err)
 		}
 		return nil
@@ -321,7 +323,7 @@ func joinable(m map[string]error) []error {
 // dueNames lists running executions whose next step is due.
 func (e *Engine) dueNames(ctx context.Context) ([]string, error) {
 	rows, err := e.db.QueryContext(ctx, `SELECT name FROM localflow_executions
-		WHERE status = 'RUNNING' AND due_at != '' AND due_at <= ? ORDER BY due_at, name LIMIT 1000`, encodeTime(e.clock()))
+		WHERE status = 'RUNNING' AND due_at != '' AND due_at <= ? ORDER BY due_at, name LIMIT 1000`, sqltime.Encode(e.clock()))
 	if err != nil {
 		return nil, fmt.Errorf("localflow: list due executions: %w", err)
 	}
@@ -536,7 +538,7 @@ func (e *Engine) sleepFor(ctx context.Context) time.Duration {
 	if err != nil || !next.Valid || next.String == "" {
 		return maxSleep
 	}
-	t, err := decodeTime(next.String)
+	t, err := sqltime.Decode(next.String)
 	if err != nil {
 		return maxSleep
 	}

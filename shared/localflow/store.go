@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"oncepost/shared/sqltime"
 )
 
 // schema is created idempotently by New, in one transaction.
@@ -54,28 +56,6 @@ var schema = []string{
 	) WITHOUT ROWID`,
 }
 
-// timeLayout stores times as fixed-width RFC 3339 UTC text that sorts like
-// the times (the zero time is the empty string), as sqlitestore does.
-const timeLayout = "2006-01-02T15:04:05.000000000Z"
-
-func encodeTime(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format(timeLayout)
-}
-
-func decodeTime(s string) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	t, err := time.Parse(timeLayout, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("stored time %q: %w", s, err)
-	}
-	return t, nil
-}
-
 // errConflict: the execution changed since it was read.
 var errConflict = errors.New("execution changed concurrently")
 
@@ -110,7 +90,7 @@ func scanExecution(sc scanner) (*execution, error) {
 		dst *time.Time
 		src string
 	}{{&x.due, due}, {&x.startedAt, started}, {&x.enteredAt, entered}, {&x.stoppedAt, stopped}} {
-		if *f.dst, err = decodeTime(f.src); err != nil {
+		if *f.dst, err = sqltime.Decode(f.src); err != nil {
 			return nil, fmt.Errorf("execution %s: %w", x.name, err)
 		}
 	}
@@ -149,8 +129,8 @@ func (x *execution) values() ([]any, error) {
 		return nil, fmt.Errorf("encode retries: %w", err)
 	}
 	return []any{x.machine, string(x.input), x.status, x.state, string(data), x.phase, string(rb),
-		encodeTime(x.due), x.token, x.owner, string(x.output), x.errName, x.cause,
-		encodeTime(x.startedAt), encodeTime(x.enteredAt), encodeTime(x.stoppedAt)}, nil
+		sqltime.Encode(x.due), x.token, x.owner, string(x.output), x.errName, x.cause,
+		sqltime.Encode(x.startedAt), sqltime.Encode(x.enteredAt), sqltime.Encode(x.stoppedAt)}, nil
 }
 
 // insert writes a new execution and its first history entries.
@@ -160,7 +140,7 @@ func (x *execution) insert(ctx context.Context, tx *sql.Tx, now time.Time) error
 		return err
 	}
 	args := append([]any{x.name}, vals...)
-	args = append(args, encodeTime(now), len(x.newHistory), 1)
+	args = append(args, sqltime.Encode(now), len(x.newHistory), 1)
 	if _, err := tx.ExecContext(ctx, `INSERT INTO localflow_executions (name, machine, input, status, state, data, phase,
 		retries, due_at, token, owner, output, error, cause, started_at, entered_at, stopped_at, updated_at, history_len, version)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...); err != nil {
@@ -177,7 +157,7 @@ func (x *execution) update(ctx context.Context, tx *sql.Tx, now time.Time) error
 	if err != nil {
 		return err
 	}
-	args := append(vals, encodeTime(now), x.historyLen+len(x.newHistory), x.name, x.version)
+	args := append(vals, sqltime.Encode(now), x.historyLen+len(x.newHistory), x.name, x.version)
 	res, err := tx.ExecContext(ctx, `UPDATE localflow_executions SET machine = ?, input = ?, status = ?, state = ?,
 		data = ?, phase = ?, retries = ?, due_at = ?, token = ?, owner = ?, output = ?, error = ?, cause = ?,
 		started_at = ?, entered_at = ?, stopped_at = ?, updated_at = ?, history_len = ?, version = version + 1
@@ -197,7 +177,7 @@ func (x *execution) update(ctx context.Context, tx *sql.Tx, now time.Time) error
 func (x *execution) appendHistory(ctx context.Context, tx *sql.Tx, now time.Time, from int) error {
 	for i, s := range x.newHistory {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO localflow_history (name, n, state, at) VALUES (?, ?, ?, ?)`,
-			x.name, from+i+1, s, encodeTime(now)); err != nil {
+			x.name, from+i+1, s, sqltime.Encode(now)); err != nil {
 			return fmt.Errorf("append history: %w", err)
 		}
 	}

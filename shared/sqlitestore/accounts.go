@@ -9,6 +9,7 @@ import (
 
 	"oncepost/shared/platform"
 	"oncepost/shared/post"
+	"oncepost/shared/sqltime"
 )
 
 // ErrNoAccessToken is returned (wrapped) when a credential without an access
@@ -82,7 +83,7 @@ func (s *Store) Credential(ctx context.Context, id post.AccountID) (platform.Cre
 	if err != nil {
 		return platform.Credential{}, fmt.Errorf("credential %s: %w", id, err)
 	}
-	if c.ExpiresAt, err = decodeTime(expires); err != nil {
+	if c.ExpiresAt, err = sqltime.Decode(expires); err != nil {
 		return platform.Credential{}, fmt.Errorf("credential %s: %w", id, err)
 	}
 	return c, nil
@@ -95,7 +96,7 @@ func (s *Store) PutCredential(ctx context.Context, id post.AccountID, c platform
 	if c.AccessToken == "" {
 		return fmt.Errorf("put credential %s: %w", id, ErrNoAccessToken)
 	}
-	_, err := s.ws.credentialPut.ExecContext(ctx, string(id), c.AccessToken, c.RefreshToken, encodeTime(c.ExpiresAt))
+	_, err := s.ws.credentialPut.ExecContext(ctx, string(id), c.AccessToken, c.RefreshToken, sqltime.Encode(c.ExpiresAt))
 	if err != nil {
 		return fmt.Errorf("put credential %s: %w", id, err)
 	}
@@ -111,7 +112,7 @@ func (s *Store) LeaseRefresh(ctx context.Context, id post.AccountID, owner strin
 	if owner == "" {
 		return fmt.Errorf("lease refresh %s: empty owner", id)
 	}
-	res, err := s.ws.leaseTake.ExecContext(ctx, string(id), owner, encodeTime(until), encodeTime(now))
+	res, err := s.ws.leaseTake.ExecContext(ctx, string(id), owner, sqltime.Encode(until), sqltime.Encode(now))
 	if err != nil {
 		return fmt.Errorf("lease refresh %s: %w", id, err)
 	}
@@ -143,7 +144,7 @@ func (s *Store) SaveRefreshed(ctx context.Context, id post.AccountID, owner stri
 	case c.AccessToken == "":
 		return fmt.Errorf("save refreshed %s: %w", id, ErrNoAccessToken)
 	default:
-		res, err = s.ws.credentialSave.ExecContext(ctx, c.AccessToken, c.RefreshToken, encodeTime(c.ExpiresAt), string(id), owner)
+		res, err = s.ws.credentialSave.ExecContext(ctx, c.AccessToken, c.RefreshToken, sqltime.Encode(c.ExpiresAt), string(id), owner)
 	}
 	if err != nil {
 		return fmt.Errorf("save refreshed %s: %w", id, err)

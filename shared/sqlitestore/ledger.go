@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"oncepost/shared/ledger"
+	"oncepost/shared/sqltime"
 )
 
 // Create writes a new ledger entry if no entry has its key, with its first
@@ -18,7 +19,7 @@ func (s *Store) Create(ctx context.Context, e ledger.Entry) error {
 	if err := ledger.CheckNew(e); err != nil {
 		return fmt.Errorf("ledger create %s: %w", e.Key, err)
 	}
-	at := encodeTime(s.now())
+	at := sqltime.Encode(s.now())
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.StmtContext(ctx, s.ws.ledgerInsert).ExecContext(ctx, entryArgs(e)...)
 		if err != nil {
@@ -62,7 +63,7 @@ func (s *Store) Update(ctx context.Context, prev, next ledger.Entry) error {
 	if err := ledger.Check(prev, next); err != nil {
 		return fmt.Errorf("ledger update %s: %w", prev.Key, err)
 	}
-	at := encodeTime(s.now())
+	at := sqltime.Encode(s.now())
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		args := append(entryArgs(next)[1:], string(next.Key), string(prev.State), prev.Attempt)
 		res, err := tx.StmtContext(ctx, s.ws.ledgerUpdate).ExecContext(ctx, args...)
@@ -101,21 +102,21 @@ func (s *Store) Update(ctx context.Context, prev, next ledger.Entry) error {
 // Open lists pending and unknown entries open since before t, oldest first,
 // through the partial index on open_since. A limit ≤ 0 means no limit.
 func (s *Store) Open(ctx context.Context, before time.Time, limit int) ([]ledger.Entry, error) {
-	rows, err := s.rs.ledgerOpen.QueryContext(ctx, encodeTime(before), sqlLimit(limit))
+	rows, err := s.rs.ledgerOpen.QueryContext(ctx, sqltime.Encode(before), sqlLimit(limit))
 	if err != nil {
-		return nil, fmt.Errorf("ledger open before %s: %w", encodeTime(before), err)
+		return nil, fmt.Errorf("ledger open before %s: %w", sqltime.Encode(before), err)
 	}
 	defer rows.Close()
 	var out []ledger.Entry
 	for rows.Next() {
 		e, err := scanEntry(rows)
 		if err != nil {
-			return nil, fmt.Errorf("ledger open before %s: %w", encodeTime(before), err)
+			return nil, fmt.Errorf("ledger open before %s: %w", sqltime.Encode(before), err)
 		}
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("ledger open before %s: %w", encodeTime(before), err)
+		return nil, fmt.Errorf("ledger open before %s: %w", sqltime.Encode(before), err)
 	}
 	return out, nil
 }
@@ -135,7 +136,7 @@ func (s *Store) History(ctx context.Context, key ledger.Key) ([]ledger.Transitio
 		if err := rows.Scan(&from, &to, &attempt, &reason, &at); err != nil {
 			return nil, fmt.Errorf("ledger history %s: %w", key, err)
 		}
-		t, err := decodeTime(at)
+		t, err := sqltime.Decode(at)
 		if err != nil {
 			return nil, fmt.Errorf("ledger history %s: %w", key, err)
 		}
@@ -152,10 +153,10 @@ func (s *Store) History(ctx context.Context, key ledger.Key) ([]ledger.Transitio
 // entryArgs are e's values in ledgerColumns order.
 func entryArgs(e ledger.Entry) []any {
 	return []any{
-		string(e.Key), string(e.Action), e.Account, e.Subject, encodeTime(e.Slot),
+		string(e.Key), string(e.Action), e.Account, e.Subject, sqltime.Encode(e.Slot),
 		string(e.State), e.Attempt, e.Handle, e.Fingerprint,
-		e.LeaseOwner, encodeTime(e.LeaseUntil), encodeTime(e.OpenSince), encodeTime(e.SentAt),
-		e.RemoteID, e.Reason, e.TaskToken, encodeTime(e.UpdatedAt), encodeTime(e.ExpiresAt),
+		e.LeaseOwner, sqltime.Encode(e.LeaseUntil), sqltime.Encode(e.OpenSince), sqltime.Encode(e.SentAt),
+		e.RemoteID, e.Reason, e.TaskToken, sqltime.Encode(e.UpdatedAt), sqltime.Encode(e.ExpiresAt),
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"oncepost/shared/post"
 	"oncepost/shared/publishing"
+	"oncepost/shared/sqltime"
 )
 
 // CreatePost stores a new post with its targets in one transaction; an
@@ -28,7 +29,7 @@ func (s *Store) CreatePost(ctx context.Context, p post.Post) error {
 	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.StmtContext(ctx, s.ws.postInsert).ExecContext(ctx,
-			string(p.ID), p.Body, string(media), encodeTime(p.CreatedAt))
+			string(p.ID), p.Body, string(media), sqltime.Encode(p.CreatedAt))
 		if err != nil {
 			return err
 		}
@@ -39,8 +40,8 @@ func (s *Store) CreatePost(ctx context.Context, p post.Post) error {
 		}
 		ins := tx.StmtContext(ctx, s.ws.targetInsert)
 		for i, t := range p.Targets {
-			if _, err := ins.ExecContext(ctx, string(p.ID), string(t.Account), i, encodeTime(t.Slot),
-				string(t.Status), t.RemoteID, t.Reason, encodeTime(t.UpdatedAt)); err != nil {
+			if _, err := ins.ExecContext(ctx, string(p.ID), string(t.Account), i, sqltime.Encode(t.Slot),
+				string(t.Status), t.RemoteID, t.Reason, sqltime.Encode(t.UpdatedAt)); err != nil {
 				return fmt.Errorf("target %s: %w", t.Account, err)
 			}
 		}
@@ -131,7 +132,7 @@ func (s *Store) UpdateTarget(ctx context.Context, id post.ID, account post.Accou
 			return err
 		}
 		res, err := tx.StmtContext(ctx, s.ws.targetUpdate).ExecContext(ctx,
-			string(next.Status), next.RemoteID, next.Reason, encodeTime(next.UpdatedAt),
+			string(next.Status), next.RemoteID, next.Reason, sqltime.Encode(next.UpdatedAt),
 			string(id), string(account), string(cur.Status))
 		if err != nil {
 			return err
@@ -164,7 +165,7 @@ func (s *Store) Unfinished(ctx context.Context, t time.Time, limit int) ([]publi
 }
 
 func (s *Store) targetRefs(ctx context.Context, what string, stmt *sql.Stmt, t time.Time, limit int) ([]publishing.TargetRef, error) {
-	at := encodeTime(t)
+	at := sqltime.Encode(t)
 	rows, err := stmt.QueryContext(ctx, at, sqlLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("%s at %s: %w", what, at, err)
@@ -176,7 +177,7 @@ func (s *Store) targetRefs(ctx context.Context, what string, stmt *sql.Stmt, t t
 		if err := rows.Scan(&id, &account, &slot); err != nil {
 			return nil, fmt.Errorf("%s at %s: %w", what, at, err)
 		}
-		st, err := decodeTime(slot)
+		st, err := sqltime.Decode(slot)
 		if err != nil {
 			return nil, fmt.Errorf("%s at %s: %w", what, at, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"oncepost/shared/publishing"
+	"oncepost/shared/sqltime"
 )
 
 // ErrStaleReceipt is returned (wrapped) by Ack, Retry and DeadLetter when
@@ -50,7 +51,7 @@ func (q *Queue) Send(ctx context.Context, body []byte, delay time.Duration) (str
 		body = []byte{}
 	}
 	_, err := q.s.ws.queueInsert.ExecContext(ctx, q.name, id, body,
-		encodeTime(now), encodeTime(now.Add(max(delay, 0))))
+		sqltime.Encode(now), sqltime.Encode(now.Add(max(delay, 0))))
 	if err != nil {
 		return "", fmt.Errorf("queue %s send: %w", q.name, err)
 	}
@@ -76,8 +77,8 @@ func (q *Queue) Receive(ctx context.Context, maxMessages int, visibility time.Du
 		return nil, nil
 	}
 	now := q.s.now()
-	nowText := encodeTime(now)
-	hiddenUntil := encodeTime(now.Add(max(visibility, 0)))
+	nowText := sqltime.Encode(now)
+	hiddenUntil := sqltime.Encode(now.Add(max(visibility, 0)))
 	// An empty poll is answered from a read connection, without taking the
 	// write lock; a message that becomes visible meanwhile is left for the
 	// next poll, as with any non-blocking receive.
@@ -118,7 +119,7 @@ func (q *Queue) Receive(ctx context.Context, maxMessages int, visibility time.Du
 					return err
 				}
 				delivered[m.seq] = true
-				sent, err := decodeTime(m.sentAt)
+				sent, err := sqltime.Decode(m.sentAt)
 				if err != nil {
 					return err
 				}
@@ -193,7 +194,7 @@ func (q *Queue) Retry(ctx context.Context, receipt string, delay time.Duration) 
 	if err != nil {
 		return fmt.Errorf("queue %s retry: %w", q.name, err)
 	}
-	at := encodeTime(q.s.now().Add(max(delay, 0)))
+	at := sqltime.Encode(q.s.now().Add(max(delay, 0)))
 	res, err := q.s.ws.queueRetry.ExecContext(ctx, at, seq, q.name, receipt)
 	if err == nil {
 		err = q.affected(ctx, res, seq)
@@ -212,7 +213,7 @@ func (q *Queue) DeadLetter(ctx context.Context, receipt, reason string) error {
 	if err != nil {
 		return fmt.Errorf("queue %s dead-letter: %w", q.name, err)
 	}
-	at := encodeTime(q.s.now())
+	at := sqltime.Encode(q.s.now())
 	err = q.s.write(ctx, func(tx *sql.Tx) error {
 		var one int
 		err := tx.StmtContext(ctx, q.s.ws.queueByReceipt).QueryRowContext(ctx, seq, q.name, receipt).Scan(&one)
@@ -276,7 +277,7 @@ func (q *Queue) DeadLetters(ctx context.Context, limit int) ([]publishing.DeadLe
 		if err := rows.Scan(&d.ID, &d.Body, &d.ReceiveCount, &d.Reason, &at); err != nil {
 			return nil, fmt.Errorf("queue %s dead letters: %w", q.name, err)
 		}
-		if d.At, err = decodeTime(at); err != nil {
+		if d.At, err = sqltime.Decode(at); err != nil {
 			return nil, fmt.Errorf("queue %s dead letters: %w", q.name, err)
 		}
 		out = append(out, d)

@@ -49,6 +49,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"oncepost/shared/publishing"
+	"oncepost/shared/sqltime"
 )
 
 // Interface guards.
@@ -405,35 +406,11 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return nil
 }
 
-// timeLayout is RFC 3339 in UTC with nanoseconds, fixed width so that the
-// text sorts like the time.
-const timeLayout = "2006-01-02T15:04:05.000000000Z"
-
-// encodeTime stores t as fixed-width RFC 3339 UTC text; the zero time is the empty string.
-func encodeTime(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format(timeLayout)
-}
-
-// decodeTime reverses encodeTime.
-func decodeTime(s string) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	t, err := time.Parse(timeLayout, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("stored time %q: %w", s, err)
-	}
-	return t, nil
-}
-
 // decoder decodes stored times and keeps the first error.
 type decoder struct{ err error }
 
 func (d *decoder) time(s string) time.Time {
-	t, err := decodeTime(s)
+	t, err := sqltime.Decode(s)
 	if err != nil && d.err == nil {
 		d.err = err
 	}
