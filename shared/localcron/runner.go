@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"oncepost/shared/sqlitetx"
 	"oncepost/shared/sqltime"
 )
 
@@ -552,21 +553,9 @@ func (r *Runner) poke() {
 	}
 }
 
-// write runs fn in a transaction (BEGIN IMMEDIATE on the write pool) and
-// commits if fn returns nil.
+// write runs fn in a write transaction (see sqlitetx.Write).
 func (r *Runner) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := r.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
+	return sqlitetx.Write(ctx, r.db, fn)
 }
 
 // row is a stored schedule.

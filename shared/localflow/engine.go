@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode"
 
+	"oncepost/shared/sqlitetx"
 	"oncepost/shared/sqltime"
 )
 
@@ -150,21 +151,9 @@ func New(ctx context.Context, db *sql.DB, m *Machine, opts Options) (*Engine, er
 
 func (e *Engine) clock() time.Time { return e.now().UTC() }
 
-// write runs fn in a transaction (BEGIN IMMEDIATE on the project's write
-// pool) and commits if fn returns nil.
+// write runs fn in a write transaction (see sqlitetx.Write).
 func (e *Engine) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := e.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
+	return sqlitetx.Write(ctx, e.db, fn)
 }
 
 // notify wakes Run.

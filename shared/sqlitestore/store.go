@@ -49,6 +49,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"oncepost/shared/publishing"
+	"oncepost/shared/sqlitetx"
 	"oncepost/shared/sqltime"
 )
 
@@ -389,21 +390,9 @@ func retryBusy(ctx context.Context, fn func() error) error {
 	}
 }
 
-// write runs fn in a BEGIN IMMEDIATE transaction on the writer connection
-// and commits if fn returns nil.
+// write runs fn in a write transaction (see sqlitetx.Write).
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
+	return sqlitetx.Write(ctx, s.w, fn)
 }
 
 // decoder decodes stored times and keeps the first error.
