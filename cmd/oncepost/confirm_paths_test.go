@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"oncepost/shared/clocktest"
 	"oncepost/shared/ledger"
 	"oncepost/shared/localflow"
 	"oncepost/shared/platform"
@@ -140,13 +140,13 @@ type flowFixture struct {
 	t        *testing.T
 	ws       *workspace
 	rt       *runtime
-	clock    *fakeClock
+	clock    *clocktest.Clock
 	remoteID string
 }
 
 func newFlowFixture(t *testing.T, gate post.GatePolicy, unreadable bool) *flowFixture {
 	ws := newWorkspace(t, sandbox.Options{DisableIdempotency: true}, 1)
-	f := &flowFixture{t: t, ws: ws, clock: &fakeClock{now: time.Now().UTC().Truncate(time.Second)}}
+	f := &flowFixture{t: t, ws: ws, clock: clocktest.New(time.Now().UTC().Truncate(time.Second))}
 	cfg := defaultConfig()
 	cfg.DBPath, cfg.MediaDir, cfg.Logger, cfg.Metrics = ws.db, t.TempDir(), discardLogger(), discardWriter{}
 	cfg.CallTimeout, cfg.RecordMargin, cfg.Lease = 100*time.Millisecond, 100*time.Millisecond, 10*time.Second
@@ -281,21 +281,4 @@ func (u unreadableClient) Capabilities() platform.Capabilities {
 	c := u.Client.Capabilities()
 	c.ReadableHistory = false
 	return c
-}
-
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
 }

@@ -17,26 +17,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"oncepost/shared/clocktest"
 	"oncepost/shared/sqlitestore"
 )
-
-// clock is a settable fake clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
 
 // firing is one call of Fire.
 type firing struct {
@@ -96,10 +79,10 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 
 // newRunner opens a fresh store and a Runner on its write pool with a fake
 // clock at now.
-func newRunner(t *testing.T, now time.Time) (*Runner, *clock, *target, *sql.DB) {
+func newRunner(t *testing.T, now time.Time) (*Runner, *clocktest.Clock, *target, *sql.DB) {
 	t.Helper()
 	db := openStore(t, filepath.Join(t.TempDir(), "x.db")).DB()
-	clk := &clock{t: now}
+	clk := clocktest.New(now)
 	tg := &target{}
 	r, err := NewRunner(context.Background(), db, Options{Now: clk.Now, Fire: tg.Fire, Logger: quietLogger()})
 	if err != nil {
@@ -290,7 +273,7 @@ func TestRunnerDeletesFiredAt(t *testing.T) {
 
 func TestRunnerStateSurvivesRestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.db")
-	clk := &clock{t: utc(2026, 1, 1, 0, 0)}
+	clk := clocktest.New(utc(2026, 1, 1, 0, 0))
 	tg := &target{}
 
 	store := openStore(t, path)
@@ -434,7 +417,7 @@ func TestRunnerFireCallsBack(t *testing.T) {
 	db := openStore(t, filepath.Join(t.TempDir(), "x.db")).DB()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	clk := &clock{t: utc(2026, 1, 1, 0, 0)}
+	clk := clocktest.New(utc(2026, 1, 1, 0, 0))
 	var r *Runner
 	fire := func(ctx context.Context, name string, at time.Time, _ json.RawMessage) error {
 		if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS fired (name TEXT)`); err != nil {
@@ -669,7 +652,7 @@ func BenchmarkRunLateness(b *testing.B) {
 // runs keeps the replacement: the firing is not recorded over it.
 func TestRunnerPutDuringFire(t *testing.T) {
 	db := openStore(t, filepath.Join(t.TempDir(), "x.db")).DB()
-	clk := &clock{t: utc(2026, 1, 1, 12, 0)}
+	clk := clocktest.New(utc(2026, 1, 1, 12, 0))
 	var r *Runner
 	fire := func(ctx context.Context, name string, _ time.Time, _ json.RawMessage) error {
 		switch name {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"oncepost/shared/clocktest"
 	"oncepost/shared/localflow"
 )
 
@@ -750,7 +751,7 @@ func TestTwoEnginesOneFile(t *testing.T) {
 	}
 	dbA, path := openDB(t)
 	dbB := openDBAt(t, path)
-	clock := &fakeClock{t: t0}
+	clock := clocktest.New(t0)
 	var mu sync.Mutex
 	counts := map[string]int{}
 	newEngine := func(db *sql.DB, owner string) *localflow.Engine {

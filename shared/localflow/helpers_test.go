@@ -13,29 +13,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"oncepost/shared/clocktest"
 	"oncepost/shared/localflow"
 	"oncepost/shared/sqlitestore"
 )
 
 // t0 is the fake clock's start.
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // call is one recorded invocation.
 type call struct {
@@ -46,7 +30,7 @@ type call struct {
 
 // fakeInvoker records invocations and answers with reply (default {}).
 type fakeInvoker struct {
-	clock *fakeClock
+	clock *clocktest.Clock
 
 	mu    sync.Mutex
 	calls []call
@@ -125,7 +109,7 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 type harness struct {
 	t     *testing.T
 	db    *sql.DB
-	clock *fakeClock
+	clock *clocktest.Clock
 	inv   *fakeInvoker
 	m     *localflow.Machine
 	e     *localflow.Engine
@@ -143,7 +127,7 @@ func newHarness(t *testing.T, def string) *harness {
 func newHarnessFor(t *testing.T, m *localflow.Machine) *harness {
 	t.Helper()
 	db, _ := openDB(t)
-	h := &harness{t: t, db: db, clock: &fakeClock{t: t0}, m: m}
+	h := &harness{t: t, db: db, clock: clocktest.New(t0), m: m}
 	h.inv = &fakeInvoker{clock: h.clock}
 	h.e = h.engine(m, h.inv, "test")
 	return h

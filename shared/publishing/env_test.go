@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"oncepost/shared/clocktest"
 	"oncepost/shared/ledger"
 	"oncepost/shared/platform"
 	"oncepost/shared/platform/mastodon"
@@ -34,7 +35,7 @@ type env struct {
 	sb      *sandbox.Server
 	sbAcct  sandbox.Account
 	account post.Account
-	clock   *fakeClock
+	clock   *clocktest.Clock
 	flows   *recordingFlows
 	pub     *publishing.Publisher
 	conf    *publishing.Confirmer
@@ -56,7 +57,7 @@ func newEnv(t testing.TB, opts sandbox.Options) *env {
 	}
 	t.Cleanup(func() { store.Close() })
 
-	e := &env{t: t, store: store, queue: store.Queue("publish", 5), sb: sb, clock: newFakeClock(), flows: &recordingFlows{}, media: mapMedia{}}
+	e := &env{t: t, store: store, queue: store.Queue("publish", 5), sb: sb, clock: clocktest.New(time.Now().UTC().Truncate(time.Millisecond)), flows: &recordingFlows{}, media: mapMedia{}}
 	e.sbAcct = sb.AddAccount("news")
 	e.account = post.Account{ID: "news", Platform: "mastodon", Handle: "@news", BaseURL: sb.URL(), RemoteID: e.sbAcct.ID, CredentialRef: "news", Gate: post.GateAuto}
 	if err := store.PutAccount(ctx, e.account); err != nil {
@@ -256,25 +257,6 @@ func (e *env) waitCommitted(n int) {
 		}
 		time.Sleep(unit / 4)
 	}
-}
-
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Now().UTC().Truncate(time.Millisecond)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
 }
 
 func wantErrIs(t *testing.T, err, target error) {

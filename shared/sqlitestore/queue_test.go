@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"oncepost/shared/clocktest"
 	"oncepost/shared/publishing"
 )
 
@@ -38,7 +39,7 @@ func receiveNone(t *testing.T, q *Queue, when string) {
 
 func TestQueueFakeClock(t *testing.T) {
 	ctx := context.Background()
-	clock := newFakeClock(t0)
+	clock := clocktest.New(t0)
 	s := openTest(t, Options{Now: clock.Now})
 	q := s.Queue("publish", 3)
 	other := s.Queue("other", 3)
@@ -145,7 +146,7 @@ func TestQueueFakeClock(t *testing.T) {
 
 func TestQueueOrderAndBatches(t *testing.T) {
 	ctx := context.Background()
-	clock := newFakeClock(t0)
+	clock := clocktest.New(t0)
 	s := openTest(t, Options{Now: clock.Now})
 	q := s.Queue("q", 2)
 	var ids []string

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"oncepost/shared/clocktest"
 	"oncepost/shared/ledger"
 	"oncepost/shared/platform"
 	"oncepost/shared/post"
@@ -21,26 +22,6 @@ import (
 
 // t0 is the tests' reference instant, with nanoseconds.
 var t0 = time.Date(2026, time.March, 14, 9, 26, 53, 589793238, time.UTC)
-
-// fakeClock is a settable clock for Options.Now.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock(t time.Time) *fakeClock { return &fakeClock{t: t} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 func TestOpenCreatesFileWithMode0600(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "new.db")
@@ -239,7 +220,7 @@ var rfc3339UTCNano = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z
 
 func TestAuditRowsForEveryTransition(t *testing.T) {
 	ctx := context.Background()
-	clock := newFakeClock(t0)
+	clock := clocktest.New(t0)
 	s := openTest(t, Options{Now: clock.Now})
 	e := ledger.NewEntry("k-audit", ledger.Publish, "acct", "post", t0, "fp", "w1", t0, time.Minute)
 	if err := s.Create(ctx, e); err != nil {

@@ -20,28 +20,11 @@ import (
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 	"golang.org/x/oauth2"
+	"oncepost/shared/clocktest"
 )
 
-// fakeClock is a settable clock for Options.Now.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *fakeClock {
-	return &fakeClock{t: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+func newClock() *clocktest.Clock {
+	return clocktest.New(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
 }
 
 // start returns a started server, closed when the test ends.
@@ -209,15 +192,15 @@ func TestIdempotencyKey(t *testing.T) {
 	tests := []struct {
 		name         string
 		disable      bool
-		steps        func(t *testing.T, s *Server, a, b Account, clock *fakeClock) []string // returns the ids answered
-		wantSameIDs  [][2]int                                                               // pairs of steps answered with the same id
+		steps        func(t *testing.T, s *Server, a, b Account, clock *clocktest.Clock) []string // returns the ids answered
+		wantSameIDs  [][2]int                                                                     // pairs of steps answered with the same id
 		wantDiffIDs  [][2]int
 		wantStats    Stats
 		wantStatuses int
 	}{
 		{
 			name: "replay returns the original status and commits nothing",
-			steps: func(t *testing.T, s *Server, a, _ Account, _ *fakeClock) []string {
+			steps: func(t *testing.T, s *Server, a, _ Account, _ *clocktest.Clock) []string {
 				return []string{
 					mustStatus(t, post(t, s, a, "hello", "k1")).ID,
 					mustStatus(t, post(t, s, a, "hello", "k1")).ID,
@@ -229,7 +212,7 @@ func TestIdempotencyKey(t *testing.T) {
 		},
 		{
 			name: "replay with different text still returns the original",
-			steps: func(t *testing.T, s *Server, a, _ Account, _ *fakeClock) []string {
+			steps: func(t *testing.T, s *Server, a, _ Account, _ *clocktest.Clock) []string {
 				first := mustStatus(t, post(t, s, a, "hello", "k1"))
 				second := mustStatus(t, post(t, s, a, "something else", "k1"))
 				if second.Content != "<p>hello</p>" {
@@ -244,7 +227,7 @@ func TestIdempotencyKey(t *testing.T) {
 		{
 			name:    "disabled: the same key commits twice",
 			disable: true,
-			steps: func(t *testing.T, s *Server, a, _ Account, _ *fakeClock) []string {
+			steps: func(t *testing.T, s *Server, a, _ Account, _ *clocktest.Clock) []string {
 				return []string{
 					mustStatus(t, post(t, s, a, "hello", "k1")).ID,
 					mustStatus(t, post(t, s, a, "hello", "k1")).ID,
@@ -256,7 +239,7 @@ func TestIdempotencyKey(t *testing.T) {
 		},
 		{
 			name: "keys are per account",
-			steps: func(t *testing.T, s *Server, a, b Account, _ *fakeClock) []string {
+			steps: func(t *testing.T, s *Server, a, b Account, _ *clocktest.Clock) []string {
 				return []string{
 					mustStatus(t, post(t, s, a, "hello", "k1")).ID,
 					mustStatus(t, post(t, s, b, "hello", "k1")).ID,
@@ -268,7 +251,7 @@ func TestIdempotencyKey(t *testing.T) {
 		},
 		{
 			name: "a key is forgotten after one hour",
-			steps: func(t *testing.T, s *Server, a, _ Account, clock *fakeClock) []string {
+			steps: func(t *testing.T, s *Server, a, _ Account, clock *clocktest.Clock) []string {
 				first := mustStatus(t, post(t, s, a, "hello", "k1")).ID
 				clock.Advance(59 * time.Minute)
 				second := mustStatus(t, post(t, s, a, "hello", "k1")).ID
@@ -283,7 +266,7 @@ func TestIdempotencyKey(t *testing.T) {
 		},
 		{
 			name: "a key whose status was deleted creates a new status",
-			steps: func(t *testing.T, s *Server, a, _ Account, _ *fakeClock) []string {
+			steps: func(t *testing.T, s *Server, a, _ Account, _ *clocktest.Clock) []string {
 				first := mustStatus(t, post(t, s, a, "hello", "k1")).ID
 				if r := mustSend(t, http.MethodDelete, s.URL()+"/api/v1/statuses/"+first, a.AccessToken, "", nil, nil); r.status != http.StatusOK {
 					t.Fatalf("delete: %d %s", r.status, r.body)
