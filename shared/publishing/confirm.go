@@ -54,19 +54,9 @@ type LookResult struct {
 	State    string `json:"state"`
 }
 
-func (c *Confirmer) now() time.Time {
-	if c.Now != nil {
-		return c.Now().UTC()
-	}
-	return time.Now().UTC()
-}
+func (c *Confirmer) now() time.Time { return nowFrom(c.Now) }
 
-func (c *Confirmer) log() *slog.Logger {
-	if c.Logger != nil {
-		return c.Logger
-	}
-	return slog.Default()
-}
+func (c *Confirmer) log() *slog.Logger { return loggerOr(c.Logger) }
 
 // current reads the entry and reports whether it is still the unknown
 // attempt the workflow was started for.

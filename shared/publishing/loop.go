@@ -84,12 +84,7 @@ type Loop struct {
 	Jitter func(d time.Duration) time.Duration
 }
 
-func (l *Loop) log() *slog.Logger {
-	if l.Logger != nil {
-		return l.Logger
-	}
-	return slog.Default()
-}
+func (l *Loop) log() *slog.Logger { return loggerOr(l.Logger) }
 
 // Run processes deliveries until ctx is done. A delivery in flight when
 // ctx ends is finished with the context's values but not its cancellation,

@@ -103,16 +103,22 @@ type Publisher struct {
 	Logger      *slog.Logger
 }
 
-func (p *Publisher) now() time.Time {
-	if p.Now != nil {
-		return p.Now().UTC()
+func (p *Publisher) now() time.Time { return nowFrom(p.Now) }
+
+func (p *Publisher) log() *slog.Logger { return loggerOr(p.Logger) }
+
+// nowFrom reads an injected clock in UTC, or the wall clock when none is set.
+func nowFrom(clock func() time.Time) time.Time {
+	if clock != nil {
+		return clock().UTC()
 	}
 	return time.Now().UTC()
 }
 
-func (p *Publisher) log() *slog.Logger {
-	if p.Logger != nil {
-		return p.Logger
+// loggerOr returns l, or the default logger when l is nil.
+func loggerOr(l *slog.Logger) *slog.Logger {
+	if l != nil {
+		return l
 	}
 	return slog.Default()
 }

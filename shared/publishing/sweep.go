@@ -73,19 +73,9 @@ func (r SweepReport) Alarming() bool {
 	return r.StalePending+r.StaleUnknown+r.StuckTargets+r.MissedSchedules+r.DeadLetters+r.HeldTargets > 0
 }
 
-func (s *Sweeper) now() time.Time {
-	if s.Now != nil {
-		return s.Now().UTC()
-	}
-	return time.Now().UTC()
-}
+func (s *Sweeper) now() time.Time { return nowFrom(s.Now) }
 
-func (s *Sweeper) log() *slog.Logger {
-	if s.Logger != nil {
-		return s.Logger
-	}
-	return slog.Default()
-}
+func (s *Sweeper) log() *slog.Logger { return loggerOr(s.Logger) }
 
 // Sweep runs one pass. It returns the report even when some repairs
 // failed; the error joins the failures.

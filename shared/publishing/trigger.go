@@ -24,19 +24,9 @@ type Trigger struct {
 	Logger *slog.Logger
 }
 
-func (t *Trigger) now() time.Time {
-	if t.Now != nil {
-		return t.Now().UTC()
-	}
-	return time.Now().UTC()
-}
+func (t *Trigger) now() time.Time { return nowFrom(t.Now) }
 
-func (t *Trigger) log() *slog.Logger {
-	if t.Logger != nil {
-		return t.Logger
-	}
-	return slog.Default()
-}
+func (t *Trigger) log() *slog.Logger { return loggerOr(t.Logger) }
 
 // Fire queues one target's job if the target is still scheduled for that
 // slot. It reports whether it sent a job. A target that is already
