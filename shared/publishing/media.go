@@ -110,18 +110,7 @@ func (p *Publisher) upload(ctx context.Context, t target, client *authedClient, 
 	if err != nil {
 		o = classify(err)
 	}
-	now = p.now()
-	var next ledger.Entry
-	switch o.state {
-	case ledger.Confirmed:
-		next, err = e.Confirm(o.remoteID, now)
-	case ledger.Released:
-		next, err = e.Release(o.reason, now)
-	case ledger.Failed:
-		next, err = e.Fail(o.reason, now)
-	default:
-		next, err = e.MarkUnknown(o.reason, now)
-	}
+	next, err := o.apply(e, p.now())
 	if err != nil {
 		return "", err
 	}

@@ -390,6 +390,24 @@ type outcome struct {
 	retryAfter time.Duration
 }
 
+// apply returns the entry after the outcome: the one move of an acquired
+// (pending) entry that records it. Any state but confirmed, released,
+// failed and held is recorded as unknown.
+func (o outcome) apply(e ledger.Entry, now time.Time) (ledger.Entry, error) {
+	switch o.state {
+	case ledger.Confirmed:
+		return e.Confirm(o.remoteID, now)
+	case ledger.Released:
+		return e.Release(o.reason, now)
+	case ledger.Failed:
+		return e.Fail(o.reason, now)
+	case ledger.Held:
+		return e.Hold(o.reason, o.remoteID, now)
+	default:
+		return e.MarkUnknown(o.reason, now)
+	}
+}
+
 func holdOutcome(remoteID string) outcome {
 	return outcome{state: ledger.Held, remoteID: remoteID, reason: ReasonDuplicateOnAccount}
 }
@@ -446,28 +464,21 @@ func notPerformedUnlessRejected(err error) error {
 // record moves the acquired pending entry, then the target, and starts the
 // confirm workflow for an unknown outcome.
 func (p *Publisher) record(ctx context.Context, t target, e ledger.Entry, o outcome) (Outcome, error) {
-	now := p.now()
+	next, err := o.apply(e, p.now())
 	var (
-		next ledger.Entry
-		err  error
-		res  Result
-		ts   post.TargetStatus
+		res Result
+		ts  post.TargetStatus
 	)
 	switch o.state {
 	case ledger.Confirmed:
-		next, err = e.Confirm(o.remoteID, now)
 		res, ts = Published, post.Published
 	case ledger.Released:
-		next, err = e.Release(o.reason, now)
 		res = Retry
 	case ledger.Failed:
-		next, err = e.Fail(o.reason, now)
 		res, ts = Failed, post.Failed
 	case ledger.Held:
-		next, err = e.Hold(o.reason, o.remoteID, now)
 		res, ts = Held, post.Held
 	default:
-		next, err = e.MarkUnknown(o.reason, now)
 		res, ts = Confirming, post.Publishing
 	}
 	if err != nil {
