@@ -93,8 +93,13 @@ type Entry struct {
 	Subject string    `json:"subject"`
 	Slot    time.Time `json:"slot"`
 	State   State     `json:"state"`
-	// Attempt counts sends; it grows by one on every re-acquire.
+	// Attempt counts acquisitions; it grows by one on every re-acquire.
 	Attempt int `json:"attempt"`
+	// MaybeSent counts the attempts whose call may have reached the
+	// platform (the entry went unknown: an ambiguous outcome or a dead
+	// owner). It is the attempt budget: throttling and other definite
+	// "not performed" answers do not spend it.
+	MaybeSent int `json:"maybe_sent"`
 	// Handle is the platform handle (Idempotency-Key, rkey, nonce), fixed at
 	// the first write and sent by every attempt.
 	Handle string `json:"handle"`
@@ -106,12 +111,29 @@ type Entry struct {
 	// OpenSince is when the entry last became open (pending or unknown).
 	OpenSince time.Time `json:"open_since"`
 	// SentAt is when the current attempt's call went out (lookup window).
-	SentAt   time.Time `json:"sent_at"`
-	RemoteID string    `json:"remote_id,omitempty"`
+	SentAt time.Time `json:"sent_at"`
+	// LookAfter is the remote id of the account's newest post read before
+	// the first send (platform.StartOfHistory for an empty account, "" if
+	// none was read): a Lookup reads only posts newer than it. It is set
+	// once and kept by every attempt.
+	LookAfter string `json:"look_after,omitempty"`
+	// RetryAt is when a released entry may be sent again (the platform's
+	// Retry-After, or a backoff); zero means at once.
+	RetryAt time.Time `json:"retry_at"`
+	// DeferredSince is when the current run of "not performed" outcomes
+	// (throttling, unreachable platform) began; zero once a send may have
+	// reached the platform. A run longer than the throttle limit fails.
+	DeferredSince time.Time `json:"deferred_since"`
+	RemoteID      string    `json:"remote_id,omitempty"`
 	// Reason explains failed, held, released and unknown.
 	Reason string `json:"reason,omitempty"`
-	// TaskToken is the confirm workflow's token while held.
-	TaskToken string    `json:"task_token,omitempty"`
+	// TaskToken is the confirm workflow's latest token while held (a Hold
+	// step retried by the workflow gets a new one and stores it).
+	TaskToken string `json:"task_token,omitempty"`
+	// Decision is an operator's decision on a held entry, recorded before
+	// it is delivered to the waiting workflow: the JSON the workflow's
+	// Hold task completes with. Empty while nobody decided.
+	Decision  string    `json:"decision,omitempty"`
 	UpdatedAt time.Time `json:"updated_at"`
 	// ExpiresAt is the TTL of a terminal entry; zero while it can move.
 	ExpiresAt time.Time `json:"expires_at"`
@@ -135,7 +157,8 @@ var table = map[State][]State{
 	Pending:  {Confirmed, Released, Failed, Unknown, Held},
 	Unknown:  {Confirmed, Released, Held},
 	Released: {Pending},
-	Held:     {Released, Confirmed, Failed},
+	// Held → held records a newer task token or an operator's decision.
+	Held: {Released, Confirmed, Failed, Held},
 }
 
 // Allowed reports whether DESIGN §3 allows from → to. The empty state is

@@ -27,6 +27,8 @@ func TestAllowedIsExactlyDesignTable(t *testing.T) {
 		{Held, Released}:     true,
 		{Held, Confirmed}:    true,
 		{Held, Failed}:       true,
+		// A newer task token or an operator's decision on a held entry.
+		{Held, Held}: true,
 	}
 	for _, from := range allStates {
 		for _, to := range allStates {
@@ -189,4 +191,53 @@ func must(e Entry, err error) Entry {
 		panic(err)
 	}
 	return e
+}
+
+func TestBudgetDeferralsAndHolds(t *testing.T) {
+	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	e := NewEntry(PublishKey("acc", "p", now), Publish, "acc", "p", now, "fp", "w", now, time.Minute)
+
+	// Deferred twice: the run starts at the first, RetryAt is recorded,
+	// and no attempt of the budget is spent.
+	d1, err := e.Defer("429", now.Add(time.Hour), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, _ := d1.Reacquire("w", now.Add(time.Hour), time.Minute)
+	d2, _ := p2.Defer("429", now.Add(2*time.Hour), now.Add(time.Hour))
+	got := []any{d1.State, d1.RetryAt, d1.DeferredSince, p2.RetryAt.IsZero(), d2.DeferredSince, d2.MaybeSent}
+	want := []any{Released, now.Add(time.Hour), now, true, now, 0}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("deferrals (-want +got):\n%s", diff)
+	}
+
+	// An ambiguous outcome spends the budget and ends the run of deferrals.
+	p3, _ := d2.Reacquire("w", now.Add(2*time.Hour), time.Minute)
+	u, err := p3.MarkUnknown("timeout", now.Add(2*time.Hour))
+	if err != nil || u.MaybeSent != 1 || !u.DeferredSince.IsZero() {
+		t.Errorf("unknown: maybe_sent %d deferred_since %v (err %v), want 1 and zero", u.MaybeSent, u.DeferredSince, err)
+	}
+
+	// Held: a newer token, then one decision; a second is refused, and
+	// leaving held clears both.
+	h, _ := u.Hold("not found", "", now)
+	h.TaskToken = "t1"
+	h2, err := h.Retoken("t2", now)
+	if err != nil || h2.TaskToken != "t2" || h2.State != Held || Check(h, h2) != nil {
+		t.Errorf("retoken: %+v (err %v, check %v)", h2, err, Check(h, h2))
+	}
+	h3, err := h2.WithDecision(`{"decision":"release"}`, now)
+	if err != nil || h3.Decision == "" || h3.TaskToken != "t2" {
+		t.Errorf("decision: %+v (err %v)", h3, err)
+	}
+	if _, err := h3.WithDecision(`{"decision":"reject"}`, now); !errors.Is(err, ErrTransition) {
+		t.Errorf("second decision: %v, want ErrTransition", err)
+	}
+	if _, err := u.Retoken("t3", now); !errors.Is(err, ErrTransition) {
+		t.Errorf("retoken of an unknown entry: %v, want ErrTransition", err)
+	}
+	r, _ := h3.Release("approved", now)
+	if r.Decision != "" || r.TaskToken != "" {
+		t.Errorf("released entry keeps decision %q token %q", r.Decision, r.TaskToken)
+	}
 }

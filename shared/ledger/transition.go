@@ -42,7 +42,10 @@ func (e Entry) move(to State, now time.Time) (Entry, error) {
 		e.LeaseOwner, e.LeaseUntil = "", time.Time{}
 	}
 	if to != Held {
-		e.TaskToken = ""
+		e.TaskToken, e.Decision = "", ""
+	}
+	if to != Released {
+		e.RetryAt = time.Time{}
 	}
 	if to.Terminal() {
 		e.ExpiresAt = now.Add(TerminalTTL)
@@ -60,6 +63,21 @@ func (e Entry) Reacquire(owner string, now time.Time, lease time.Duration) (Entr
 	n.LeaseOwner, n.LeaseUntil = owner, now.UTC().Add(lease)
 	n.SentAt = now.UTC()
 	n.Reason, n.RemoteID = "", ""
+	return n, nil
+}
+
+// Defer records that the platform certainly did not act and may be asked
+// again from retryAt on (pending → released). It starts, or continues, the
+// entry's run of deferrals (DeferredSince); the attempt budget is not spent.
+func (e Entry) Defer(reason string, retryAt, now time.Time) (Entry, error) {
+	n, err := e.Release(reason, now)
+	if err != nil {
+		return e, err
+	}
+	n.RetryAt = retryAt.UTC()
+	if n.DeferredSince.IsZero() {
+		n.DeferredSince = now.UTC()
+	}
 	return n, nil
 }
 
@@ -88,11 +106,18 @@ func (e Entry) Fail(reason string, now time.Time) (Entry, error) {
 	return n, err
 }
 
-// MarkUnknown records an ambiguous outcome: pending → unknown.
+// MarkUnknown records an ambiguous outcome: pending → unknown. The call
+// may have reached the platform, so it spends one of the attempt budget
+// (MaybeSent) and ends any run of deferrals.
 func (e Entry) MarkUnknown(reason string, now time.Time) (Entry, error) {
 	n, err := e.move(Unknown, now)
+	if err != nil {
+		return e, err
+	}
 	n.Reason = reason
-	return n, err
+	n.MaybeSent++
+	n.DeferredSince = time.Time{}
+	return n, nil
 }
 
 // Hold hands the entry to an operator: pending or unknown → held. remoteID
@@ -103,6 +128,35 @@ func (e Entry) Hold(reason, remoteID string, now time.Time) (Entry, error) {
 	if remoteID != "" {
 		n.RemoteID = remoteID
 	}
+	return n, err
+}
+
+// Retoken records the workflow's newer task token on a held entry (held →
+// held): a Hold step retried by the workflow waits on a new token, and an
+// operator's decision must reach that one.
+func (e Entry) Retoken(token string, now time.Time) (Entry, error) {
+	if e.State != Held {
+		return e, fmt.Errorf("entry %s: retoken while %s: %w", e.Key, stateName(e.State), ErrTransition)
+	}
+	n, err := e.move(Held, now)
+	n.TaskToken = token
+	return n, err
+}
+
+// WithDecision records an operator's decision on a held entry (held →
+// held) before it is delivered: decision is the JSON the waiting workflow
+// completes with. A second decision is refused with ErrTransition.
+func (e Entry) WithDecision(decision string, now time.Time) (Entry, error) {
+	switch {
+	case e.State != Held:
+		return e, fmt.Errorf("entry %s: decision while %s: %w", e.Key, stateName(e.State), ErrTransition)
+	case e.Decision != "":
+		return e, fmt.Errorf("entry %s: already decided: %w", e.Key, ErrTransition)
+	case decision == "":
+		return e, fmt.Errorf("entry %s: empty decision: %w", e.Key, ErrTransition)
+	}
+	n, err := e.move(Held, now)
+	n.Decision = decision
 	return n, err
 }
 

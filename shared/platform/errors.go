@@ -20,8 +20,17 @@ func (e *Rejected) Error() string {
 	return fmt.Sprintf("platform rejected the call (status %d, %s): %s", e.Status, e.Reason, e.Message)
 }
 
-// NotPerformed means the platform certainly did not act (429, 503 before
-// processing, connection refused), so the call may be sent again.
+// ReasonMediaConsumed is the Rejected reason of a create refused because an
+// attachment is already attached to another post (Mastodon answers 422
+// "already attached"). On a re-send that reuses an upload it is evidence
+// that an earlier attempt's post exists: the caller looks for it instead of
+// failing.
+const ReasonMediaConsumed = "media_already_attached"
+
+// NotPerformed means the platform certainly did not act (429, a refused
+// connection, a request not completely written), so the call may be sent
+// again. A 5xx on a write is never NotPerformed: a proxy may answer it
+// after forwarding the request.
 type NotPerformed struct {
 	Status int
 	// RetryAfter is the platform's requested wait, or 0 when it gave none.
@@ -47,8 +56,9 @@ func (e *Unauthorized) Error() string {
 }
 
 // Ambiguous means the call may or may not have taken effect (timeout after
-// the request was written, connection reset, 500/502/504). It is never a
-// failure: the ledger records unknown and a confirm loop reads the platform.
+// the request was written, connection reset, any 5xx on a write). It is
+// never a failure: the ledger records unknown and a confirm loop reads the
+// platform.
 type Ambiguous struct {
 	Status int
 	Err    error
@@ -62,3 +72,14 @@ func (e *Ambiguous) Error() string {
 }
 
 func (e *Ambiguous) Unwrap() error { return e.Err }
+
+// Inconclusive means the platform was read but a Lookup could not prove the
+// post absent (it would have to read further than it may). It is neither
+// "found" nor "not found": a re-send is not safe and retrying the same read
+// will not help, so the confirm workflow hands the entry to an operator
+// with Message as the reason.
+type Inconclusive struct {
+	Message string
+}
+
+func (e *Inconclusive) Error() string { return "lookup inconclusive: " + e.Message }

@@ -3,6 +3,7 @@ package platform
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,15 +28,42 @@ func Fingerprint(text string, mediaSHA256 []string) string {
 }
 
 // NormalizeText is the text part of the fingerprint: NFC, "\n" line
-// endings, no trailing white space on lines, no surrounding blank lines.
+// endings, no trailing white space on lines, no surrounding blank lines,
+// mentions in lower case.
+//
+// Line endings are unified the way Mastodon does when it renders a status:
+// TextFormatter#to_s calls Rails' simple_format, whose split_paragraphs
+// rewrites /\r\n?/ to "\n", so "\r\n" and a lone "\r" both become a line
+// break in the HTML and must be one here too (mastodon/mastodon
+// app/lib/text_formatter.rb at 5b395774c05d; rails/rails
+// actionview/lib/action_view/helpers/text_helper.rb at 64ae1d7b39b9,
+// split_paragraphs).
 func NormalizeText(text string) string {
-	text = strings.ReplaceAll(text, "\r\n", "\n")
+	text = lineEndings.Replace(text)
 	lines := strings.Split(text, "\n")
 	for i, l := range lines {
 		lines[i] = strings.TrimRight(l, " \t")
 	}
-	return norm.NFC.String(strings.TrimSpace(strings.Join(lines, "\n")))
+	text = norm.NFC.String(strings.TrimSpace(strings.Join(lines, "\n")))
+	if strings.Contains(text, "@") {
+		// Mastodon stores a mention of an account it knows as the account
+		// is named ("@Alice" → "@alice": ProcessMentionsService#scan_text!),
+		// so the case of a mention is not the author's to keep.
+		text = mention.ReplaceAllStringFunc(text, strings.ToLower)
+	}
+	return text
 }
+
+// mention matches a mention, "@user" or "@user@domain", roughly as
+// Mastodon's Account::MENTION_RE (app/models/account.rb at 5b395774c05d)
+// does; its first byte is the one before the "@" (or none at the start).
+// Lower-casing a little more than Mastodon would is harmless: both sides
+// of a comparison are normalised alike.
+var mention = regexp.MustCompile(`(?:^|[^=/\p{L}\p{N}_])@[\p{L}\p{N}_]+(?:[.-]+[\p{L}\p{N}_]+)*(?:@[\p{L}\p{N}_]+(?:[.-]+[\p{L}\p{N}_]+)*)?`)
+
+// lineEndings maps "\r\n" and then any remaining "\r" to "\n" in one
+// pass: at each position the replacer tries "\r\n" before "\r".
+var lineEndings = strings.NewReplacer("\r\n", "\n", "\r", "\n")
 
 // LooseFingerprint identifies a post by its normalised text and its number
 // of attachments, for comparisons where the attachments' bytes are unknown

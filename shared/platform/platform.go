@@ -32,7 +32,9 @@ type Client interface {
 	// processed it and it can be attached to a post.
 	UploadMedia(ctx context.Context, m MediaUpload) (MediaReceipt, error)
 	// Refresh exchanges a refresh token for a new credential. A response
-	// without a refresh token keeps the old one.
+	// without a refresh token keeps the old one. A refresh whose request was
+	// written and whose answer was lost (or a 5xx) is Ambiguous: the
+	// refresh token may have been spent.
 	Refresh(ctx context.Context, cred Credential) (Credential, error)
 	// Capabilities declares what the platform can do and its limits.
 	Capabilities() Capabilities
@@ -64,9 +66,24 @@ type LookupQuery struct {
 	// MediaSHA256 maps remote media ids to the SHA-256 of the uploaded bytes,
 	// so a remote post's attachments can be fingerprinted.
 	MediaSHA256 map[string]string
-	// NotBefore bounds the search: posts created earlier are not candidates.
+	// Text is the post's text as sent, when known. An adapter whose
+	// rendering loses text may use it to skip re-reading candidates that
+	// cannot be a rendering of it; the match itself is by Fingerprint.
+	Text string
+	// After is the remote id of the account's newest post read right
+	// before the first send (the pre-publish dedup read): Lookup reads only
+	// posts newer than it, whatever their timestamps say, and pages until
+	// the newest. StartOfHistory means the account had no post then. Empty
+	// means no point was recorded; Lookup then falls back to NotBefore.
+	After string
+	// NotBefore bounds a search without After: posts created earlier are
+	// not candidates.
 	NotBefore time.Time
 }
+
+// StartOfHistory is LookupQuery.After for an account that had no post
+// before the first send: every post on it is a candidate.
+const StartOfHistory = "0"
 
 // RemotePost is a post as read back from a platform, with platform
 // rendering undone (Mastodon HTML → text).
@@ -115,6 +132,11 @@ type Credential struct {
 	RefreshToken string
 	// ExpiresAt is zero when the access token does not expire.
 	ExpiresAt time.Time
+	// RefreshLostAt is set when a refresh with RefreshToken was sent and
+	// its answer lost: the platform may have rotated the tokens, so the
+	// stored refresh token may already be spent. The next refresh tries it
+	// once more; a refusal then means the account must be reconnected.
+	RefreshLostAt time.Time
 }
 
 // String hides the tokens, so a credential printed by mistake leaks nothing.

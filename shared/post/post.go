@@ -6,8 +6,9 @@
 //
 //	scheduled → triggered → published
 //	                      → publishing (the outcome was ambiguous; a confirm loop is reading the platform back)
+//	                      → waiting (the platform did not act, e.g. throttled; NextTry says when it is asked again)
 //	                      → failed | held
-//	scheduled|triggered   → cancelled
+//	scheduled|triggered|waiting → cancelled
 //
 // On the happy path a target goes from triggered straight to published: the
 // ledger, not the post, records that a call is in flight.
@@ -59,7 +60,22 @@ type Account struct {
 	CredentialRef string `json:"credential_ref"`
 	// Gate is the policy for unconfirmed ambiguous outcomes.
 	Gate GatePolicy `json:"gate"`
+	// Status is AccountOK (empty) or AccountReconnectNeeded, with the
+	// reason in StatusReason.
+	Status       AccountStatus `json:"status,omitempty"`
+	StatusReason string        `json:"status_reason,omitempty"`
 }
+
+// AccountStatus says whether an account can publish.
+type AccountStatus string
+
+const (
+	// AccountOK: the account's credential works (or was never refused).
+	AccountOK AccountStatus = ""
+	// AccountReconnectNeeded: the platform refused the credential and its
+	// refresh; an operator must connect the account again.
+	AccountReconnectNeeded AccountStatus = "reconnect_needed"
+)
 
 // Media is one attachment, referenced by content hash.
 type Media struct {
@@ -79,10 +95,13 @@ const (
 	Scheduled  TargetStatus = "scheduled"
 	Triggered  TargetStatus = "triggered"
 	Publishing TargetStatus = "publishing"
-	Published  TargetStatus = "published"
-	Failed     TargetStatus = "failed"
-	Held       TargetStatus = "held"
-	Cancelled  TargetStatus = "cancelled"
+	// Waiting: the platform did not act (throttled, unreachable); the
+	// target is tried again at its NextTry.
+	Waiting   TargetStatus = "waiting"
+	Published TargetStatus = "published"
+	Failed    TargetStatus = "failed"
+	Held      TargetStatus = "held"
+	Cancelled TargetStatus = "cancelled"
 )
 
 // Terminal reports whether no automatic move leaves the status. Held waits
@@ -92,8 +111,9 @@ func (s TargetStatus) Terminal() bool {
 }
 
 var targetMoves = map[TargetStatus][]TargetStatus{
-	Scheduled:  {Triggered, Publishing, Published, Failed, Held, Cancelled},
-	Triggered:  {Triggered, Publishing, Published, Failed, Held, Cancelled},
+	Scheduled:  {Triggered, Publishing, Waiting, Published, Failed, Held, Cancelled},
+	Triggered:  {Triggered, Publishing, Waiting, Published, Failed, Held, Cancelled},
+	Waiting:    {Triggered, Publishing, Waiting, Published, Failed, Held, Cancelled},
 	Publishing: {Publishing, Published, Failed, Held},
 	Held:       {Triggered, Publishing, Published, Failed, Cancelled},
 }
@@ -113,8 +133,10 @@ type Target struct {
 	Status TargetStatus `json:"status"`
 	// RemoteID is the platform's id once published (or found by dedup).
 	RemoteID string `json:"remote_id,omitempty"`
-	// Reason explains failed and held.
-	Reason    string    `json:"reason,omitempty"`
+	// Reason explains failed, held and waiting.
+	Reason string `json:"reason,omitempty"`
+	// NextTry is when a waiting target is tried again; zero otherwise.
+	NextTry   time.Time `json:"next_try"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
@@ -139,15 +161,24 @@ func (p Post) Target(account AccountID) (Target, bool) {
 
 // TargetUpdate is a status change for one target.
 type TargetUpdate struct {
-	Status   TargetStatus
+	Status TargetStatus
+	// From, when set, are the only statuses the move may start from (the
+	// caller's expectation, e.g. the trigger marks only a scheduled target).
+	From     []TargetStatus
 	RemoteID string
 	Reason   string
-	At       time.Time
+	// NextTry is when a waiting target is tried again (Status Waiting only).
+	NextTry time.Time
+	At      time.Time
 }
 
 // Apply returns the target after the update, or ErrConflict when the move
-// is not allowed. Stores call it inside their conditional write.
+// is not allowed or the target is not in one of u.From. Stores call it
+// inside their conditional write.
 func (t Target) Apply(u TargetUpdate) (Target, error) {
+	if len(u.From) > 0 && !slices.Contains(u.From, t.Status) {
+		return t, fmt.Errorf("target %s: is %s, not %v: %w", t.Account, t.Status, u.From, ErrConflict)
+	}
 	if !CanMove(t.Status, u.Status) {
 		return t, fmt.Errorf("target %s: %s → %s: %w", t.Account, t.Status, u.Status, ErrConflict)
 	}
@@ -156,6 +187,10 @@ func (t Target) Apply(u TargetUpdate) (Target, error) {
 		t.RemoteID = u.RemoteID
 	}
 	t.Reason = u.Reason
+	t.NextTry = time.Time{}
+	if u.Status == Waiting {
+		t.NextTry = u.NextTry.UTC()
+	}
 	t.UpdatedAt = u.At.UTC()
 	return t, nil
 }

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rivo/uniseg"
 )
@@ -72,7 +73,9 @@ func (d Draft) Validate(r Rules) (Post, error) {
 	if !idPattern.MatchString(d.ID) {
 		bad("id", fmt.Sprintf("%q is not a valid post id", d.ID), "use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit")
 	}
-	if strings.TrimSpace(d.Body) == "" && len(d.Media) == 0 {
+	if off := InvalidUTF8(d.Body); off >= 0 {
+		bad("body", fmt.Sprintf("byte %d is not valid UTF-8", off), "save the text as UTF-8")
+	} else if strings.TrimSpace(d.Body) == "" && len(d.Media) == 0 {
 		bad("body", "is empty", "write the text of the post")
 	}
 	for i, m := range d.Media {
@@ -133,14 +136,38 @@ func (d Draft) Validate(r Rules) (Post, error) {
 	return p, nil
 }
 
+// Slot years: what a one-time schedule can express (EventBridge Scheduler's
+// at() and cron() stop at 2199).
+const (
+	MinSlotYear = 1970
+	MaxSlotYear = 2199
+)
+
+// InvalidUTF8 returns the byte offset of the first byte of s that is not
+// valid UTF-8, or -1.
+func InvalidUTF8(s string) int {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		i += size
+	}
+	return -1
+}
+
 // ParseSlot parses a planned time, which must be RFC 3339 with an explicit
-// offset ("Z" or "+01:00"); the result is in UTC.
+// offset ("Z" or "+01:00") and a year from MinSlotYear to MaxSlotYear; the
+// result is in UTC.
 func ParseSlot(s string) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, errors.New("is empty")
 	}
 	t, err := time.Parse(time.RFC3339, s)
 	if err == nil {
+		if y := t.UTC().Year(); y < MinSlotYear || y > MaxSlotYear {
+			return time.Time{}, fmt.Errorf("%q is in year %d, outside %d-%d", s, y, MinSlotYear, MaxSlotYear)
+		}
 		return t.UTC(), nil
 	}
 	for _, layout := range []string{"2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02 15:04:05", "2006-01-02 15:04"} {
