@@ -23,10 +23,16 @@ import (
 // paragraphs joined with "\n\n", <br> as "\n", entities unescaped, an
 // anchor as the concatenation of all its text nodes.
 //
-// lossy reports that the result may still differ from the source text:
-// a mention anchor shows "@alice" for "@alice@example.social"; several
-// paragraphs may have been separated by more than one blank line; a link
-// text truncated by another server had to be rebuilt from its href.
+// lossy reports that the result may still differ, after
+// platform.NormalizeText, from the source text: a mention anchor shows
+// "@alice" for "@alice@example.social" (and Mastodon stores "@ALICE" as
+// "@alice"); a hashtag anchor always shows "#" though "＃" may have been
+// typed; several paragraphs may have been separated by more than one blank
+// line; a link text truncated by another server had to be rebuilt from its
+// href. Line endings ("\r\n", lone "\r") are not a loss: Mastodon renders
+// both as <br /> and NormalizeText maps both to "\n". The property test
+// TestHTMLToTextRoundTripsSandboxRendering checks this against the
+// sandbox's rendering.
 func htmlToText(content string) (text string, lossy bool) {
 	body := &html.Node{Type: html.ElementNode, Data: "div", DataAtom: atom.Div}
 	nodes, err := html.ParseFragment(strings.NewReader(content), body)
@@ -115,7 +121,9 @@ func (w *textWriter) anchor(n *html.Node) {
 	collect(n)
 	text := b.String()
 
-	if hasClass(n, "mention") && !hasClass(n, "hashtag") {
+	if hasClass(n, "mention") {
+		// A mention (see above), or a hashtag: TextFormatter#link_to_hashtag
+		// writes "#" whichever of "#" and "＃" the author typed.
 		w.lossy = true
 	}
 	if href := attr(n, "href"); href != "" && !hidden {

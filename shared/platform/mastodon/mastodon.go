@@ -4,8 +4,10 @@
 // Writes (create status, upload media, delete status) are sent exactly once
 // per call: neither this package nor the Go HTTP transport under it re-sends
 // them (see writeBody). Their outcome is translated into the failure classes
-// of package platform by HTTP status and, for transport errors, by whether
-// the request had been completely written when the error happened. Reads
+// of package platform by HTTP status (every 5xx on a write is Ambiguous, see
+// classify) and, for transport errors, by whether the request had been
+// completely written when the error happened. The OAuth refresh grant is
+// classified the same way (see Refresh). Reads
 // (account statuses, single status, status source, media polling) are
 // retried a few times on transient failures.
 package mastodon
@@ -18,11 +20,15 @@ import (
 	"fmt"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptrace"
 	"net/textproto"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unicode"
 
 	"golang.org/x/oauth2"
 
@@ -181,7 +187,10 @@ func (c *Client) accessToken() string {
 }
 
 // Publish creates a public status, sending req.Handle as Idempotency-Key,
-// exactly once.
+// exactly once. A 422 refusing an attachment as not found or already
+// attached is Rejected with platform.ReasonMediaConsumed (see
+// mediaConsumed): on a re-send that reuses an upload it is evidence that
+// an earlier attempt's post exists.
 func (c *Client) Publish(ctx context.Context, req platform.PublishRequest) (platform.Receipt, error) {
 	const op = "post status"
 	if req.Handle == "" {
@@ -208,6 +217,9 @@ func (c *Client) Publish(ctx context.Context, req platform.PublishRequest) (plat
 		return platform.Receipt{}, err
 	}
 	if !success(resp.status) {
+		if resp.status == http.StatusUnprocessableEntity && mediaConsumed(errorText(resp), req.MediaIDs) {
+			return platform.Receipt{}, &platform.Rejected{Status: resp.status, Reason: platform.ReasonMediaConsumed, Message: errorText(resp)}
+		}
 		return platform.Receipt{}, c.classify(op, resp, true)
 	}
 	s, err := decodeCreated[status](resp, func(s status) bool { return s.ID != "" })
@@ -215,6 +227,36 @@ func (c *Client) Publish(ctx context.Context, req platform.PublishRequest) (plat
 		return platform.Receipt{}, &platform.Ambiguous{Status: resp.status, Err: fmt.Errorf("%s: the post probably exists: %w", op, err)}
 	}
 	return platform.Receipt{RemoteID: s.ID, URL: s.link(), CreatedAt: s.createdAt()}, nil
+}
+
+// mediaConsumed reports whether a 422 answer to a create refuses the
+// attachments because one is not (or no longer) attachable: Mastodon's
+// PostStatusService#validate_media! raises
+// I18n.t('media_attachments.validations.not_found', ids: …), in English
+// "Media %{ids} not found or already attached to another post"
+// (mastodon/mastodon config/locales/en.yml and
+// app/services/post_status_service.rb at 5b395774c05d, since #31681,
+// v4.3.0; the sandbox answers the same). The text follows the account's
+// locale (German: "Medieninhalt(e) %{ids} nicht gefunden oder bereits an
+// einen anderen Beitrag angehängt"), so besides the English phrase a
+// message naming one of the request's media ids counts: Mastodon's other
+// 422s about media (too many, not processed, video with images) name none.
+// Servers before 4.3.0 silently dropped such media and created the status
+// without it.
+func mediaConsumed(msg string, mediaIDs []string) bool {
+	if len(mediaIDs) == 0 {
+		return false
+	}
+	if strings.Contains(strings.ToLower(msg), "already attached") {
+		return true
+	}
+	words := strings.FieldsFunc(msg, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	for _, id := range mediaIDs {
+		if id != "" && slices.Contains(words, id) {
+			return true
+		}
+	}
+	return false
 }
 
 // Delete removes a status, sent exactly once. A status that is not there
@@ -389,6 +431,15 @@ var quoteEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\r", "", "\n", "")
 // cred has none) for a new access token through the OAuth refresh-token
 // grant. A response without a refresh token keeps the old one. On success
 // the client uses the new credential from then on.
+//
+// The grant is a write: a server that rotates refresh tokens (Mastodon's
+// Doorkeeper with refresh-token rotation, the sandbox) spends the old one
+// when it answers. So its outcome is classified like a create's (see
+// classifyRefresh), with an httptrace on the context handed to
+// golang.org/x/oauth2 telling whether the token request was completely
+// written. oauth2 sends it once: the auth style is fixed (no probing
+// second request) and a POST without an idempotency key is never replayed
+// by net/http.
 func (c *Client) Refresh(ctx context.Context, cred platform.Credential) (platform.Credential, error) {
 	const op = "refresh token"
 	refresh := cred.RefreshToken
@@ -401,10 +452,18 @@ func (c *Client) Refresh(ctx context.Context, cred platform.Credential) (platfor
 	if c.oauth.ClientID == "" {
 		return platform.Credential{}, &platform.Rejected{Reason: "reconnect_needed", Message: op + ": no OAuth client configured"}
 	}
+	var written atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				written.Store(true)
+			}
+		},
+	})
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, c.httpClient)
 	tok, err := c.oauth.TokenSource(ctx, &oauth2.Token{RefreshToken: refresh}).Token()
 	if err != nil {
-		return platform.Credential{}, c.classifyRefresh(op, err)
+		return platform.Credential{}, c.classifyRefresh(op, err, written.Load(), cred)
 	}
 	next := platform.Credential{
 		AccessToken:  tok.AccessToken,
@@ -420,17 +479,31 @@ func (c *Client) Refresh(ctx context.Context, cred platform.Credential) (platfor
 	return next, nil
 }
 
-// classifyRefresh maps token-endpoint errors. A failure to reach the
-// endpoint, a 429 or a 5xx leaves the old refresh token usable
-// (NotPerformed). Any other refusal by the endpoint, invalid_grant above
-// all, means the stored grant is dead and the account has to be connected
-// again.
-func (c *Client) classifyRefresh(op string, err error) error {
+// classifyRefresh maps the outcome of a failed refresh grant:
+//
+//   - no answer and the request not completely written (dial error,
+//     refused connection, context ended first): NotPerformed, the refresh
+//     token is intact;
+//   - no answer after the request was written (timeout, reset, closed
+//     connection), an unreadable 2xx, or a 5xx (a proxy may answer it
+//     after forwarding; the server may have failed after rotating): the
+//     server may have rotated the tokens and spent the refresh token, so
+//     Ambiguous; the caller records Credential.RefreshLostAt;
+//   - 429, or "temporarily_unavailable" below 500: NotPerformed, with the
+//     server's Retry-After;
+//   - "server_error" below 500: Ambiguous, as a 5xx;
+//   - any other refusal, invalid_grant above all: Rejected with reason
+//     "reconnect_needed" (the stored grant is dead). When cred records a
+//     lost answer, the message says the token was probably spent then.
+func (c *Client) classifyRefresh(op string, err error, written bool, cred platform.Credential) error {
 	var re *oauth2.RetrieveError
 	if !errors.As(err, &re) {
 		// The message of a transport error names the token URL, never the
-		// form that carried the tokens.
-		return &platform.NotPerformed{Message: fmt.Sprintf("%s: %v", op, err)}
+		// form that carried the tokens; oauth2's own errors carry no token.
+		if written {
+			return &platform.Ambiguous{Err: fmt.Errorf("%s: the server may have rotated the tokens: %w", op, err)}
+		}
+		return &platform.NotPerformed{Message: fmt.Sprintf("%s: request not sent: %v", op, err)}
 	}
 	status := 0
 	var header http.Header
@@ -447,10 +520,15 @@ func (c *Client) classifyRefresh(op string, err error) error {
 	}
 	msg = fmt.Sprintf("%s: %s", op, msg)
 	switch {
-	case status == http.StatusTooManyRequests || status >= 500,
-		re.ErrorCode == "temporarily_unavailable", re.ErrorCode == "server_error":
+	case status >= 500, re.ErrorCode == "server_error":
+		return &platform.Ambiguous{Status: status, Err: fmt.Errorf("%s; the server may have rotated the tokens", msg)}
+	case status == http.StatusTooManyRequests, re.ErrorCode == "temporarily_unavailable":
 		return &platform.NotPerformed{Status: status, RetryAfter: retryAfter(status, header, c.now()), Message: msg}
 	default:
+		if !cred.RefreshLostAt.IsZero() {
+			msg += fmt.Sprintf(" (the answer to a refresh with this token was lost at %s; it was probably spent then)",
+				cred.RefreshLostAt.UTC().Format(time.RFC3339))
+		}
 		return &platform.Rejected{Status: status, Reason: "reconnect_needed", Message: msg}
 	}
 }

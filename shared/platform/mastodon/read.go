@@ -2,11 +2,17 @@ package mastodon
 
 import (
 	"context"
+	"regexp"
+	"strings"
+	"unicode"
+
 	"encoding/json"
 	"errors"
 	"fmt"
+	"golang.org/x/text/unicode/norm"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
@@ -16,11 +22,16 @@ import (
 const (
 	// pageLimit is the largest page GET /api/v1/accounts/:id/statuses serves.
 	pageLimit = 40
-	// lookupDepth is how many recent statuses Lookup examines at most. A
-	// Lookup that reads this many without reaching the start of its window
-	// (or the account's first post) cannot prove a post absent, and says so
-	// with an error instead of "not found": "not found" licenses a re-send.
+	// lookupDepth is how many recent statuses a Lookup without After
+	// examines at most. A Lookup that reads this many without reaching the
+	// start of its window (or the account's first post) cannot prove a post
+	// absent, and says so with *platform.Inconclusive instead of "not
+	// found": "not found" licenses a re-send.
 	lookupDepth = 200
+	// lookupAfterCap is the safety cap of a Lookup with After: an account
+	// that posted more than this many statuses since the first send is not
+	// searched to the end, and the Lookup is Inconclusive.
+	lookupAfterCap = 10_000
 )
 
 // status is the part of Mastodon's Status entity the adapter reads.
@@ -187,70 +198,319 @@ func (c *Client) account(ctx context.Context) (string, error) {
 	return a.ID, nil
 }
 
-// Lookup looks for a status carrying q.Fingerprint among the account's
-// newest statuses (at most 40, none older than q.NotBefore). Mastodon keeps
-// no record readable by Idempotency-Key, so q.Handle is not used.
+// Lookup looks for a status carrying q.Fingerprint. Mastodon keeps no
+// record readable by Idempotency-Key, so q.Handle is not used.
 //
-// The fingerprint is computed from the HTML content converted back to text.
-// Where that conversion may be lossy (a mention, whose rendering drops the
-// domain the author may have typed; several paragraphs, whose rendering
-// collapses runs of blank lines) or where the status carries attachments
-// that are all ours, a mismatch is not trusted: the plain source text is
-// read from GET /api/v1/statuses/:id/source and the fingerprint compared
-// again. The cheap pre-check keeps the extra reads to statuses that could be
-// ours; a status with an attachment we did not upload never is.
+// Which statuses are read:
+//
+//   - With q.After (the id of the account's newest status before the first
+//     send, or platform.StartOfHistory): every status newer than it, by id
+//     and not by time, with GET /api/v1/accounts/:id/statuses?min_id=. Each
+//     page holds the 40 statuses immediately newer than min_id (served
+//     newest first); the next page starts after the newest of the page just
+//     read, until a page is short. created_at and q.NotBefore play no part.
+//     More than lookupAfterCap (10,000) statuses is Inconclusive.
+//   - Without q.After: the newest statuses back to q.NotBefore, at most
+//     lookupDepth (200); reaching that depth inside the window is
+//     Inconclusive (the statuses were read, absence is not proven).
+//
+// A status matches when the fingerprint of its content, converted back to
+// text (htmlToText), and its attachments equals q.Fingerprint. Before
+// Lookup answers "not found" (or Inconclusive), every status it read that
+// did not match is read again as written, from GET
+// /api/v1/statuses/:id/source, and compared again, whether or not the
+// HTML conversion said it was lossy: that conversion is exact only as far
+// as this package knows Mastodon's rendering, and "not found" licenses a
+// re-send. Two exceptions: a status carrying an attachment that is not
+// ours (not in q.MediaSHA256), and, when q.Text is given, a status whose
+// rendered text has another skeleton than q.Text (see skeleton: what is
+// left once everything Mastodon's rendering can change is taken out) —
+// whatever its source says, its fingerprint cannot be ours. On a busy
+// account the skeleton keeps the source reads to the few look-alikes.
+//
+// Cost: a window of n statuses costs ceil(n/40) list requests, and, when
+// the post is not among them, up to n source requests more (lossy ones
+// first; it stops at the first match). Each is one request against the
+// account's rate limit (Mastodon: 300 per 5 minutes per account) and one
+// round trip within ctx's deadline: a window of a few hundred statuses
+// without ours can exhaust either, and the Lookup then fails NotPerformed
+// (429 with its Retry-After, or the context's error) rather than answer.
+// A status found in the HTML costs no source read.
 func (c *Client) Lookup(ctx context.Context, q platform.LookupQuery) (platform.RemotePost, bool, error) {
 	if q.Fingerprint == "" {
 		return platform.RemotePost{}, false, errors.New("mastodon: lookup needs a fingerprint; mastodon posts cannot be found by handle")
 	}
+	l := &lookupScan{q: q}
 	var (
-		found    platform.RemotePost
-		ok       bool
-		loopErr  error
-		examined int
-		windowed bool // reached a post older than the window
+		capped bool
+		err    error
 	)
-	err := c.eachStatus(ctx, lookupDepth, func(s status) bool {
-		examined++
-		post, lossy := s.remote()
-		if !q.NotBefore.IsZero() && !post.CreatedAt.IsZero() && post.CreatedAt.Before(q.NotBefore) {
-			windowed = true
-			return false
-		}
-		if post.Fingerprint(q.MediaSHA256) == q.Fingerprint {
-			found, ok = post, true
-			return false
-		}
-		if !allOurs(post.MediaIDs, q.MediaSHA256) || (!lossy && len(post.MediaIDs) == 0) {
-			return true
-		}
-		text, exists, err := c.source(ctx, s.ID)
-		if err != nil {
-			loopErr = err
-			return false
-		}
-		if !exists {
-			return true
-		}
-		post.Text = text
-		if post.Fingerprint(q.MediaSHA256) == q.Fingerprint {
-			found, ok = post, true
-			return false
-		}
-		return true
-	})
-	if err == nil {
-		err = loopErr
+	if q.After != "" {
+		capped, err = c.lookupAfter(ctx, l)
+	} else {
+		capped, err = c.lookupWindow(ctx, l)
 	}
 	if err != nil {
 		return platform.RemotePost{}, false, err
 	}
-	if !ok && !windowed && examined >= lookupDepth {
-		return platform.RemotePost{}, false, &platform.NotPerformed{Message: fmt.Sprintf(
-			"lookup: read the %d newest posts without reaching the start of the window (%s); cannot prove the post absent",
-			examined, q.NotBefore.UTC().Format(time.RFC3339))}
+	if !l.ok {
+		if err := c.confirmBySource(ctx, l); err != nil {
+			return platform.RemotePost{}, false, err
+		}
 	}
-	return found, ok, nil
+	if l.ok {
+		return l.found, true, nil
+	}
+	if capped {
+		if q.After != "" {
+			return platform.RemotePost{}, false, &platform.Inconclusive{Message: fmt.Sprintf(
+				"lookup: read %d posts newer than %s without reaching the newest (safety cap %d); cannot prove the post absent",
+				l.examined, q.After, lookupAfterCap)}
+		}
+		start := "no start given"
+		if !q.NotBefore.IsZero() {
+			start = q.NotBefore.UTC().Format(time.RFC3339)
+		}
+		return platform.RemotePost{}, false, &platform.Inconclusive{Message: fmt.Sprintf(
+			"lookup: read the %d newest posts without reaching the start of the window (%s); cannot prove the post absent",
+			l.examined, start)}
+	}
+	return platform.RemotePost{}, false, nil
+}
+
+// lookupScan is the state of one Lookup: the query, the match if any, and
+// the statuses read that did not match exactly but could be ours.
+type lookupScan struct {
+	q          platform.LookupQuery
+	skel       string
+	plain      []string
+	found      platform.RemotePost
+	ok         bool
+	examined   int
+	candidates []lookupCandidate
+}
+
+type lookupCandidate struct {
+	post  platform.RemotePost
+	lossy bool
+}
+
+// consider examines one in-window status; false stops the scan (found).
+func (l *lookupScan) consider(s status) bool {
+	l.examined++
+	if !containsWords(s.Content, l.words()) {
+		// Not ours whatever its source says: a plain word of ours is
+		// missing from its HTML (see plainWords). No parsing, no source read.
+		return true
+	}
+	post, lossy := s.remote()
+	if post.Fingerprint(l.q.MediaSHA256) == l.q.Fingerprint {
+		l.found, l.ok = post, true
+		return false
+	}
+	if allOurs(post.MediaIDs, l.q.MediaSHA256) && (l.q.Text == "" || skeleton(post.Text) == l.skeleton()) {
+		l.candidates = append(l.candidates, lookupCandidate{post: post, lossy: lossy})
+	}
+	return true
+}
+
+// words are the plain words of the query's text, computed once.
+func (l *lookupScan) words() []string {
+	if l.plain == nil {
+		l.plain = plainWords(l.q.Text)
+	}
+	return l.plain
+}
+
+// skeleton is the skeleton of the query's text, computed once.
+func (l *lookupScan) skeleton() string {
+	if l.skel == "" {
+		l.skel = skeleton(l.q.Text)
+	}
+	return l.skel
+}
+
+// confirmBySource reads the source text of every candidate, those whose
+// HTML was lossy first, until one matches.
+func (c *Client) confirmBySource(ctx context.Context, l *lookupScan) error {
+	slices.SortStableFunc(l.candidates, func(a, b lookupCandidate) int {
+		switch {
+		case a.lossy == b.lossy:
+			return 0
+		case a.lossy:
+			return -1
+		}
+		return 1
+	})
+	for _, cand := range l.candidates {
+		text, exists, err := c.source(ctx, cand.post.RemoteID)
+		if err != nil {
+			return err
+		}
+		if !exists {
+			continue
+		}
+		post := cand.post
+		post.Text = text
+		if post.Fingerprint(l.q.MediaSHA256) == l.q.Fingerprint {
+			l.found, l.ok = post, true
+			return nil
+		}
+	}
+	return nil
+}
+
+// lookupWindow reads the newest statuses back to q.NotBefore. capped
+// reports that lookupDepth statuses were read without leaving the window.
+func (c *Client) lookupWindow(ctx context.Context, l *lookupScan) (capped bool, err error) {
+	windowed := false // reached a post older than the window
+	err = c.eachStatus(ctx, lookupDepth, func(s status) bool {
+		if created := s.createdAt(); !l.q.NotBefore.IsZero() && !created.IsZero() && created.Before(l.q.NotBefore) {
+			windowed = true
+			return false
+		}
+		return l.consider(s)
+	})
+	if err != nil {
+		return false, err
+	}
+	return !l.ok && !windowed && l.examined >= lookupDepth, nil
+}
+
+// lookupAfter reads every status newer than q.After, oldest page first,
+// paging forward with min_id. capped reports that lookupAfterCap statuses
+// were read and more may follow.
+func (c *Client) lookupAfter(ctx context.Context, l *lookupScan) (capped bool, err error) {
+	const op = "list statuses"
+	account, err := c.account(ctx)
+	if err != nil {
+		return false, err
+	}
+	path := "/api/v1/accounts/" + url.PathEscape(account) + "/statuses"
+	minID := l.q.After
+	read := 0
+	for {
+		if read >= lookupAfterCap {
+			return true, nil
+		}
+		q := url.Values{}
+		q.Set("limit", strconv.Itoa(pageLimit))
+		q.Set("exclude_reblogs", "true")
+		q.Set("min_id", minID)
+		resp, err := c.read(ctx, op, path, q)
+		if err != nil {
+			return false, err
+		}
+		if resp.status != http.StatusOK {
+			return false, c.classify(op, resp, false)
+		}
+		var page []status
+		if err := json.Unmarshal(resp.body, &page); err != nil {
+			return false, &platform.NotPerformed{Status: resp.status, Message: fmt.Sprintf("%s: decode page: %v", op, err)}
+		}
+		read += len(page)
+		// The page is newest first; the oldest is examined first, so the
+		// scan runs forward in time like the paging.
+		for i := len(page) - 1; i >= 0; i-- {
+			s := page[i]
+			if s.isReblog() {
+				continue
+			}
+			if !idLess(minID, s.ID) {
+				return false, &platform.Inconclusive{Message: fmt.Sprintf(
+					"lookup: asked for posts newer than %s, the server answered with %s; it does not page with min_id", minID, s.ID)}
+			}
+			if !l.consider(s) {
+				return false, nil
+			}
+		}
+		if len(page) < pageLimit {
+			return false, nil
+		}
+		minID = page[0].ID
+	}
+}
+
+// plainWords are the words of text that Mastodon's HTML rendering keeps
+// verbatim: white-space-separated tokens made of ASCII letters and digits
+// only (after sentence punctuation around them), so never part of a link
+// (whose text may be split across spans), a mention (whose case may be
+// rewritten), a hashtag or a custom emoji. Letters and digits need no HTML
+// escaping, so the HTML content of our post contains each of them: a
+// status whose content lacks one cannot be ours. A busy account's lookup
+// thus parses only the look-alikes. The property test
+// TestHTMLToTextRoundTripsSandboxRendering checks the rule. Never empty
+// (a non-nil slice, possibly without words).
+func plainWords(text string) []string {
+	words := []string{}
+	seen := map[string]bool{}
+	for _, tok := range strings.Fields(text) {
+		tok = strings.TrimLeft(tok, `("'`)
+		tok = strings.TrimRight(tok, `.,:;!?)"'`)
+		if len(tok) < 2 || seen[tok] || !asciiAlnum(tok) {
+			continue
+		}
+		seen[tok] = true
+		words = append(words, tok)
+	}
+	return words
+}
+
+func asciiAlnum(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// containsWords reports whether content contains every word.
+func containsWords(content string, words []string) bool {
+	for _, w := range words {
+		if !strings.Contains(content, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// skeleton is what Mastodon's rendering of a status and htmlToText leave
+// unchanged in a text: its characters in NFC, lower-cased (Mastodon stores
+// a mention of a known account with the account's own case), without any
+// white space (paragraphs and line breaks are re-rendered), with full-width
+// "＃" and "＠" as "#" and "@", and a mention "@user@domain" as "@user"
+// (the rendered anchor shows the user only). Two texts with different
+// skeletons can never be a post and its rendering; the property test
+// TestHTMLToTextRoundTripsSandboxRendering checks that a rendering keeps
+// its text's skeleton.
+func skeleton(text string) string {
+	text = strings.ToLower(norm.NFC.String(text))
+	text = strings.NewReplacer("＃", "#", "＠", "@").Replace(text)
+	text = mentionDomain.ReplaceAllString(text, "$1")
+	var b strings.Builder
+	b.Grow(len(text))
+	for _, r := range text {
+		if !unicode.IsSpace(r) {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// mentionDomain matches a mention with its domain, "@user@example.social",
+// keeping the user in $1; the domain never ends with a dot or hyphen (a
+// full stop after a mention is the sentence's).
+var mentionDomain = regexp.MustCompile(`(@[\p{L}\p{N}_.-]+)@[\p{L}\p{N}-]+(?:\.[\p{L}\p{N}-]+)*`)
+
+// idLess orders Mastodon's numeric string ids (snowflakes, no leading
+// zeros): shorter is smaller, equal lengths compare as strings.
+func idLess(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
 }
 
 // allOurs reports whether every attachment is one whose bytes we know.

@@ -101,14 +101,6 @@ func (tl *timeline) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// idLess compares Mastodon's numeric string ids.
-func idLess(a, b string) bool {
-	if len(a) != len(b) {
-		return len(a) < len(b)
-	}
-	return a < b
-}
-
 // makeTimeline returns n statuses with ids n..1, one minute apart, the
 // newest at fixedNow.
 func makeTimeline(n int) []map[string]any {
@@ -354,9 +346,19 @@ func TestLookupPagesThroughItsWindowAndNeverGuesses(t *testing.T) {
 		srv := newServer(t, tl)
 		q := platform.LookupQuery{Fingerprint: platform.Fingerprint("post 20", nil), NotBefore: fixedNow.Add(-299 * time.Minute)}
 		_, found, err := newClient(t, srv.URL).Lookup(context.Background(), q)
-		var np *platform.NotPerformed
-		if found || !errors.As(err, &np) {
-			t.Fatalf("Lookup = %v, %v; want a NotPerformed error: 200 posts read cannot prove absence", found, err)
+		// The posts were read: not NotPerformed ("could not read") but
+		// Inconclusive, naming how far it read and the window start.
+		var inc *platform.Inconclusive
+		if found || !errors.As(err, &inc) {
+			t.Fatalf("Lookup = %v, %v; want *platform.Inconclusive: 200 posts read cannot prove absence", found, err)
+		}
+		for _, want := range []string{"200", "2026-03-01T07:01:00Z"} {
+			if !strings.Contains(inc.Message, want) {
+				t.Errorf("message %q does not say %s", inc.Message, want)
+			}
+		}
+		if len(tl.sourceReads) != 200 {
+			t.Errorf("source reads = %d, want the 200 posts read re-read before giving up", len(tl.sourceReads))
 		}
 	})
 }
@@ -391,11 +393,22 @@ func TestLookupConfirmsThroughSource(t *testing.T) {
 			map[string]string{"9": "y"},
 			platform.LookupQuery{Fingerprint: platform.Fingerprint("y", []string{sha}), MediaSHA256: map[string]string{"m1": sha}},
 			"9", "y", []string{"9"}},
-		{"single plain paragraph is trusted, no source read",
+		{"single plain paragraph is re-read too: not lossy is not proof",
 			[]map[string]any{statusJSON("9", "<p>hello</p>", fixedNow)},
 			map[string]string{"9": "hello there"},
 			platform.LookupQuery{Fingerprint: platform.Fingerprint("hello there", nil)},
-			"", "", nil},
+			"9", "hello there", []string{"9"}},
+		{"an exact match needs no source read",
+			[]map[string]any{statusJSON("10", "<p>other</p>", fixedNow), statusJSON("9", "<p>hello there</p>", fixedNow)},
+			map[string]string{"9": "hello there", "10": "other"},
+			platform.LookupQuery{Fingerprint: platform.Fingerprint("hello there", nil)},
+			"9", "hello there", nil},
+		{"every non-matching candidate is re-read before not found, lossy ones first",
+			[]map[string]any{statusJSON("12", "<p>plain</p>", fixedNow), statusJSON("11", "<p>a</p><p>b</p>", fixedNow),
+				statusJSON("10", "<p>theirs</p>", fixedNow, "foreign"), statusJSON("9", "<p>also plain</p>", fixedNow)},
+			map[string]string{"12": "plain", "11": "a\n\nb", "10": "theirs", "9": "also plain"},
+			platform.LookupQuery{Fingerprint: platform.Fingerprint("absent", nil)},
+			"", "", []string{"11", "12", "9"}},
 		{"foreign attachment rules the post out, no source read",
 			[]map[string]any{statusJSON("9", remoteMention, fixedNow, "theirs")},
 			map[string]string{"9": "@alice@other.example thanks!"},

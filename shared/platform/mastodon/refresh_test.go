@@ -2,6 +2,8 @@ package mastodon
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"sync"
@@ -87,11 +89,34 @@ func TestRefresh(t *testing.T) {
 			map[string]any{"error": "too_many_requests"},
 			platform.Credential{},
 			outcome{Class: "not_performed", Status: 429}},
-		{"5xx is not performed",
+		// The server (or a proxy that forwarded the grant) may have rotated
+		// the tokens before failing: the refresh token may be spent.
+		{"503 is ambiguous",
 			platform.Credential{RefreshToken: "refresh-1"}, 503,
 			map[string]any{"error": "unavailable"},
 			platform.Credential{},
-			outcome{Class: "not_performed", Status: 503}},
+			outcome{Class: "ambiguous", Status: 503}},
+		{"500 is ambiguous",
+			platform.Credential{RefreshToken: "refresh-1"}, 500,
+			map[string]any{},
+			platform.Credential{},
+			outcome{Class: "ambiguous", Status: 500}},
+		{"server_error below 500 is ambiguous",
+			platform.Credential{RefreshToken: "refresh-1"}, 400,
+			map[string]any{"error": "server_error"},
+			platform.Credential{},
+			outcome{Class: "ambiguous", Status: 400}},
+		{"temporarily_unavailable is not performed",
+			platform.Credential{RefreshToken: "refresh-1"}, 400,
+			map[string]any{"error": "temporarily_unavailable"},
+			platform.Credential{},
+			outcome{Class: "not_performed", Status: 400}},
+		{"invalid_grant after a lost answer says the token was probably spent",
+			platform.Credential{RefreshToken: "refresh-1", RefreshLostAt: fixedNow.Add(-time.Hour)}, 400,
+			map[string]any{"error": "invalid_grant"},
+			platform.Credential{},
+			outcome{Class: "rejected", Status: 400, Reason: "reconnect_needed",
+				Message: "refresh token: invalid_grant (the answer to a refresh with this token was lost at 2026-03-01T11:00:00Z; it was probably spent then)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,6 +165,34 @@ func TestRefresh(t *testing.T) {
 func TestRefreshFailuresWithoutAnswer(t *testing.T) {
 	t.Run("token endpoint unreachable", func(t *testing.T) {
 		_, err := newClient(t, refusedURL(t)).Refresh(context.Background(), platform.Credential{RefreshToken: "r"})
+		if diff := cmp.Diff(outcome{Class: "not_performed"}, outcomeOf(t, err)); diff != "" {
+			t.Errorf("outcome (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("timeout after the request was written is ambiguous", func(t *testing.T) {
+		release := make(chan struct{})
+		srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+		}))
+		t.Cleanup(func() { close(release) })
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		_, err := newClient(t, srv.URL).Refresh(ctx, platform.Credential{RefreshToken: "r"})
+		if diff := cmp.Diff(outcome{Class: "ambiguous"}, outcomeOf(t, err)); diff != "" {
+			t.Errorf("outcome (-want +got):\n%s", diff)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("error %q does not wrap context.DeadlineExceeded", err)
+		}
+	})
+	t.Run("context ended before sending is not performed", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := newClient(t, "http://127.0.0.1:1").Refresh(ctx, platform.Credential{RefreshToken: "r"})
 		if diff := cmp.Diff(outcome{Class: "not_performed"}, outcomeOf(t, err)); diff != "" {
 			t.Errorf("outcome (-want +got):\n%s", diff)
 		}

@@ -51,32 +51,40 @@ type response struct {
 
 func success(status int) bool { return status >= 200 && status < 300 }
 
-// writeBody is the body of every write. It is deliberately a type that
-// http.NewRequest does not recognise, and the request's GetBody stays nil.
+// writeBody is the body of every write: an in-memory reader set on the
+// request after http.NewRequest, so that the request's GetBody stays nil.
 //
-// Why: net/http's Transport silently sends a request a second time, on a new
-// connection, when a reused keep-alive connection turns out to be dead after
-// the request went out (the server closed it, EOF before the first response
-// byte). It does so for requests it deems "replayable", and a POST counts as
-// replayable when it carries an Idempotency-Key header and its body can be
-// rewound through GetBody, which http.NewRequest sets for *bytes.Reader,
-// *bytes.Buffer and *strings.Reader bodies. Every Publish carries an
-// Idempotency-Key, so a plain request would be re-sent by the transport
-// behind our back: a transport-level retry of a create, which DESIGN §1
-// forbids (the server may have acted on the first copy, and the key only
-// deduplicates for an hour and not on every server version). Without
-// GetBody the transport cannot rewind the body and does not replay; the
-// same holds for the HTTP/2 transport, which then only retries a request on
-// a connection that never became usable, i.e. when nothing was sent.
+// Why GetBody must stay nil: net/http's Transport silently sends a request a
+// second time, on a new connection, when a reused keep-alive connection
+// turns out to be dead after the request went out (the server closed it,
+// EOF before the first response byte). It does so for requests it deems
+// "replayable", and a POST counts as replayable when it carries an
+// Idempotency-Key header and its body can be rewound through GetBody, which
+// http.NewRequest sets for *bytes.Reader, *bytes.Buffer and *strings.Reader
+// bodies. Every Publish carries an Idempotency-Key, so a plain request
+// would be re-sent by the transport behind our back: a transport-level
+// retry of a create, which DESIGN §1 forbids (the server may have acted on
+// the first copy, and the key only deduplicates for an hour and not on
+// every server version). Without GetBody the transport cannot rewind the
+// body and does not replay; the same holds for the HTTP/2 transport, which
+// then only retries a request on a connection that never became usable,
+// i.e. when nothing was sent.
 //
-// DELETE gets an empty writeBody for the same reason: a request with a nil
+// Why io.NopCloser over a *bytes.Reader: net/http recognises that wrapping
+// as an in-memory body and writes the headers and the body together. For a
+// body type it does not recognise it flushes the headers first
+// (net/http/transfer.go, "conservatively flush the headers", golang/go
+// issue 22088), and then a server or proxy that drops the connection as
+// soon as it has read the headers races the body write: the client reports
+// "not completely written" for a request the server did see, and the same
+// fault gives NotPerformed one time and Ambiguous the next. Both are
+// correct for what the client saw, but a drill cannot explain them.
+//
+// DELETE gets an empty writeBody rather than none: a request with a nil
 // body counts as rewindable, and the HTTP/2 transport re-sends those after
 // some stream errors. The transport probes the empty body, finds it empty
 // and sends the DELETE without a body or Content-Length.
-type writeBody struct{ r *bytes.Reader }
-
-func (b *writeBody) Read(p []byte) (int, error) { return b.r.Read(p) }
-func (b *writeBody) Close() error               { return nil }
+func writeBody(b []byte) io.ReadCloser { return io.NopCloser(bytes.NewReader(b)) }
 
 // do sends one request and reads the answer. wrote reports whether the
 // transport finished writing the request (httptrace WroteRequest without an
@@ -99,7 +107,7 @@ func (c *Client) do(ctx context.Context, hc *http.Client, r request) (resp *resp
 		return nil, false, fmt.Errorf("build request: %w", err)
 	}
 	if r.body != nil {
-		req.Body = &writeBody{r: bytes.NewReader(r.body)}
+		req.Body = writeBody(r.body)
 		req.ContentLength = int64(len(r.body))
 		req.GetBody = nil
 	}
@@ -196,17 +204,31 @@ func transientRead(status int) bool {
 }
 
 // classify translates an unsuccessful answer. write selects the meaning of
-// a 5xx: for a write it is Ambiguous (the server may have created the post
-// before failing, e.g. mastodon/mastodon#40399 answered a replayed key with
-// 500), for a read it is just a failed read, NotPerformed.
+// a 5xx.
+//
+// For a write (create status, upload media, delete status) every 5xx is
+// Ambiguous, 503 included: the status may come from a CDN, load balancer
+// or service mesh that had already forwarded the request and gave up
+// waiting for the instance, which then commits anyway; and the instance
+// itself may have acted before failing (mastodon/mastodon#40399 answered a
+// replayed Idempotency-Key with 500). Only answers that prove the request
+// was not processed keep a write NotPerformed: 429 (rate limited before
+// any work, Retry-After), 401 (Unauthorized: the token was refused before
+// any work) and 408/425 (see below). Every other 4xx is Rejected.
+//
+// For a read a 5xx is just a failed read, NotPerformed: a read has no
+// effect to be ambiguous about.
 func (c *Client) classify(op string, resp *response, write bool) error {
 	msg := errorText(resp)
 	switch s := resp.status; {
 	case s == http.StatusUnauthorized:
 		return &platform.Unauthorized{Message: fmt.Sprintf("%s: %s", op, msg)}
-	case s == http.StatusTooManyRequests, s == http.StatusServiceUnavailable,
-		// 408 and 425 say the server did not process the request
-		// (RFC 9110 §15.5.9, RFC 8470 §5.2), so they are not rejections.
+	case s == http.StatusTooManyRequests,
+		// 408 says the server did not receive the complete request in
+		// time and closed without processing it (RFC 9110 §15.5.9); 425
+		// says it refused to process a request that might be replayed
+		// (RFC 8470 §5.2). A proxy answering 408 never received the whole
+		// request either, so it cannot have forwarded a complete one.
 		s == http.StatusRequestTimeout, s == http.StatusTooEarly:
 		return &platform.NotPerformed{Status: s, RetryAfter: retryAfter(s, resp.header, c.now()), Message: fmt.Sprintf("%s: %s", op, msg)}
 	case s >= 500:

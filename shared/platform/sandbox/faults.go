@@ -65,13 +65,23 @@ func planOf(f Fault) plan {
 	return p
 }
 
-// planFor decides the request's faults and counts a status create. For
-// status creates three numbers are drawn from the seeded generator on every
-// request, scripted or not, so the random plan of the n-th create depends
-// only on the seed.
-func (s *Server) planFor(route string) plan {
+// planFor decides the request's faults. A status create is also counted
+// and recorded (see Creates); rec is the index of its record, -1 for other
+// routes. For status creates three numbers are drawn from the seeded
+// generator on every request, scripted or not, so the random plan of the
+// n-th create depends only on the seed.
+func (s *Server) planFor(route string, r *http.Request) (p plan, rec int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	p = s.nextPlanLocked(route)
+	rec = -1
+	if route == RouteCreateStatus {
+		rec = s.recordCreateLocked(r, p)
+	}
+	return p, rec
+}
+
+func (s *Server) nextPlanLocked(route string) plan {
 	var random plan
 	if route == RouteCreateStatus {
 		s.stats.CreateRequests++

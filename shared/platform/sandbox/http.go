@@ -30,6 +30,9 @@ type call struct {
 	body    []byte
 	account *account // nil when not authenticated
 	base    string   // the server's base URL
+	// createRec is the index of the request's CreateRecord, -1 for routes
+	// other than status create.
+	createRec int
 }
 
 // reply is an API handler's answer, written after the after-commit faults.
@@ -84,9 +87,12 @@ func (s *Server) plain(h http.HandlerFunc) http.Handler {
 
 // api wraps an API handler with the fault plan, body buffering and
 // authentication. The order models a real server: a dropped request never
-// reaches it; 503/429/401 faults answer before any work; the body is read in
-// full before a delay so the commit can happen even after the client has
-// gone; the handler's work is never tied to the request's context.
+// reaches it (only its headers are looked at, to record a status create's
+// idempotency key); 503/429/401 faults answer before any work (a status
+// create's body is still read, to record what it would have posted); the
+// body is read in full before a delay so the commit can happen even after
+// the client has gone; the handler's work is never tied to the request's
+// context.
 func (s *Server) api(route string, mode authMode, h apiHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.enter() {
@@ -95,17 +101,24 @@ func (s *Server) api(route string, mode authMode, h apiHandler) http.Handler {
 		}
 		defer s.inflight.Done()
 		start := time.Now()
-		p := s.planFor(route)
+		p, rec := s.planFor(route, r)
 		logDone := func(status int) {
+			s.updateCreate(rec, func(cr *CreateRecord) { cr.HTTPStatus = status })
 			s.log.Debug("sandbox: request", "route", route, "status", status,
 				"fault", p.String(), "elapsed", time.Since(start))
 		}
 		if p.dropRequest {
+			// Headers only: the idempotency key is already recorded.
 			logDone(0)
 			drop(w)
 			return
 		}
 		if p.reject != "" {
+			if rec >= 0 {
+				// The answer does not depend on the body, but the drill
+				// wants to know what the request would have posted.
+				s.recordWouldBe(rec, r)
+			}
 			logDone(s.writeReject(w, p))
 			return
 		}
@@ -120,10 +133,13 @@ func (s *Server) api(route string, mode authMode, h apiHandler) http.Handler {
 			s.log.Debug("sandbox: reading request body failed", "route", route, "err", err)
 			return
 		}
-		c := &call{r: r, body: body, base: s.baseURL(r)}
+		c := &call{r: r, body: body, base: s.baseURL(r), createRec: rec}
 		if mode != authNone {
 			acct, presented, valid := s.authenticate(r)
 			if (presented || mode == authRequired) && !valid {
+				if rec >= 0 {
+					s.recordWouldBeFromBody(rec, c)
+				}
 				writeUnauthorized(w)
 				logDone(http.StatusUnauthorized)
 				return
@@ -149,6 +165,29 @@ func (s *Server) api(route string, mode authMode, h apiHandler) http.Handler {
 	})
 }
 
+// recordWouldBe reads a rejected create's body (bounded) to record the
+// fingerprint it would have committed.
+func (s *Server) recordWouldBe(rec int, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	if err != nil {
+		return
+	}
+	s.recordWouldBeFromBody(rec, &call{r: r, body: body})
+}
+
+// recordWouldBeFromBody records the fingerprint of a create that did not
+// reach createStatus.
+func (s *Server) recordWouldBeFromBody(rec int, c *call) {
+	p, err := parseStatusParams(c)
+	if err != nil {
+		return
+	}
+	a, _, _ := s.authenticate(c.r)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.creates[rec].Fingerprint = s.wouldBeFingerprintLocked(a, p)
+}
+
 // baseURL is the URL statuses and media links are built on.
 func (s *Server) baseURL(r *http.Request) string {
 	if u := s.URL(); u != "" {
@@ -163,6 +202,13 @@ func (s *Server) baseURL(r *http.Request) string {
 // authenticate resolves the bearer token. presented is false when the
 // request carries no Authorization header.
 func (s *Server) authenticate(r *http.Request) (acct *account, presented, valid bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.authenticateLocked(r)
+}
+
+// authenticateLocked is authenticate with s.mu held.
+func (s *Server) authenticateLocked(r *http.Request) (acct *account, presented, valid bool) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
 		return nil, false, false
@@ -172,8 +218,6 @@ func (s *Server) authenticate(r *http.Request) (acct *account, presented, valid 
 		return nil, true, false
 	}
 	token = strings.TrimSpace(token)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	tok := s.access[token]
 	if tok == nil || tok.revoked {
 		return nil, true, false

@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
@@ -20,7 +21,9 @@ import (
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 	"golang.org/x/oauth2"
+
 	"oncepost/shared/clocktest"
+	"oncepost/shared/platform"
 )
 
 func newClock() *clocktest.Clock {
@@ -620,19 +623,38 @@ func link(href, prefix, display, suffix string, ellipsis bool) string {
 		`</span><span class="` + class + `">` + display + `</span><span class="invisible">` + suffix + `</span></a>`
 }
 
+// TestContentHTML pins the sandbox's rendering to Mastodon's
+// TextFormatter (mastodon/mastodon app/lib/text_formatter.rb at
+// 5b395774c05d) and Rails' simple_format; see render.go.
 func TestContentHTML(t *testing.T) {
+	s := start(t, Options{})
+	a := s.AddAccount("alice")
+	s.AddAccount("bob")
+	base := s.URL()
+	bob := `<span class="h-card" translate="no"><a href="` + base + `/@bob" class="u-url mention">@<span>bob</span></a></span>`
+	tag := func(name, href string) string {
+		return `<a href="` + base + `/tags/` + href + `" class="mention hashtag" rel="tag">#<span>` + name + `</span></a>`
+	}
 	tests := []struct {
-		name     string
-		text     string
-		want     string
-		wantText string // what the HTML reads as; "" means the stripped text
+		name       string
+		text       string
+		want       string
+		wantText   string // what the HTML reads as; "" means the stored text
+		wantSource string // the stored text; "" means the stripped text
 	}{
 		{name: "plain", text: "Hello world", want: "<p>Hello world</p>"},
-		{name: "stripped", text: "  \n padded \n\n", want: "<p>padded</p>", wantText: "padded"},
+		{name: "stripped", text: "  \n padded \n\n", want: "<p>padded</p>"},
 		{name: "line break", text: "a\nb", want: "<p>a<br />b</p>"},
 		{name: "paragraphs", text: "a\n\nb", want: "<p>a</p><p>b</p>"},
 		{name: "many blank lines are one break", text: "a\n\n\n\nb\nc", want: "<p>a</p><p>b<br />c</p>", wantText: "a\n\nb\nc"},
 		{name: "crlf", text: "a\r\nb", want: "<p>a<br />b</p>", wantText: "a\nb"},
+		{name: "lone cr is a line break", text: "line one\rline two", want: "<p>line one<br />line two</p>", wantText: "line one\nline two"},
+		{name: "two lone crs are a paragraph break", text: "a\r\rb", want: "<p>a</p><p>b</p>", wantText: "a\n\nb"},
+		{name: "cr then crlf", text: "a\r\r\nb", want: "<p>a</p><p>b</p>", wantText: "a\n\nb"},
+		{name: "tabs and trailing spaces stay", text: "a\t \nb  c", want: "<p>a\t <br />b  c</p>"},
+		{name: "blank line holding spaces is not a paragraph break", text: "a\n \nb", want: "<p>a<br /> <br />b</p>"},
+		{name: "unicode and emoji", text: "Café 👩‍👩‍👧 🇫🇷 e\u0301 日本語", want: "<p>Café 👩‍👩‍👧 🇫🇷 e\u0301 日本語</p>"},
+		{name: "only unicode white space around a word", text: "\u3000word\u00a0", want: "<p>\u3000word\u00a0</p>"},
 		{name: "escapes", text: `<b>"Tom" & 'Jerry'</b>`, want: "<p>&lt;b&gt;&quot;Tom&quot; &amp; &#39;Jerry&#39;&lt;/b&gt;</p>"},
 		{name: "short link with trailing period", text: "see https://example.com/a?b=1&c=2.",
 			want: "<p>see " + link("https://example.com/a?b=1&amp;c=2", "https://", "example.com/a?b=1&amp;c=2", "", false) + ".</p>"},
@@ -641,26 +663,58 @@ func TestContentHTML(t *testing.T) {
 				"example.com/a/very/long/path/t", "hat/keeps/going?x=1", true) + " end</p>"},
 		{name: "exactly 30 characters is not cut", text: "http://abcdefghij.com/0123456789abcde",
 			want: "<p>" + link("http://abcdefghij.com/0123456789abcde", "http://", "abcdefghij.com/0123456789abcde", "", false) + "</p>"},
-		{name: "31 characters are cut", text: "http://abcdefghij.com/0123456789abcdef",
-			want: "<p>" + link("http://abcdefghij.com/0123456789abcdef", "http://", "abcdefghij.com/0123456789abcde", "f", true) + "</p>"},
+		{name: "31 characters are shown whole rather than cut by one", text: "http://abcdefghij.com/0123456789abcdef",
+			want: "<p>" + link("http://abcdefghij.com/0123456789abcdef", "http://", "abcdefghij.com/0123456789abcdef", "", false) + "</p>"},
+		{name: "32 characters are cut", text: "http://abcdefghij.com/0123456789abcdefg",
+			want: "<p>" + link("http://abcdefghij.com/0123456789abcdefg", "http://", "abcdefghij.com/0123456789abcde", "fg", true) + "</p>"},
 		{name: "www is invisible", text: "http://www.example.org", want: "<p>" + link("http://www.example.org", "http://www.", "example.org", "", false) + "</p>"},
+		{name: "upper-case scheme is a link with no invisible prefix", text: "HTTPS://EXAMPLE.COM",
+			want: "<p>" + link("HTTPS://EXAMPLE.COM", "", "HTTPS://EXAMPLE.COM", "", false) + "</p>"},
 		{name: "balanced parentheses", text: "(https://en.wikipedia.org/wiki/Go_(language))",
 			want: "<p>(" + link("https://en.wikipedia.org/wiki/Go_(language)", "https://", "en.wikipedia.org/wiki/Go_(lang", "uage)", true) + ")</p>"},
-		{name: "glued to a word is not a link", text: "xhttps://example.com", want: "<p>xhttps://example.com</p>"},
+		{name: "path cannot end in =", text: "https://example.com/a= b",
+			want: "<p>" + link("https://example.com/a", "https://", "example.com/a", "", false) + "= b</p>"},
+		{name: "query cannot end in !", text: "https://example.com/?q=a!",
+			want: "<p>" + link("https://example.com/?q=a", "https://", "example.com/?q=a", "", false) + "!</p>"},
+		{name: "a non-ASCII letter may precede a link", text: "éhttps://example.com",
+			want: "<p>é" + link("https://example.com", "https://", "example.com", "", false) + "</p>"},
+		{name: "glued to an ASCII letter is not a link", text: "xhttps://example.com", want: "<p>xhttps://example.com</p>"},
+		{name: "unknown top-level domain is not a link", text: "https://example.invalid/x", want: "<p>https://example.invalid/x</p>"},
 		{name: "links and paragraphs", text: "One https://a.io\n\nTwo <3",
 			want: "<p>One " + link("https://a.io", "https://", "a.io", "", false) + "</p><p>Two &lt;3</p>"},
+		{name: "mention of a sandbox account", text: "hi @bob!", want: "<p>hi " + bob + "!</p>"},
+		{name: "mention is stored with the account's username", text: "hi @BOB", want: "<p>hi " + bob + "</p>", wantSource: "hi @bob"},
+		{name: "mention of the author", text: "@alice says hi",
+			want: `<p><span class="h-card" translate="no"><a href="` + base + `/@alice" class="u-url mention">@<span>alice</span></a></span> says hi</p>`},
+		{name: "remote mention does not resolve", text: "cc @carol@remote.example", want: "<p>cc @carol@remote.example</p>"},
+		{name: "unknown local mention", text: "cc @nobody", want: "<p>cc @nobody</p>"},
+		{name: "at sign inside a word is not a mention", text: "mail@bob", want: "<p>mail@bob</p>"},
+		{name: "mention followed by an at sign is not linked", text: "@bob@ x", want: "<p>@bob@ x</p>"},
+		{name: "hashtag", text: "#golang rocks", want: "<p>" + tag("golang", "golang") + " rocks</p>"},
+		{name: "hashtag keeps its case and stops at punctuation", text: "I like #GoLang.", want: "<p>I like " + tag("GoLang", "GoLang") + ".</p>"},
+		{name: "full-width hash sign is rendered as #", text: "＃日本 and #café", want: "<p>" + tag("日本", "%E6%97%A5%E6%9C%AC") + " and " + tag("café", "caf%C3%A9") + "</p>",
+			wantText: "#日本 and #café"},
+		{name: "hash inside a word is not a hashtag", text: "a#tag", want: "<p>a#tag</p>"},
+		{name: "digits only is not a hashtag", text: "#123 #1a", want: "<p>#123 " + tag("1a", "1a") + "</p>"},
+		{name: "hashtag in a link belongs to the link", text: "https://example.com/#frag",
+			want: "<p>" + link("https://example.com/#frag", "https://", "example.com/#frag", "", false) + "</p>"},
 	}
-	s := start(t, Options{})
-	a := s.AddAccount("alice")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			st := mustStatus(t, post(t, s, a, tt.text, ""))
 			if st.Content != tt.want {
 				t.Errorf("content\n got %s\nwant %s", st.Content, tt.want)
 			}
+			if got := s.RenderContent(tt.text); got != tt.want {
+				t.Errorf("RenderContent\n got %s\nwant %s", got, tt.want)
+			}
+			wantSource := tt.wantSource
+			if wantSource == "" {
+				wantSource = stripText(tt.text)
+			}
 			want := tt.wantText
 			if want == "" {
-				want = stripText(tt.text)
+				want = wantSource
 			}
 			if got := htmlText(t, st.Content); got != want {
 				t.Errorf("HTML reads as %q, want %q", got, want)
@@ -668,8 +722,8 @@ func TestContentHTML(t *testing.T) {
 			src := get(t, s.URL()+"/api/v1/statuses/"+st.ID+"/source", a.AccessToken)
 			var source struct{ ID, Text, SpoilerText string }
 			src.decode(t, &source)
-			if source.Text != stripText(tt.text) || source.ID != st.ID {
-				t.Errorf("source = %+v, want text %q", source, stripText(tt.text))
+			if source.Text != wantSource || source.ID != st.ID {
+				t.Errorf("source = %+v, want text %q", source, wantSource)
 			}
 		})
 	}
@@ -764,6 +818,8 @@ func TestValidation(t *testing.T) {
 		wantError  string
 	}{
 		{name: "blank", text: "  \n ", wantStatus: 422, wantError: "Validation failed: Text can't be blank"},
+		{name: "unicode white space only is blank", text: "\u3000\u00a0\n", wantStatus: 422, wantError: "Validation failed: Text can't be blank"},
+		{name: "a mention counts without its domain", text: strings.Repeat("a", 480) + " @carol@" + strings.Repeat("d", 40) + ".example", wantStatus: 200},
 		{name: "500 characters", text: strings.Repeat("a", 500), wantStatus: 200},
 		{name: "501 characters", text: strings.Repeat("a", 501), wantStatus: 422, wantError: "Validation failed: Text character limit of 500 exceeded"},
 		{name: "graphemes, not bytes", text: strings.Repeat("👍🏽", 500), wantStatus: 200},
@@ -831,6 +887,13 @@ func TestPagination(t *testing.T) {
 		{query: "min_id=" + ids[1] + "&since_id=" + ids[3], want: []int{4, 3, 2}},
 		{query: "max_id=" + ids[0], want: []int{}},
 		{query: "limit=0", want: []int{4, 3, 2, 1, 0}},
+		// A present id of 0 counts (Rails' present?): min_id=0 pages from
+		// the oldest status, since_id=0 excludes nothing, max_id=0 all.
+		{query: "limit=2&min_id=0", want: []int{1, 0}, wantNext: ids[0]},
+		{query: "min_id=0", want: []int{4, 3, 2, 1, 0}},
+		{query: "limit=2&min_id=" + ids[1], want: []int{3, 2}, wantNext: ids[2]},
+		{query: "since_id=0", want: []int{4, 3, 2, 1, 0}},
+		{query: "max_id=0", want: []int{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
@@ -1337,5 +1400,102 @@ func TestRestoreAccount(t *testing.T) {
 	}
 	if st := s.InjectStatus(a.ID, "hello"); st.AccountID != a.ID {
 		t.Errorf("status on restored account has account %q", st.AccountID)
+	}
+}
+
+// TestCreateLog checks that every status create is on record with what
+// the fault plan did to it, so a drill can explain each outcome.
+func TestCreateLog(t *testing.T) {
+	clock := newClock()
+	s := start(t, Options{Now: clock.Now})
+	a := s.AddAccount("alice")
+	s.AddAccount("bob")
+	s.Script(
+		Fault{Kind: FaultDropRequest},
+		Fault{Kind: Fault503},
+		Fault{Kind: Fault429},
+		Fault{Kind: Fault401},
+		Fault{Kind: FaultDropResponse},
+		Fault{Kind: Fault500AfterCommit},
+	)
+	create := func(token, text, key string) response {
+		t.Helper()
+		r, err := send(client, http.MethodPost, s.URL()+"/api/v1/statuses", token, formType, createForm(text), map[string]string{"Idempotency-Key": key})
+		if err != nil {
+			return response{}
+		}
+		return r
+	}
+	create(a.AccessToken, "dropped", "k1")
+	create(a.AccessToken, "unavailable", "k2")
+	create(a.AccessToken, "throttled", "k3")
+	create(a.AccessToken, "refused", "k4")
+	create(a.AccessToken, "lost answer", "k5")
+	failed := create(a.AccessToken, "server error", "k6")
+	ok := mustStatus(t, create(a.AccessToken, "  hello @BOB  ", "k7"))
+	replay := mustStatus(t, create(a.AccessToken, "lost answer", "k5"))
+	create(a.AccessToken, " \n ", "k8")
+	create("bogus", "no account", "k9")
+
+	if failed.status != 500 {
+		t.Fatalf("500-after-commit answered %d", failed.status)
+	}
+	byText := map[string]string{}
+	for _, st := range s.Statuses(a.ID) {
+		byText[st.Text] = st.ID
+	}
+	at := clock.Now()
+	fp := func(text string) string { return platform.Fingerprint(text, nil) }
+	want := []CreateRecord{
+		{Seq: 1, AccountID: a.ID, IdempotencyKey: "k1", Fault: "drop-request", At: at},
+		{Seq: 2, AccountID: a.ID, IdempotencyKey: "k2", Fingerprint: fp("unavailable"), Fault: "503", HTTPStatus: 503, At: at},
+		{Seq: 3, AccountID: a.ID, IdempotencyKey: "k3", Fingerprint: fp("throttled"), Fault: "429", HTTPStatus: 429, At: at},
+		{Seq: 4, AccountID: a.ID, IdempotencyKey: "k4", Fingerprint: fp("refused"), Fault: "401", HTTPStatus: 401, At: at},
+		{Seq: 5, AccountID: a.ID, IdempotencyKey: "k5", Fingerprint: fp("lost answer"), Fault: "drop-response",
+			Committed: true, StatusID: byText["lost answer"], At: at},
+		{Seq: 6, AccountID: a.ID, IdempotencyKey: "k6", Fingerprint: fp("server error"), Fault: "500-after-commit",
+			Committed: true, StatusID: byText["server error"], HTTPStatus: 500, At: at},
+		{Seq: 7, AccountID: a.ID, IdempotencyKey: "k7", Fingerprint: fp("hello @bob"), Committed: true, StatusID: ok.ID, HTTPStatus: 200, At: at},
+		{Seq: 8, AccountID: a.ID, IdempotencyKey: "k5", Fingerprint: fp("lost answer"), StatusID: replay.ID, HTTPStatus: 200, At: at},
+		{Seq: 9, AccountID: a.ID, IdempotencyKey: "k8", Fingerprint: fp(""), HTTPStatus: 422, At: at},
+		{Seq: 10, IdempotencyKey: "k9", Fingerprint: fp("no account"), HTTPStatus: 401, At: at},
+	}
+	if diff := cmp.Diff(want, s.Creates()); diff != "" {
+		t.Errorf("Creates (-want +got):\n%s", diff)
+	}
+	if replay.ID != byText["lost answer"] || byText["lost answer"] == "" {
+		t.Errorf("replay answered %s, want the committed %s", replay.ID, byText["lost answer"])
+	}
+	// Creates returns a copy.
+	got := s.Creates()
+	got[0].Fault = "changed"
+	if s.Creates()[0].Fault != "drop-request" {
+		t.Errorf("Creates shares its records with the server")
+	}
+}
+
+// TestCreateLogStaysCheap keeps the record of a drill-sized run small and
+// fast: 10,000 creates through the handler.
+func TestCreateLogStaysCheap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10,000 creates")
+	}
+	s := New(Options{MaxCharacters: 500})
+	a := s.AddAccount("alice")
+	h := s.Handler()
+	for i := range 10_000 {
+		req := httptest.NewRequest(http.MethodPost, "http://sandbox.test/api/v1/statuses", strings.NewReader(string(createForm(fmt.Sprint("post ", i)))))
+		req.Header.Set("Authorization", "Bearer "+a.AccessToken)
+		req.Header.Set("Content-Type", formType)
+		req.Header.Set("Idempotency-Key", fmt.Sprint("k", i))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("create %d: %d %s", i, rec.Code, rec.Body)
+		}
+	}
+	creates := s.Creates()
+	if len(creates) != 10_000 || creates[9_999].Seq != 10_000 || !creates[9_999].Committed {
+		t.Fatalf("Creates: %d records, last %+v", len(creates), creates[len(creates)-1])
 	}
 }

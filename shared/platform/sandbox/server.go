@@ -10,7 +10,14 @@
 // ledger must survive: delays around the commit, dropped requests, responses
 // lost after the commit, 500 after commit, 503, 429 and 401. The server
 // counts duplicate posts itself (same content fingerprint committed twice for
-// one account) and shows every account's timeline as a plain HTML page at /.
+// one account), records every status create with the fault it suffered and
+// its outcome (Creates), and shows every account's timeline as a plain HTML
+// page at /.
+//
+// Status texts are stored and rendered as Mastodon stores and renders them
+// (render.go names the Mastodon source followed): stripped, mentions of
+// sandbox accounts rewritten to their usernames, "content" HTML with links
+// shortened, mentions and hashtags linked, paragraphs and <br />.
 //
 // The server binds 127.0.0.1 only and keeps everything in memory.
 package sandbox
@@ -24,6 +31,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -99,7 +107,9 @@ const (
 	FaultDropResponse FaultKind = "drop-response"
 	// Fault500AfterCommit commits, then answers 500 {"error":"..."}.
 	Fault500AfterCommit FaultKind = "500-after-commit"
-	// Fault503 answers 503 before committing anything.
+	// Fault503 answers 503 before committing anything. A client cannot tell
+	// it from a proxy's 503 after forwarding, so on a write oncepost's
+	// adapter treats it as ambiguous.
 	Fault503 FaultKind = "503"
 	// Fault429 answers 429 before committing anything, with Retry-After in
 	// whole seconds rounded up from Fault.RetryAfter (default 1s).
@@ -169,7 +179,10 @@ type Status struct {
 	ID        string
 	AccountID string
 	Username  string
-	// Text is the plain text as posted, stripped of surrounding white space.
+	// Text is the plain text as stored and served by the source endpoint:
+	// as posted, stripped of surrounding white space, with every mention of
+	// a sandbox account rewritten to "@" + its username, as Mastodon's
+	// ProcessMentionsService does ("@ALICE" is stored as "@alice").
 	Text string
 	// Content is the HTML Mastodon would serve as "content".
 	Content    string
@@ -219,6 +232,7 @@ type Server struct {
 	lastID       uint64
 	accounts     map[string]*account
 	accountOrder []*account
+	byUsername   map[string]*account // lower-cased username → first account with it
 	access       map[string]*accessToken
 	refresh      map[string]refreshGrant // refresh token → its grant
 	statuses     map[uint64]*status
@@ -227,6 +241,7 @@ type Server struct {
 	fingerprints map[string]map[string]bool  // account id → fingerprints ever committed
 	scripts      map[string][]Fault
 	stats        Stats
+	creates      []CreateRecord
 
 	life      sync.Mutex
 	closing   bool
@@ -322,6 +337,7 @@ func New(opts Options) *Server {
 		log:          log,
 		rng:          mrand.New(mrand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		accounts:     map[string]*account{},
+		byUsername:   map[string]*account{},
 		access:       map[string]*accessToken{},
 		refresh:      map[string]refreshGrant{},
 		statuses:     map[uint64]*status{},
@@ -437,8 +453,7 @@ func (s *Server) AddAccount(username string) Account {
 	defer s.mu.Unlock()
 	now := s.opts.Now()
 	a := &account{id: s.nextIDLocked(now), username: username, createdAt: now}
-	s.accounts[a.id] = a
-	s.accountOrder = append(s.accountOrder, a)
+	s.addAccountLocked(a)
 	access, refresh := s.issueTokensLocked(a.id, now)
 	return Account{ID: a.id, Username: username, AccessToken: access, RefreshToken: refresh}
 }
@@ -458,8 +473,7 @@ func (s *Server) RestoreAccount(a Account) error {
 	}
 	now := s.opts.Now()
 	acct := &account{id: a.ID, username: a.Username, createdAt: now}
-	s.accounts[a.ID] = acct
-	s.accountOrder = append(s.accountOrder, acct)
+	s.addAccountLocked(acct)
 	tok := &accessToken{accountID: a.ID}
 	if s.opts.TokenTTL > 0 {
 		tok.expiresAt = now.Add(s.opts.TokenTTL)
@@ -470,6 +484,45 @@ func (s *Server) RestoreAccount(a Account) error {
 		s.lastID = id
 	}
 	return nil
+}
+
+// addAccountLocked registers a new account. A mention of a username
+// shared by several accounts resolves to the first of them (Mastodon's
+// usernames are unique per instance; the sandbox's need not be).
+func (s *Server) addAccountLocked(a *account) {
+	s.accounts[a.id] = a
+	s.accountOrder = append(s.accountOrder, a)
+	if key := strings.ToLower(a.username); s.byUsername[key] == nil {
+		s.byUsername[key] = a
+	}
+}
+
+// resolveLocked is the sandbox's mention resolver: the local account with
+// the username, compared case-insensitively as Mastodon's
+// Account.find_remote does, or nil.
+func (s *Server) resolveLocked(username string) *account {
+	return s.byUsername[strings.ToLower(username)]
+}
+
+// contentBase is the base URL hashtag and profile links in rendered
+// content point at when no request supplies one.
+func (s *Server) contentBase() string {
+	if u := s.URL(); u != "" {
+		return u
+	}
+	return "http://127.0.0.1"
+}
+
+// RenderContent returns the HTML this server would serve as a status's
+// "content" if the text were posted now: stripped, mentions of its
+// accounts rewritten to their usernames and linked, URLs and hashtags
+// linked, paragraphs and line breaks as Mastodon renders them (see
+// render.go for the Mastodon source it follows).
+func (s *Server) RenderContent(text string) string {
+	base := s.contentBase()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return renderContent(rewriteMentions(stripText(text), s.resolveLocked), base, s.resolveLocked)
 }
 
 // issueTokensLocked makes a new access and refresh token for the account.
@@ -561,16 +614,18 @@ func (s *Server) Statuses(accountID string) []Status {
 }
 
 // InjectStatus commits a post directly, as if another app had posted it.
-// It is counted like any commit (Committed, Duplicates). It panics if the
-// account does not exist.
+// The text is prepared as a create's is (stripped, mentions rewritten). It
+// is counted like any commit (Committed, Duplicates) but not as a create
+// request. It panics if the account does not exist.
 func (s *Server) InjectStatus(accountID, text string) Status {
+	base := s.contentBase()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a := s.accounts[accountID]
 	if a == nil {
 		panic(fmt.Sprintf("sandbox: InjectStatus: unknown account %q", accountID))
 	}
-	st := s.commitLocked(a, stripText(text), "public", nil, "")
+	st := s.commitLocked(a, s.prepareTextLocked(text), "public", nil, "", base)
 	st.Injected = true
 	return st.clone()
 }
@@ -599,8 +654,16 @@ func (s *Server) RevokeRefreshToken(accountID string) {
 	}
 }
 
-// commitLocked stores a new status and updates the counters.
-func (s *Server) commitLocked(a *account, text, visibility string, ms []*media, idemKey string) *status {
+// prepareTextLocked is what Mastodon does to a status text before it is
+// stored: String#strip (Status#prepare_contents) and the rewrite of every
+// resolvable mention to "@acct" (ProcessMentionsService#scan_text!).
+func (s *Server) prepareTextLocked(text string) string {
+	return rewriteMentions(stripText(text), s.resolveLocked)
+}
+
+// commitLocked stores a new status, with text as prepareTextLocked made
+// it and content rendered for base, and updates the counters.
+func (s *Server) commitLocked(a *account, text, visibility string, ms []*media, idemKey, base string) *status {
 	now := s.opts.Now()
 	id := s.nextIDLocked(now)
 	num, _ := strconv.ParseUint(id, 10, 64)
@@ -609,7 +672,7 @@ func (s *Server) commitLocked(a *account, text, visibility string, ms []*media, 
 	st.AccountID = a.id
 	st.Username = a.username
 	st.Text = text
-	st.Content = renderContent(text)
+	st.Content = renderContent(text, base, s.resolveLocked)
 	st.Visibility = visibility
 	st.CreatedAt = now.UTC().Truncate(time.Millisecond)
 	st.IdempotencyKey = idemKey

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -123,7 +124,8 @@ func parseStatusParams(c *call) (statusParams, error) {
 
 // createStatus is POST /api/v1/statuses. Like Mastodon's PostStatusService
 // it answers an Idempotency-Key replay before any validation, then checks
-// media, then text, and commits.
+// media, then text, and commits. The text is stored as Mastodon stores it
+// (see prepareTextLocked) and the request's CreateRecord is completed.
 func (s *Server) createStatus(c *call) reply {
 	p, err := parseStatusParams(c)
 	if err != nil {
@@ -134,6 +136,11 @@ func (s *Server) createStatus(c *call) reply {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var rec *CreateRecord
+	if c.createRec >= 0 {
+		rec = &s.creates[c.createRec]
+		rec.Fingerprint = s.wouldBeFingerprintLocked(a, p)
+	}
 	now := s.opts.Now()
 	idemKey := a.id + "\x00" + key
 	useKey := key != "" && !s.opts.DisableIdempotency
@@ -142,6 +149,9 @@ func (s *Server) createStatus(c *call) reply {
 			if now.Before(e.expires) {
 				if st := s.statuses[e.statusID]; st != nil && !st.deleted {
 					s.stats.IdempotentReplays++
+					if rec != nil {
+						rec.StatusID = st.ID
+					}
 					return reply{status: http.StatusOK, body: s.statusJSONLocked(st, c.base, false)}
 				}
 			} else {
@@ -161,17 +171,20 @@ func (s *Server) createStatus(c *call) reply {
 	if msg != "" {
 		return errorReply(http.StatusUnprocessableEntity, msg)
 	}
-	text := stripText(p.text)
-	if text == "" && len(ms) == 0 {
+	text := s.prepareTextLocked(p.text)
+	if isBlank(text) && len(ms) == 0 {
 		return errorReply(http.StatusUnprocessableEntity, "Validation failed: Text can't be blank")
 	}
 	if countCharacters(text) > s.opts.MaxCharacters {
 		return errorReply(http.StatusUnprocessableEntity,
 			fmt.Sprintf("Validation failed: Text character limit of %d exceeded", s.opts.MaxCharacters))
 	}
-	st := s.commitLocked(a, text, visibility, ms, key)
+	st := s.commitLocked(a, text, visibility, ms, key, c.base)
 	if useKey {
 		s.idempotency[idemKey] = idempotencyEntry{statusID: st.num, expires: now.Add(idempotencyTTL)}
+	}
+	if rec != nil {
+		rec.Committed, rec.StatusID = true, st.ID
 	}
 	return reply{status: http.StatusOK, body: s.statusJSONLocked(st, c.base, false)}
 }
@@ -262,9 +275,14 @@ func (s *Server) deleteStatus(c *call) reply {
 }
 
 // accountStatuses is GET /api/v1/accounts/:id/statuses, newest first, with
-// Mastodon's pagination: max_id and since_id page backwards from the newest;
-// min_id (which wins over since_id) returns the statuses immediately newer
-// than it, still newest first.
+// Mastodon's pagination (app/models/concerns/paginable.rb,
+// to_a_paginated_by_id, at mastodon/mastodon 5b395774c05d): when min_id is
+// present it selects the limit statuses immediately newer than min_id
+// (and older than max_id), still served newest first; otherwise the limit
+// newest statuses older than max_id and newer than since_id. "Present"
+// means given and not empty, as Rails' present? has it: min_id=0 selects
+// the min_id mode and returns the account's oldest statuses, since_id=0
+// excludes nothing and max_id=0 everything.
 func (s *Server) accountStatuses(c *call) reply {
 	q := c.r.URL.Query()
 	limit := defaultStatusesLimit
@@ -273,7 +291,8 @@ func (s *Server) accountStatuses(c *call) reply {
 			limit = min(n, maxStatusesLimit)
 		}
 	}
-	var bounds [3]uint64 // max_id, since_id, min_id; 0 = absent
+	var bounds [3]uint64 // max_id, since_id, min_id
+	var present [3]bool
 	for i, name := range []string{"max_id", "since_id", "min_id"} {
 		v := q.Get(name)
 		if v == "" {
@@ -283,9 +302,10 @@ func (s *Server) accountStatuses(c *call) reply {
 		if err != nil {
 			return errorReply(http.StatusBadRequest, name+" must be a status id")
 		}
-		bounds[i] = n
+		bounds[i], present[i] = n, true
 	}
 	maxID, sinceID, minID := bounds[0], bounds[1], bounds[2]
+	hasMax, hasSince, hasMin := present[0], present[1], present[2]
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -294,9 +314,14 @@ func (s *Server) accountStatuses(c *call) reply {
 		return errorReply(http.StatusNotFound, "Record not found")
 	}
 	var page []*status
-	if minID > 0 {
-		for _, st := range a.statuses { // oldest first
-			if st.deleted || st.num <= minID || (maxID > 0 && st.num >= maxID) {
+	if hasMin {
+		// a.statuses is in commit order, which is id order.
+		first, _ := slices.BinarySearchFunc(a.statuses, minID+1, func(st *status, id uint64) int { return cmp.Compare(st.num, id) })
+		for _, st := range a.statuses[first:] { // oldest first
+			if hasMax && st.num >= maxID {
+				break
+			}
+			if st.deleted {
 				continue
 			}
 			page = append(page, st)
@@ -308,7 +333,10 @@ func (s *Server) accountStatuses(c *call) reply {
 	} else {
 		for i := len(a.statuses) - 1; i >= 0; i-- { // newest first
 			st := a.statuses[i]
-			if st.deleted || (maxID > 0 && st.num >= maxID) || st.num <= sinceID {
+			if hasSince && st.num <= sinceID {
+				break
+			}
+			if st.deleted || (hasMax && st.num >= maxID) {
 				continue
 			}
 			page = append(page, st)
