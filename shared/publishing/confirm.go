@@ -6,8 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
 
+	"oncepost/shared/emf"
 	"oncepost/shared/ledger"
 	"oncepost/shared/platform"
 	"oncepost/shared/post"
@@ -24,8 +28,22 @@ const (
 )
 
 // LookSkew widens the lookup window before the send time, for clock skew
-// between us and the platform.
+// between us and the platform. It matters only for entries without a
+// point to look from (LookAfter), e.g. written by an older version.
 const LookSkew = 2 * time.Minute
+
+// ErrTaskNotWaiting is returned by Tasks.SendTaskSuccess when no workflow
+// task waits on the token (it was answered, retried with a new token, or
+// its workflow stopped).
+var ErrTaskNotWaiting = errors.New("no workflow task waits on that token")
+
+// Tasks answers a workflow task that waits for a callback (Step Functions
+// SendTaskSuccess; localflow's engine for the embedded runtime).
+type Tasks interface {
+	// SendTaskSuccess completes the task waiting on token with output;
+	// ErrTaskNotWaiting if none waits on it.
+	SendTaskSuccess(ctx context.Context, token string, output json.RawMessage) error
+}
 
 // Confirmer holds the confirm workflow's steps. Each step is safe to run
 // more than once (Step Functions retries tasks): a step whose entry has
@@ -37,11 +55,38 @@ type Confirmer struct {
 	Platforms Platforms
 	// Queue receives the job again after Release.
 	Queue Queue
+	// Credentials reads and refreshes credentials (a Look that gets a 401
+	// refreshes like Publish); share the Publisher's.
+	Credentials *Credentials
+	// Tasks answers the Hold task of an entry that needs no operator (it
+	// settled meanwhile) or that an operator already decided.
+	Tasks Tasks
+	// Metrics receives event metrics; nil drops them.
+	Metrics MetricsEmitter
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// CallTimeout bounds one platform read; default 10 s.
 	CallTimeout time.Duration
-	Logger      *slog.Logger
+	// LookSkew replaces the package's LookSkew (a scaled drill scales it).
+	LookSkew time.Duration
+	Logger   *slog.Logger
+
+	credsOnce sync.Once
+	creds     *Credentials
+}
+
+func (c *Confirmer) credentials() *Credentials {
+	if c.Credentials != nil {
+		return c.Credentials
+	}
+	c.credsOnce.Do(func() {
+		c.creds = &Credentials{Accounts: c.Accounts, Owner: "confirm", CallTimeout: c.CallTimeout, Now: c.Now, Metrics: c.Metrics, Logger: c.Logger}
+	})
+	return c.creds
+}
+
+func (c *Confirmer) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, orDefault(c.CallTimeout, 10*time.Second))
 }
 
 // LookResult is the Look step's answer, read by the workflow's Choice state.
@@ -84,22 +129,32 @@ func (c *Confirmer) Look(ctx context.Context, in ConfirmInput) (LookResult, erro
 	if err != nil {
 		return LookResult{}, fmt.Errorf("look %s: account: %w", in.Key, err)
 	}
-	cred, err := c.Accounts.Credential(ctx, acc.ID)
+	creds := c.credentials()
+	cred, err := creds.Get(ctx, acc.ID)
 	if err != nil {
-		return LookResult{}, fmt.Errorf("look %s: credential: %w", in.Key, err)
+		return LookResult{}, fmt.Errorf("look %s: %w", in.Key, err)
 	}
 	client, err := c.Platforms.Client(ctx, acc, cred)
 	if err != nil {
 		return LookResult{}, fmt.Errorf("look %s: client: %w", in.Key, err)
 	}
-	media, err := c.mediaOf(ctx, e)
+	text, media, err := c.postOf(ctx, e)
 	if err != nil {
 		return LookResult{}, fmt.Errorf("look %s: %w", in.Key, err)
 	}
-	cctx, cancel := context.WithTimeout(ctx, orDefault(c.CallTimeout, 10*time.Second))
-	defer cancel()
-	rp, found, err := client.Lookup(cctx, platform.LookupQuery{
-		Handle: e.Handle, Fingerprint: e.Fingerprint, MediaSHA256: media, NotBefore: e.SentAt.Add(-LookSkew),
+	q := platform.LookupQuery{
+		Handle: e.Handle, Fingerprint: e.Fingerprint, MediaSHA256: media, Text: text,
+		After: e.LookAfter, NotBefore: e.SentAt.Add(-orDefault(c.LookSkew, LookSkew)),
+	}
+	var (
+		rp    platform.RemotePost
+		found bool
+	)
+	// A 401 refreshes the credential and looks again, as Publish does.
+	a := &authedClient{creds: creds, platforms: c.Platforms, acc: acc, client: client, cred: cred, timeout: c.callContext}
+	err = a.do(ctx, func(ctx context.Context, cl platform.Client) (err error) {
+		rp, found, err = cl.Lookup(ctx, q)
+		return err
 	})
 	if err != nil {
 		return LookResult{}, fmt.Errorf("look %s: %w", in.Key, err)
@@ -108,14 +163,15 @@ func (c *Confirmer) Look(ctx context.Context, in ConfirmInput) (LookResult, erro
 	return LookResult{Found: found, RemoteID: rp.RemoteID, State: string(e.State)}, nil
 }
 
-// mediaOf maps remote media ids to SHA-256s for the entry's post.
-func (c *Confirmer) mediaOf(ctx context.Context, e ledger.Entry) (map[string]string, error) {
+// postOf returns the entry's post text and maps the remote ids of its
+// uploaded media to their SHA-256s. A deleted post has neither.
+func (c *Confirmer) postOf(ctx context.Context, e ledger.Entry) (string, map[string]string, error) {
 	pst, err := c.Posts.GetPost(ctx, post.ID(e.Subject))
 	if errors.Is(err, post.ErrNotFound) {
-		return nil, nil
+		return "", nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("post %s: %w", e.Subject, err)
+		return "", nil, fmt.Errorf("post %s: %w", e.Subject, err)
 	}
 	m := map[string]string{}
 	for _, md := range pst.Media {
@@ -124,13 +180,13 @@ func (c *Confirmer) mediaOf(ctx context.Context, e ledger.Entry) (map[string]str
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("upload entry %s: %w", md.SHA256, err)
+			return "", nil, fmt.Errorf("upload entry %s: %w", md.SHA256, err)
 		}
 		if u.RemoteID != "" {
 			m[u.RemoteID] = md.SHA256
 		}
 	}
-	return m, nil
+	return pst.Body, m, nil
 }
 
 // Confirm records the found post (or an operator's word that it is there):
@@ -151,6 +207,9 @@ func (c *Confirmer) Confirm(ctx context.Context, in ConfirmInput, remoteID strin
 		return fmt.Errorf("confirm %s: %w", in.Key, err)
 	}
 	c.log().InfoContext(ctx, "confirmed after ambiguous outcome", "key", in.Key, "attempt", in.Attempt, "remote_id", remoteID, "from", e.State)
+	emitMetrics(ctx, c.Metrics, c.log(),
+		emf.Metric{Name: MetricPublished, Unit: emf.Count, Value: 1},
+		emf.Metric{Name: MetricPublishLateness, Unit: emf.Seconds, Value: c.now().Sub(e.Slot).Seconds()})
 	return c.setTarget(ctx, next, post.Published)
 }
 
@@ -163,6 +222,17 @@ func (c *Confirmer) Reject(ctx context.Context, in ConfirmInput, reason string) 
 	}
 	if e.State != ledger.Held || e.Attempt != in.Attempt {
 		return c.reapply(ctx, e, in, ledger.Failed, post.Failed)
+	}
+	if reason == "" || reason == ReasonOperatorRejected {
+		// The workflow's Reject step carries no reason; the operator's is
+		// recorded with the decision.
+		var d Decision
+		if json.Unmarshal([]byte(e.Decision), &d) == nil && d.Reason != "" {
+			reason = ReasonOperatorRejected + ": " + d.Reason
+		}
+	}
+	if reason == "" {
+		reason = ReasonOperatorRejected
 	}
 	next, err := e.Fail(reason, c.now())
 	if err != nil {
@@ -208,7 +278,10 @@ func (c *Confirmer) Release(ctx context.Context, in ConfirmInput) error {
 	switch {
 	case (e.State == ledger.Unknown || e.State == ledger.Held) && e.Attempt == in.Attempt:
 		reason := ReasonNotFoundAfterLooks
-		if e.State == ledger.Held {
+		switch {
+		case e.State == ledger.Held && e.Reason == ReasonDuplicateOnAccount:
+			reason = ReasonOperatorReleasedDuplicate
+		case e.State == ledger.Held:
 			reason = ReasonOperatorReleased
 		}
 		next, err := e.Release(reason, c.now())
@@ -219,6 +292,7 @@ func (c *Confirmer) Release(ctx context.Context, in ConfirmInput) error {
 			return fmt.Errorf("release %s: %w", in.Key, err)
 		}
 		c.log().WarnContext(ctx, "released for re-send", "key", in.Key, "attempt", in.Attempt, "from", e.State, "reason", reason)
+		emitCount(ctx, c.Metrics, c.log(), MetricReleased)
 		if e.State == ledger.Held {
 			// The operator's release puts the target back in line.
 			if err := c.setTarget(ctx, next, post.Triggered); err != nil {
@@ -247,21 +321,88 @@ func (c *Confirmer) enqueue(ctx context.Context, e ledger.Entry) error {
 
 // Hold hands the entry to an operator: unknown → held with the workflow's
 // task token, target held. The workflow waits for the operator's decision.
+//
+// A Hold step retried by the workflow waits on a new token: the entry,
+// already held at this attempt, then records the newer token (held →
+// held), so that an operator's decision reaches the task that waits. If an
+// operator already decided, or the entry settled before the hold, nobody
+// will answer the token: the step answers it itself (Tasks), with the
+// recorded decision or with "resolved".
 func (c *Confirmer) Hold(ctx context.Context, in ConfirmInput, taskToken, reason string) error {
-	e, open, err := c.current(ctx, in)
-	if err != nil || !open {
-		return err
-	}
-	next, err := e.Hold(reason, "", c.now())
+	e, err := c.Ledger.Get(ctx, in.Key)
 	if err != nil {
-		return err
-	}
-	next.TaskToken = taskToken
-	if err := c.Ledger.Update(ctx, e, next); err != nil {
 		return fmt.Errorf("hold %s: %w", in.Key, err)
 	}
-	c.log().WarnContext(ctx, "held for an operator", "key", in.Key, "attempt", in.Attempt, "reason", reason)
-	return c.setTarget(ctx, next, post.Held)
+	reason = readableReason(reason)
+	switch {
+	case e.State == ledger.Unknown && e.Attempt == in.Attempt:
+		next, err := e.Hold(reason, "", c.now())
+		if err != nil {
+			return err
+		}
+		next.TaskToken = taskToken
+		if err := c.Ledger.Update(ctx, e, next); err != nil {
+			return fmt.Errorf("hold %s: %w", in.Key, err)
+		}
+		c.log().WarnContext(ctx, "held for an operator", "key", in.Key, "attempt", in.Attempt, "reason", reason)
+		return c.setTarget(ctx, next, post.Held)
+	case e.State == ledger.Held && e.Attempt == in.Attempt && e.Decision != "":
+		return c.answer(ctx, taskToken, json.RawMessage(e.Decision))
+	case e.State == ledger.Held && e.Attempt == in.Attempt:
+		if e.TaskToken != taskToken {
+			next, err := e.Retoken(taskToken, c.now())
+			if err != nil {
+				return err
+			}
+			if err := c.Ledger.Update(ctx, e, next); err != nil {
+				return fmt.Errorf("hold %s: record the new task token: %w", in.Key, err)
+			}
+		}
+		// A retry of this step: the target update may not have landed.
+		return c.setTarget(ctx, e, post.Held)
+	default:
+		// Settled before the hold (a late success, an operator).
+		return c.answer(ctx, taskToken, json.RawMessage(`{"decision":"resolved"}`))
+	}
+}
+
+// readableReason turns the Lambda error document a workflow puts in a
+// reason ({"errorMessage":…,"errorType":…}, how Step Functions reports a
+// function's error Cause) into its message, and bounds the reason's length.
+func readableReason(reason string) string {
+	if i := strings.Index(reason, `{"errorMessage"`); i >= 0 {
+		var doc struct {
+			Message string `json:"errorMessage"`
+		}
+		if json.Unmarshal([]byte(reason[i:]), &doc) == nil && doc.Message != "" {
+			reason = reason[:i] + doc.Message
+		}
+	}
+	return cut(reason, MaxReasonBytes)
+}
+
+// cut bounds s to n bytes on a UTF-8 boundary, marking the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "… (cut)"
+	i := n - len(mark)
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + mark
+}
+
+// answer completes the Hold task with output, if Tasks is configured.
+func (c *Confirmer) answer(ctx context.Context, token string, output json.RawMessage) error {
+	if c.Tasks == nil {
+		return nil
+	}
+	if err := c.Tasks.SendTaskSuccess(ctx, token, output); err != nil && !errors.Is(err, ErrTaskNotWaiting) {
+		return fmt.Errorf("answer hold: %w", err)
+	}
+	return nil
 }
 
 func (c *Confirmer) setTarget(ctx context.Context, e ledger.Entry, s post.TargetStatus) error {

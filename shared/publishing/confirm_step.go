@@ -26,6 +26,9 @@ const (
 	ErrNameStoreUnavailable = "StoreUnavailable"
 	// ErrNameInvalidStep: the request cannot be served; never retried.
 	ErrNameInvalidStep = "InvalidStepRequest"
+	// ErrNameLookupInconclusive: the platform was read but the post could
+	// not be proven absent; not retried, an operator decides.
+	ErrNameLookupInconclusive = "LookupInconclusive"
 )
 
 // StepRequest is the payload the confirm workflow sends to each step (the
@@ -117,10 +120,13 @@ func stepError(err error) error {
 		amb *platform.Ambiguous
 		ua  *platform.Unauthorized
 		rej *platform.Rejected
+		inc *platform.Inconclusive
 	)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound), errors.Is(err, ledger.ErrTransition):
 		return &StepError{Name: ErrNameInvalidStep, Err: err}
+	case errors.As(err, &inc):
+		return &StepError{Name: ErrNameLookupInconclusive, Err: err}
 	case errors.As(err, &np), errors.As(err, &amb), errors.As(err, &ua), errors.As(err, &rej):
 		return &StepError{Name: ErrNamePlatformUnavailable, Err: err}
 	default:

@@ -135,7 +135,8 @@ func (f *recordingFlows) input(name string) (publishing.ConfirmInput, bool) {
 }
 
 // runConfirm drives one confirm workflow the way the ASL does: look up to
-// MaxChecks times; found → Confirm; exhausted → Release (auto) or Hold.
+// MaxChecks times (the first after FirstWaitSeconds, the others after
+// WaitSeconds); found → Confirm; exhausted → Release (auto) or Hold.
 // It returns how many looks it made.
 func (e *env) runConfirm(name string) int {
 	e.t.Helper()
@@ -151,7 +152,11 @@ func (e *env) runConfirm(name string) int {
 		return 0
 	}
 	for look := 1; look <= in.MaxChecks; look++ {
-		e.clock.Advance(time.Duration(in.WaitSeconds) * time.Second)
+		wait := in.WaitSeconds
+		if look == 1 {
+			wait = in.FirstWaitSeconds
+		}
+		e.clock.Advance(time.Duration(wait) * time.Second)
 		res, err := e.conf.Look(ctx, in)
 		if err != nil {
 			e.t.Fatalf("look %d: %v", look, err)

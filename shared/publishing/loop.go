@@ -36,9 +36,16 @@ func Backoff(n int, retryAfter time.Duration, jitter func(time.Duration) time.Du
 	return max(d, retryAfter)
 }
 
-// DecodeJob parses a queue body strictly: unknown fields, missing ids or
-// slot, and trailing data are errors naming the field.
+// MaxIDBytes bounds the post and account ids a job may carry: a longer id
+// is refused before it reaches a log line, a dead-letter reason or a page.
+const MaxIDBytes = 256
+
+// DecodeJob parses a queue body strictly: unknown fields, missing or
+// oversized ids or slot, and trailing data are errors naming the field.
 func DecodeJob(body []byte) (Job, error) {
+	if len(body) > MaxMessageBytes {
+		return Job{}, fmt.Errorf("queue body is %d bytes, over the limit of %d", len(body), MaxMessageBytes)
+	}
 	var w struct {
 		Post    string `json:"post_id"`
 		Account string `json:"account_id"`
@@ -59,6 +66,12 @@ func DecodeJob(body []byte) (Job, error) {
 		return Job{}, errors.New("queue body: account_id is missing")
 	case w.Slot == "":
 		return Job{}, errors.New("queue body: slot is missing")
+	case len(w.Post) > MaxIDBytes:
+		return Job{}, fmt.Errorf("queue body: post_id is %d bytes, over the limit of %d", len(w.Post), MaxIDBytes)
+	case len(w.Account) > MaxIDBytes:
+		return Job{}, fmt.Errorf("queue body: account_id is %d bytes, over the limit of %d", len(w.Account), MaxIDBytes)
+	case len(w.Slot) > 64:
+		return Job{}, fmt.Errorf("queue body: slot is %d bytes, not an RFC 3339 time", len(w.Slot))
 	}
 	slot, err := time.Parse(time.RFC3339Nano, w.Slot)
 	if err != nil {
@@ -82,6 +95,10 @@ type Loop struct {
 	Logger *slog.Logger
 	// Jitter returns a random duration in [0, d); default math/rand.
 	Jitter func(d time.Duration) time.Duration
+	// MaxDelay caps the delay of a job put back on the queue to wait
+	// (SQS's DelaySeconds stops at 15 minutes); a job back too early is
+	// put back again. Default 15 min.
+	MaxDelay time.Duration
 }
 
 func (l *Loop) log() *slog.Logger { return loggerOr(l.Logger) }
@@ -127,21 +144,31 @@ func (l *Loop) RunOnce(ctx context.Context) (int, error) {
 func (l *Loop) Handle(ctx context.Context, m Message) error {
 	job, err := DecodeJob(m.Body)
 	if err != nil {
-		l.log().WarnContext(ctx, "dead-lettering malformed queue body", "message", m.ID, "reason", err.Error())
+		l.log().WarnContext(ctx, "dead-lettering malformed queue body", "message_id", m.ID, "reason", err.Error())
 		return l.deadLetter(ctx, m, err.Error())
 	}
 	out, err := l.Publisher.Publish(ctx, job)
 	switch {
 	case errors.Is(err, ErrBadJob):
-		l.log().WarnContext(ctx, "dead-lettering job", "message", m.ID, "reason", err.Error())
+		l.log().WarnContext(ctx, "dead-lettering job", "message_id", m.ID, "reason", err.Error())
 		return l.deadLetter(ctx, m, err.Error())
 	case err != nil:
+		// The store or the workflow service could not be reached: the
+		// delivery comes back with backoff and spends a receive, so a
+		// message that always fails ends in the dead-letter queue.
 		delay := Backoff(m.ReceiveCount, 0, l.jitter)
-		l.log().ErrorContext(ctx, "publish failed; delivery retried", "message", m.ID, "post", job.Post, "account", job.Account, "err", err, "retry_in", delay.String())
+		l.log().ErrorContext(ctx, "publish failed; delivery retried", "message_id", m.ID, "post", job.Post, "account", job.Account, "err", err, "retry_in", delay.String())
 		return l.retry(ctx, m, delay)
+	case out.Result == Retry && out.RetryAfter > 0:
+		// The entry records when it may be sent again (throttled, backing
+		// off, early): wait for that on a fresh message, so that waiting
+		// never spends the message's receives.
+		delay := min(out.RetryAfter, orDefault(l.MaxDelay, 15*time.Minute))
+		l.log().InfoContext(ctx, "publish not performed; job put back", "message_id", m.ID, "key", out.Key, "reason", out.Reason, "retry_in", delay.String())
+		return l.putBack(ctx, m, delay)
 	case out.Result == Retry:
-		delay := Backoff(m.ReceiveCount, out.RetryAfter, l.jitter)
-		l.log().InfoContext(ctx, "publish not performed; delivery retried", "message", m.ID, "key", out.Key, "reason", out.Reason, "retry_in", delay.String())
+		delay := Backoff(m.ReceiveCount, 0, l.jitter)
+		l.log().InfoContext(ctx, "publish not performed; delivery retried", "message_id", m.ID, "key", out.Key, "reason", out.Reason, "retry_in", delay.String())
 		return l.retry(ctx, m, delay)
 	}
 	if err := l.Queue.Ack(ctx, m.Receipt); err != nil {
@@ -163,6 +190,18 @@ func (l *Loop) jitter(d time.Duration) time.Duration {
 func (l *Loop) retry(ctx context.Context, m Message, delay time.Duration) error {
 	if err := l.Queue.Retry(ctx, m.Receipt, delay); err != nil {
 		return fmt.Errorf("retry %s: %w", m.ID, err)
+	}
+	return nil
+}
+
+// putBack sends the body again with a delay, then acknowledges this
+// delivery (a crash in between leaves two copies; the ledger absorbs them).
+func (l *Loop) putBack(ctx context.Context, m Message, delay time.Duration) error {
+	if _, err := l.Queue.Send(ctx, m.Body, delay); err != nil {
+		return fmt.Errorf("put back %s: %w", m.ID, err)
+	}
+	if err := l.Queue.Ack(ctx, m.Receipt); err != nil {
+		return fmt.Errorf("ack %s after putting it back: %w", m.ID, err)
 	}
 	return nil
 }

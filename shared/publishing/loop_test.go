@@ -72,13 +72,14 @@ func TestLoopRetriesNotPerformedAfterRetryAfter(t *testing.T) {
 	job := e.schedule("throttled", "Hello again.")
 	e.enqueue(job)
 	e.drain()
-	if tg := e.target(job); tg.Status != post.Triggered {
-		t.Fatalf("target %s right after a 429, want triggered (retry pending)", tg.Status)
+	if tg := e.target(job); tg.Status != post.Waiting {
+		t.Fatalf("target %s right after a 429, want waiting (retry pending)", tg.Status)
 	}
 	if n, err := e.loop.RunOnce(context.Background()); err != nil || n != 0 {
 		t.Fatalf("message visible again before Retry-After (n=%d err=%v)", n, err)
 	}
 	time.Sleep(1100 * time.Millisecond)
+	e.clock.Advance(time.Second)
 	e.drain()
 	if tg := e.target(job); tg.Status != post.Published {
 		t.Errorf("target %s after Retry-After, want published", tg.Status)

@@ -8,88 +8,127 @@ import (
 
 	"oncepost/shared/ledger"
 	"oncepost/shared/platform"
+	"oncepost/shared/post"
 )
 
 // ReasonMediaUnreadable fails a post whose attachment cannot be read.
 const ReasonMediaUnreadable = "media_unreadable"
 
-// ReasonOrphanUpload is recorded on an upload entry released after an ambiguous upload.
-const ReasonOrphanUpload = "ambiguous upload: unattached media is invisible and expires on the platform, so a re-upload cannot duplicate a post"
+// ReasonOrphanUpload is recorded on an upload entry released after an
+// ambiguous upload or a dead owner: unattached media is invisible and
+// expires on the platform, so a re-upload cannot duplicate a post.
+const ReasonOrphanUpload = "orphan_upload"
 
 // uploadAll uploads the post's attachments in order, each guarded by its own
 // ledger entry (account, media SHA-256, publish entry), and returns their
-// remote ids. An error is a platform failure class (the publish entry is
-// recorded from it) or a store error.
+// remote ids. An error is a platform failure class naming the upload (the
+// publish entry is recorded from it) or a store error.
 func (p *Publisher) uploadAll(ctx context.Context, t target, client *authedClient) ([]string, error) {
 	if len(t.post.Media) == 0 {
 		return nil, nil
 	}
 	ids := make([]string, 0, len(t.post.Media))
-	for _, md := range t.post.Media {
-		id, err := p.upload(ctx, t, client, md.SHA256, md.Ref, md.ContentType, md.Alt)
+	for i, md := range t.post.Media {
+		id, err := p.upload(ctx, t, client, md)
 		if err != nil {
-			return nil, fmt.Errorf("media %s: %w", md.SHA256, err)
+			return nil, uploadError(i, md, err)
 		}
 		ids = append(ids, id)
 	}
 	return ids, nil
 }
 
-func (p *Publisher) upload(ctx context.Context, t target, client *authedClient, sha, ref, contentType, alt string) (string, error) {
+// uploadError names the upload in err's message, keeping its class.
+func uploadError(i int, md post.Media, err error) error {
+	what := fmt.Sprintf("upload of media[%d] %s (sha256 %.12s)", i, path.Base(md.Ref), md.SHA256)
+	var (
+		rej *platform.Rejected
+		np  *platform.NotPerformed
+	)
+	switch {
+	case errors.As(err, &rej):
+		return &platform.Rejected{Status: rej.Status, Reason: rej.Reason, Message: what + ": " + rej.Message}
+	case errors.As(err, &np):
+		return &platform.NotPerformed{Status: np.Status, RetryAfter: np.RetryAfter, Message: what + ": " + np.Message}
+	default:
+		return fmt.Errorf("%s: %w", what, err)
+	}
+}
+
+// acquireUpload writes the upload's pending entry, or takes over an
+// existing one that is safe to upload again. done is set with the remote id
+// when the upload was confirmed earlier.
+//
+// An upload that did not certainly succeed is never left open: unattached
+// media is invisible to readers and expires on the platform (Mastodon
+// removes unattached media), so an ambiguous upload, or one whose owner
+// died, is released and uploaded again within the same attempt.
+func (p *Publisher) acquireUpload(ctx context.Context, t target, md post.Media) (e ledger.Entry, done string, err error) {
 	now := p.now()
-	key := ledger.UploadKey(string(t.account.ID), sha, t.key)
-	e := ledger.NewEntry(key, ledger.Upload, string(t.account.ID), sha, t.target.Slot, sha, p.Owner, now, orDefault(p.Lease, defaultLease))
+	lease := orDefault(p.Lease, defaultLease)
+	key := ledger.UploadKey(string(t.account.ID), md.SHA256, t.key)
+	e = ledger.NewEntry(key, ledger.Upload, string(t.account.ID), md.SHA256, t.target.Slot, md.SHA256, p.Owner, now, lease)
 	switch err := p.Ledger.Create(ctx, e); {
 	case err == nil:
+		return e, "", nil
 	case !errors.Is(err, ledger.ErrConflict):
-		return "", fmt.Errorf("acquire upload: %w", err)
-	default:
-		cur, err := p.Ledger.Get(ctx, key)
+		return e, "", fmt.Errorf("acquire upload: %w", err)
+	}
+	cur, err := p.Ledger.Get(ctx, key)
+	if err != nil {
+		return e, "", fmt.Errorf("acquire upload: %w", err)
+	}
+	switch ledger.Decide(cur, now) {
+	case ledger.DecideReuse:
+		return cur, cur.RemoteID, nil
+	case ledger.DecideWait:
+		return e, "", &platform.NotPerformed{RetryAfter: cur.LeaseUntil.Sub(now), Message: "in progress elsewhere"}
+	case ledger.DecideExpire:
+		next, err := cur.ExpireLease(now)
 		if err != nil {
-			return "", fmt.Errorf("acquire upload: %w", err)
+			return e, "", err
 		}
-		switch ledger.Decide(cur, now) {
-		case ledger.DecideReuse:
-			return cur.RemoteID, nil
-		case ledger.DecideConfirm:
-			// An ambiguous upload left nothing visible: release it (see ReasonOrphanUpload).
-			rel, err := cur.Release(ReasonOrphanUpload, now)
-			if err != nil {
-				return "", err
-			}
-			if err := p.Ledger.Update(ctx, cur, rel); err != nil {
-				return "", fmt.Errorf("release upload: %w", err)
-			}
-			cur = rel
-			fallthrough
-		case ledger.DecideSend:
-			next, err := cur.Reacquire(p.Owner, now, orDefault(p.Lease, defaultLease))
-			if err != nil {
-				return "", err
-			}
-			if err := p.Ledger.Update(ctx, cur, next); err != nil {
-				return "", fmt.Errorf("re-acquire upload: %w", err)
-			}
-			e = next
-		case ledger.DecideExpire:
-			next, err := cur.ExpireLease(now)
-			if err != nil {
-				return "", err
-			}
-			if err := p.Ledger.Update(ctx, cur, next); err != nil {
-				return "", fmt.Errorf("expire upload lease: %w", err)
-			}
-			return "", &platform.NotPerformed{Message: "upload lease expired; retrying"}
-		case ledger.DecideWait:
-			return "", &platform.NotPerformed{RetryAfter: cur.LeaseUntil.Sub(now), Message: "upload in progress elsewhere"}
-		default:
-			return "", &platform.Rejected{Reason: "upload_" + string(cur.State), Message: cur.Reason}
+		if err := p.Ledger.Update(ctx, cur, next); err != nil {
+			return e, "", fmt.Errorf("expire upload lease: %w", err)
 		}
+		cur = next
+		fallthrough
+	case ledger.DecideConfirm:
+		rel, err := cur.Release(ReasonOrphanUpload, now)
+		if err != nil {
+			return e, "", err
+		}
+		if err := p.Ledger.Update(ctx, cur, rel); err != nil {
+			return e, "", fmt.Errorf("release upload: %w", err)
+		}
+		cur = rel
+		fallthrough
+	case ledger.DecideSend:
+		next, err := cur.Reacquire(p.Owner, now, lease)
+		if err != nil {
+			return e, "", err
+		}
+		if err := p.Ledger.Update(ctx, cur, next); err != nil {
+			if errors.Is(err, ledger.ErrConflict) {
+				return e, "", &platform.NotPerformed{Message: "taken by another worker"}
+			}
+			return e, "", fmt.Errorf("re-acquire upload: %w", err)
+		}
+		return next, "", nil
+	default:
+		return e, "", &platform.Rejected{Reason: "upload_" + string(cur.State), Message: cur.Reason}
+	}
+}
+
+func (p *Publisher) upload(ctx context.Context, t target, client *authedClient, md post.Media) (string, error) {
+	e, done, err := p.acquireUpload(ctx, t, md)
+	if err != nil || done != "" {
+		return done, err
 	}
 	var data []byte
-	err := errors.New("no media store is configured")
+	err = errors.New("no media store is configured")
 	if p.Media != nil {
-		data, err = p.Media.ReadMedia(ctx, ref)
+		data, err = p.Media.ReadMedia(ctx, md.Ref)
 	}
 	if err != nil {
 		// Nothing was sent: free the upload entry, and fail the post with
@@ -99,30 +138,45 @@ func (p *Publisher) upload(ctx context.Context, t target, client *authedClient, 
 				return "", fmt.Errorf("release upload: %w", uerr)
 			}
 		}
-		return "", &platform.Rejected{Reason: ReasonMediaUnreadable, Message: fmt.Sprintf("%s: %v", ref, err)}
+		return "", &platform.Rejected{Reason: ReasonMediaUnreadable, Message: fmt.Sprintf("%s: %v", md.Ref, err)}
 	}
 	var rcpt platform.MediaReceipt
 	err = client.do(ctx, func(ctx context.Context, c platform.Client) (err error) {
-		rcpt, err = c.UploadMedia(ctx, platform.MediaUpload{Handle: e.Handle, Filename: path.Base(ref), ContentType: contentType, Data: data, Alt: alt})
+		rcpt, err = c.UploadMedia(ctx, platform.MediaUpload{Handle: e.Handle, Filename: path.Base(md.Ref), ContentType: md.ContentType, Data: data, Alt: md.Alt})
 		return err
 	})
-	o := outcome{state: ledger.Confirmed, remoteID: rcpt.RemoteID}
+	now := p.now()
+	var (
+		next ledger.Entry
+		perr error
+	)
+	var o outcome
 	if err != nil {
 		o = classify(err)
 	}
-	next, err := o.apply(e, p.now())
-	if err != nil {
-		return "", err
+	switch {
+	case err == nil:
+		next, perr = e.Confirm(rcpt.RemoteID, now)
+	case o.state == ledger.Failed:
+		next, perr = e.Fail(o.reason, now)
+		err = &platform.Rejected{Status: o.status, Reason: "upload_failed", Message: o.reason}
+	case o.state == ledger.Released:
+		next, perr = e.Release(o.reason, now)
+		err = &platform.NotPerformed{Status: o.status, RetryAfter: o.retryAfter, Message: o.reason}
+	default:
+		// Ambiguous: the media may exist, unattached and invisible; it
+		// expires on the platform. Upload again next time (see acquireUpload).
+		next, perr = e.Release(ReasonOrphanUpload+": "+o.reason, now)
+		err = &platform.NotPerformed{Status: o.status, Message: o.reason}
+	}
+	if perr != nil {
+		return "", perr
 	}
 	if uerr := p.Ledger.Update(ctx, e, next); uerr != nil {
 		return "", fmt.Errorf("record upload: %w", uerr)
 	}
-	if o.state != ledger.Confirmed {
-		var perr error = &platform.NotPerformed{RetryAfter: o.retryAfter, Message: "upload: " + o.reason}
-		if o.state == ledger.Failed {
-			perr = &platform.Rejected{Reason: "upload_failed", Message: o.reason}
-		}
-		return "", perr
+	if err != nil {
+		return "", err
 	}
 	return rcpt.RemoteID, nil
 }

@@ -2,6 +2,7 @@ package publishing
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"oncepost/shared/ledger"
@@ -18,8 +19,9 @@ type Ledger interface {
 	Create(ctx context.Context, e ledger.Entry) error
 	// Get reads an entry (strongly consistent) or returns ledger.ErrNotFound.
 	Get(ctx context.Context, key ledger.Key) (ledger.Entry, error)
-	// Update replaces prev by next if the stored entry still has prev's state
-	// and attempt; ledger.ErrConflict otherwise. It refuses, with
+	// Update replaces prev by next if the stored entry still has prev's
+	// state and attempt, and — for held → held moves, which keep both —
+	// prev's task token and decision; ledger.ErrConflict otherwise. It refuses, with
 	// ledger.ErrTransition, anything ledger.Check refuses. It records the
 	// move in the entry's history.
 	Update(ctx context.Context, prev, next ledger.Entry) error
@@ -43,11 +45,14 @@ type Posts interface {
 	// earliest first.
 	Due(ctx context.Context, t time.Time, limit int) ([]TargetRef, error)
 	// Unfinished lists targets in status triggered or publishing whose
-	// status was last set before t, oldest update first (the sweeper's
-	// "triggered and not finished" check).
+	// status was last set before t, and waiting targets whose NextTry is
+	// before t, oldest first (the sweeper's "triggered and not finished"
+	// check; a waiting target is not stuck before its next try).
 	Unfinished(ctx context.Context, t time.Time, limit int) ([]TargetRef, error)
-	// CountTargets counts targets by status (statuses with none may be absent).
-	CountTargets(ctx context.Context) (map[post.TargetStatus]int, error)
+	// CountTargets counts targets by status: the given statuses only, or
+	// every status when none is given (statuses with none may be absent).
+	// Counting a few statuses must not cost a scan of every target.
+	CountTargets(ctx context.Context, statuses ...post.TargetStatus) (map[post.TargetStatus]int, error)
 }
 
 // TargetRef names one target of one post.
@@ -74,9 +79,22 @@ type Accounts interface {
 	LeaseRefresh(ctx context.Context, id post.AccountID, owner string, now, until time.Time) error
 	// SaveRefreshed stores the refreshed credential and drops the lease, only
 	// if owner still holds it (post.ErrConflict otherwise). An empty refresh
-	// token keeps the stored one. A nil credential only drops the lease.
+	// token keeps the stored one; a stored credential's RefreshLostAt is
+	// cleared. A nil credential only drops the lease.
 	SaveRefreshed(ctx context.Context, id post.AccountID, owner string, c *platform.Credential) error
+	// MarkRefreshLost records, if owner still holds the refresh lease, that
+	// a refresh with the stored refresh token was sent and its answer lost
+	// (Credential's RefreshLostAt = at), and drops the lease;
+	// post.ErrConflict otherwise. The tokens are kept.
+	MarkRefreshLost(ctx context.Context, id post.AccountID, owner string, at time.Time) error
 }
+
+// Size limits every Queue adapter enforces (SQS's own limit for bodies):
+// a larger body is refused by Send, a longer reason is cut by DeadLetter.
+const (
+	MaxMessageBytes = 256 << 10
+	MaxReasonBytes  = 1 << 10
+)
 
 // Message is one queue delivery.
 type Message struct {
@@ -102,17 +120,21 @@ type DeadLetter struct {
 // dead-letter queue (SQS semantics). Every adapter passes
 // publishingtest.TestQueue.
 type Queue interface {
-	// Send enqueues a body, invisible for delay.
+	// Send enqueues a body, invisible for delay. A body over
+	// MaxMessageBytes is refused.
 	Send(ctx context.Context, body []byte, delay time.Duration) (id string, err error)
 	// Receive returns up to max visible messages and hides them for
 	// visibility. A message delivered its queue's maximum number of times
-	// and visible again is dead-lettered instead. It does not block.
+	// and visible again is dead-lettered instead, as is a stored message
+	// that cannot be decoded (with the reason): one bad message never
+	// stops the others. It does not block.
 	Receive(ctx context.Context, max int, visibility time.Duration) ([]Message, error)
 	// Ack deletes a delivered message.
 	Ack(ctx context.Context, receipt string) error
 	// Retry makes a delivered message visible again after delay.
 	Retry(ctx context.Context, receipt string, delay time.Duration) error
-	// DeadLetter moves a delivered message to the dead-letter queue with a reason.
+	// DeadLetter moves a delivered message to the dead-letter queue with a
+	// reason, cut to MaxReasonBytes.
 	DeadLetter(ctx context.Context, receipt, reason string) error
 	// DeadLetters lists dead-lettered messages, oldest first.
 	DeadLetters(ctx context.Context, limit int) ([]DeadLetter, error)
@@ -124,16 +146,25 @@ type ConfirmInput struct {
 	Attempt int        `json:"attempt"`
 	// Policy is "auto", "manual" or "unreadable" (the platform cannot be read).
 	Policy string `json:"policy"`
+	// FirstWaitSeconds before the first look (shorter than WaitSeconds
+	// when the platform answered quickly, e.g. a proxy's 503), then
 	// WaitSeconds between looks, and MaxChecks looks before giving up.
-	WaitSeconds int `json:"wait_seconds"`
-	MaxChecks   int `json:"max_checks"`
+	FirstWaitSeconds int `json:"first_wait_seconds"`
+	WaitSeconds      int `json:"wait_seconds"`
+	MaxChecks        int `json:"max_checks"`
 }
+
+// ErrConfirmClosed is returned by Flows.StartConfirm when a workflow of
+// that name has already run and stopped (succeeded or failed): the name
+// cannot be used again.
+var ErrConfirmClosed = errors.New("confirm workflow of that name has already stopped")
 
 // Flows starts confirm workflows (Step Functions, or localflow running the
 // same ASL file).
 type Flows interface {
-	// StartConfirm starts the workflow named name. Starting a name that
-	// already exists is not an error (idempotent start).
+	// StartConfirm starts the workflow named name. A workflow of that name
+	// that is still running is not an error (idempotent start, whatever its
+	// input); one that has stopped gives ErrConfirmClosed.
 	StartConfirm(ctx context.Context, name string, in ConfirmInput) error
 }
 

@@ -5,8 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
 	"time"
 
+	"oncepost/shared/emf"
 	"oncepost/shared/ledger"
 	"oncepost/shared/platform"
 	"oncepost/shared/post"
@@ -23,10 +28,20 @@ const (
 	ReasonReconnectNeeded    = "reconnect_needed"
 	ReasonNotFoundAfterLooks = "not_found_after_looks"
 	ReasonOperatorReleased   = "released_by_operator"
-	ReasonOperatorRejected   = "rejected_by_operator"
-	ReasonTooManyAttempts    = "too_many_attempts"
-	ReasonLeaseTooShort      = "lease_too_short_to_send"
-	ReasonAmbiguous          = "ambiguous"
+	// ReasonOperatorReleasedDuplicate: an operator approved a post held as
+	// a duplicate; the next attempt skips pre-publish dedup.
+	ReasonOperatorReleasedDuplicate = "released_by_operator_despite_duplicate"
+	ReasonOperatorRejected          = "rejected_by_operator"
+	ReasonTooManyAttempts           = "too_many_attempts"
+	ReasonLeaseTooShort             = "lease_too_short_to_send"
+	ReasonAmbiguous                 = "ambiguous"
+	// ReasonThrottled fails a post the platform kept refusing with 429 for
+	// longer than the throttle limit; ReasonUnavailable one it kept not
+	// performing for another reason (unreachable, reads failing).
+	ReasonThrottled   = "throttled"
+	ReasonUnavailable = "platform_unavailable"
+	// ReasonEarly: a job delivered before its slot goes back on the queue.
+	ReasonEarly = "delivered_before_slot"
 )
 
 // ErrBadJob marks a job that can never be processed (unknown post, account
@@ -70,6 +85,12 @@ type ConfirmSettings struct {
 	Wait time.Duration
 	// MaxChecks is how many looks before giving up; default 3.
 	MaxChecks int
+	// QuickWait is the wait before an extra first look when the platform
+	// answered a create quickly with a 5xx (a proxy's 503: the post, if it
+	// was made, is visible within seconds); default 3 s. It is used only
+	// when shorter than Wait, and adds a look: the window of MaxChecks
+	// looks Wait apart is kept.
+	QuickWait time.Duration
 }
 
 // Publisher runs the Publish use case. The zero values of the tuning
@@ -80,8 +101,14 @@ type Publisher struct {
 	Accounts  Accounts
 	Flows     Flows
 	Platforms Platforms
+	// Credentials reads and refreshes credentials; nil means one built from
+	// this Publisher's fields (share one between Publisher and Confirmer so
+	// a rotated credential that could not be saved is not lost).
+	Credentials *Credentials
 	// Media reads attachment bytes; may be nil if no post has media.
 	Media MediaStore
+	// Metrics receives event metrics; nil drops them.
+	Metrics MetricsEmitter
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Owner names this worker in leases (e.g. the Lambda request id).
@@ -96,16 +123,36 @@ type Publisher struct {
 	Lease time.Duration
 	// DedupWindow is how many recent posts pre-publish dedup reads; default 20.
 	DedupWindow int
-	// MaxAttempts bounds sends of one entry; the next acquire holds it for
-	// an operator instead. Default 5.
+	// MaxAttempts bounds the sends of one entry that may have reached the
+	// platform (ambiguous, then not found); the next acquire holds it for
+	// an operator instead. Throttling does not count. Default 5.
 	MaxAttempts int
-	Confirm     ConfirmSettings
-	Logger      *slog.Logger
+	// ThrottleLimit bounds a run of "not performed" answers (429,
+	// unreachable platform): past it the post fails with reason throttled
+	// (or platform_unavailable) and an alarm. Default 24 h.
+	ThrottleLimit time.Duration
+	Confirm       ConfirmSettings
+	Logger        *slog.Logger
+
+	credsOnce sync.Once
+	creds     *Credentials
 }
 
 func (p *Publisher) now() time.Time { return nowFrom(p.Now) }
 
 func (p *Publisher) log() *slog.Logger { return loggerOr(p.Logger) }
+
+// credentials returns the shared Credentials, or one built from p.
+func (p *Publisher) credentials() *Credentials {
+	if p.Credentials != nil {
+		return p.Credentials
+	}
+	p.credsOnce.Do(func() {
+		p.creds = &Credentials{Accounts: p.Accounts, Owner: p.Owner, CallTimeout: p.CallTimeout, RecordMargin: p.RecordMargin,
+			Now: p.Now, Metrics: p.Metrics, Logger: p.Logger}
+	})
+	return p.creds
+}
 
 // nowFrom reads an injected clock in UTC, or the wall clock when none is set.
 func nowFrom(clock func() time.Time) time.Time {
@@ -141,7 +188,7 @@ type target struct {
 
 func (p *Publisher) load(ctx context.Context, job Job) (target, error) {
 	if job.Post == "" || job.Account == "" || job.Slot.IsZero() {
-		return target{}, fmt.Errorf("job %+v misses post_id, account_id or slot: %w", job, ErrBadJob)
+		return target{}, fmt.Errorf("job misses post_id, account_id or slot: %w", ErrBadJob)
 	}
 	pst, err := p.Posts.GetPost(ctx, job.Post)
 	if errors.Is(err, post.ErrNotFound) {
@@ -177,115 +224,194 @@ func (p *Publisher) Publish(ctx context.Context, job Job) (Outcome, error) {
 		// A rescheduled, cancelled or finished target: this delivery is stale.
 		return Outcome{Result: Skipped, Key: t.key, Reason: "target " + string(t.target.Status)}, nil
 	}
-	cred, err := p.Accounts.Credential(ctx, t.account.ID)
-	if err != nil {
-		return Outcome{}, fmt.Errorf("credential of %s: %w", t.account.ID, err)
+	if now := p.now(); now.Before(t.target.Slot) {
+		// A job delivered early (a foreign producer, a replay, a clock
+		// jump) goes back on the queue until its slot.
+		return Outcome{Result: Retry, Key: t.key, Reason: ReasonEarly, RetryAfter: t.target.Slot.Sub(now)}, nil
 	}
-	client, err := p.Platforms.Client(ctx, t.account, cred)
+	a, err := p.authed(ctx, t.account)
 	if err != nil {
-		return Outcome{}, fmt.Errorf("platform client for %s: %w", t.account.ID, err)
+		return Outcome{}, err
 	}
-
-	entry, out, err := p.acquire(ctx, t, client)
+	acq, out, err := p.acquire(ctx, t, a)
 	if err != nil || out != nil {
 		if out != nil {
 			return *out, err
 		}
 		return Outcome{}, err
 	}
-	return p.sendAcquired(ctx, t, client, cred, entry)
+	return p.sendAcquired(ctx, t, a, acq)
+}
+
+// authed returns a platform client for the account that refreshes its
+// credential on a 401.
+func (p *Publisher) authed(ctx context.Context, acc post.Account) (*authedClient, error) {
+	creds := p.credentials()
+	cred, err := creds.Get(ctx, acc.ID)
+	if err != nil {
+		return nil, err
+	}
+	client, err := p.Platforms.Client(ctx, acc, cred)
+	if err != nil {
+		return nil, fmt.Errorf("platform client for %s: %w", acc.ID, err)
+	}
+	return &authedClient{creds: creds, platforms: p.Platforms, acc: acc, client: client, cred: cred, timeout: p.callContext}, nil
+}
+
+// acquired is an entry this delivery holds (pending, its lease), with what
+// was read from the platform right before acquiring it.
+type acquired struct {
+	entry ledger.Entry
+	// recent is the dedup read: the account's newest posts, newest first;
+	// nil when the platform cannot be read.
+	recent []platform.RemotePost
+	// readErr is the dedup read's failure, recorded on the entry.
+	readErr error
+	// approved: an operator released the entry, so the attempt budget does
+	// not hold it again; skipDedup: they approved a duplicate.
+	approved, skipDedup bool
 }
 
 // acquire writes the pending entry, or decides what an existing entry
-// means. A nil Outcome means "entry is ours, go on and send".
-func (p *Publisher) acquire(ctx context.Context, t target, client platform.Client) (ledger.Entry, *Outcome, error) {
+// means. A nil Outcome means "the entry is ours, go on and send".
+//
+// The dedup read (the account's newest posts) happens before the entry is
+// written, so the first write already carries the point a Lookup reads
+// from (LookAfter): the newest post before the send. A read that fails is
+// recorded on the acquired entry as "not performed".
+func (p *Publisher) acquire(ctx context.Context, t target, a *authedClient) (acquired, *Outcome, error) {
 	now := p.now()
-	fp := platform.Fingerprint(t.post.Body, mediaSHAs(t.post.Media))
-	e := ledger.NewEntry(t.key, ledger.Publish, string(t.account.ID), string(t.post.ID), t.target.Slot, fp, p.Owner, now, orDefault(p.Lease, defaultLease))
-	err := p.Ledger.Create(ctx, e)
-	if err == nil {
-		return e, nil, nil
-	}
-	if !errors.Is(err, ledger.ErrConflict) {
-		return e, nil, fmt.Errorf("acquire %s: %w", t.key, err)
-	}
+	lease := orDefault(p.Lease, defaultLease)
 	cur, err := p.Ledger.Get(ctx, t.key)
-	if err != nil {
-		return e, nil, fmt.Errorf("acquire %s: read existing: %w", t.key, err)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		recent, readErr := p.readRecent(ctx, a)
+		fp := platform.Fingerprint(t.post.Body, mediaSHAs(t.post.Media))
+		e := ledger.NewEntry(t.key, ledger.Publish, string(t.account.ID), string(t.post.ID), t.target.Slot, fp, p.Owner, p.now(), lease)
+		if readErr == nil {
+			e.LookAfter = lookAfter(recent)
+		}
+		err := p.Ledger.Create(ctx, e)
+		if err == nil {
+			return acquired{entry: e, recent: recent, readErr: readErr}, nil, nil
+		}
+		if !errors.Is(err, ledger.ErrConflict) {
+			return acquired{}, nil, fmt.Errorf("acquire %s: %w", t.key, err)
+		}
+		if cur, err = p.Ledger.Get(ctx, t.key); err != nil {
+			return acquired{}, nil, fmt.Errorf("acquire %s: read existing: %w", t.key, err)
+		}
+	case err != nil:
+		return acquired{}, nil, fmt.Errorf("acquire %s: read: %w", t.key, err)
 	}
 	out := Outcome{Key: cur.Key, Attempt: cur.Attempt, RemoteID: cur.RemoteID, Reason: cur.Reason}
 	switch ledger.Decide(cur, now) {
 	case ledger.DecideSend:
-		next, err := cur.Reacquire(p.Owner, now, orDefault(p.Lease, defaultLease))
+		if now.Before(cur.RetryAt) {
+			// Throttled or backing off: not before the time it recorded.
+			out.Result, out.RetryAfter = Retry, cur.RetryAt.Sub(now)
+			return acquired{}, &out, nil
+		}
+		recent, readErr := p.readRecent(ctx, a)
+		next, err := cur.Reacquire(p.Owner, p.now(), lease)
 		if err != nil {
-			return e, nil, err
+			return acquired{}, nil, err
+		}
+		if readErr == nil && next.LookAfter == "" && next.MaybeSent == 0 {
+			// No earlier attempt can have posted: the point is sound.
+			next.LookAfter = lookAfter(recent)
 		}
 		if err := p.Ledger.Update(ctx, cur, next); err != nil {
 			if errors.Is(err, ledger.ErrConflict) {
 				out.Result = Retry
-				return e, &out, nil
+				return acquired{}, &out, nil
 			}
-			return e, nil, fmt.Errorf("re-acquire %s: %w", t.key, err)
+			return acquired{}, nil, fmt.Errorf("re-acquire %s: %w", t.key, err)
 		}
-		return next, nil, nil
+		return acquired{
+			entry: next, recent: recent, readErr: readErr,
+			approved:  cur.Reason == ReasonOperatorReleased || cur.Reason == ReasonOperatorReleasedDuplicate,
+			skipDedup: cur.Reason == ReasonOperatorReleasedDuplicate,
+		}, nil, nil
 	case ledger.DecideReuse:
 		out.Result = Published
-		return e, &out, p.setTarget(ctx, t, post.Published, cur.RemoteID, "")
+		return acquired{}, &out, p.setTarget(ctx, t, post.Published, cur.RemoteID, "")
 	case ledger.DecideConfirm:
 		out.Result = Confirming
-		return e, &out, p.startConfirm(ctx, t.account, client, cur)
+		return acquired{}, &out, p.startConfirm(ctx, t.account, a.client, cur, false)
 	case ledger.DecideExpire:
-		next, err := p.expireLease(ctx, cur, t.account, client)
+		next, err := p.expireLease(ctx, cur, t.account, a.client)
 		if errors.Is(err, ledger.ErrConflict) {
 			out.Result = Retry
-			return e, &out, nil
+			return acquired{}, &out, nil
 		}
 		out.Result, out.Reason = Confirming, next.Reason
-		return e, &out, err
+		return acquired{}, &out, err
 	case ledger.DecideWait:
 		out.Result = Retry
 		out.RetryAfter = cur.LeaseUntil.Sub(now)
-		return e, &out, nil
+		return acquired{}, &out, nil
 	default: // failed, held
 		out.Result = Failed
 		status := post.Failed
 		if cur.State == ledger.Held {
 			out.Result, status = Held, post.Held
 		}
-		return e, &out, p.setTarget(ctx, t, status, cur.RemoteID, cur.Reason)
+		return acquired{}, &out, p.setTarget(ctx, t, status, cur.RemoteID, cur.Reason)
 	}
 }
 
-// sendAcquired runs the steps after a successful acquire: dedup, re-read,
-// media, send, record. Every exit moves the pending entry out of pending,
-// or leaves it pending for the lease to expire if the store is unreachable.
-func (p *Publisher) sendAcquired(ctx context.Context, t target, client platform.Client, cred platform.Credential, e ledger.Entry) (Outcome, error) {
-	if e.Attempt > orDefault(p.MaxAttempts, defaultMaxAttempts) {
-		// Every earlier attempt ended released (not performed, or looked for
-		// and not found): something is wrong that retrying will not fix.
+// readRecent is the pre-publish dedup read: the account's newest posts,
+// newest first, or nil when the platform cannot be read back.
+func (p *Publisher) readRecent(ctx context.Context, a *authedClient) ([]platform.RemotePost, error) {
+	if !a.client.Capabilities().ReadableHistory {
+		return nil, nil
+	}
+	var recent []platform.RemotePost
+	err := a.do(ctx, func(ctx context.Context, c platform.Client) (err error) {
+		recent, err = c.Recent(ctx, orDefault(p.DedupWindow, 20))
+		return err
+	})
+	return recent, err
+}
+
+// lookAfter is the point a Lookup reads from: the newest post read before
+// the send, or the start of the account's history if it had none.
+func lookAfter(recent []platform.RemotePost) string {
+	if len(recent) == 0 {
+		return platform.StartOfHistory
+	}
+	return recent[0].RemoteID
+}
+
+// errLeaseTooShort stops a create whose lease cannot outlast it.
+var errLeaseTooShort = errors.New("the lease cannot outlast the call")
+
+// sendAcquired runs the steps after a successful acquire: budget, dedup,
+// re-read, media, send, record. Every exit moves the pending entry out of
+// pending, or leaves it pending for the lease to expire if the store is
+// unreachable.
+func (p *Publisher) sendAcquired(ctx context.Context, t target, a *authedClient, acq acquired) (Outcome, error) {
+	e := acq.entry
+	if acq.readErr != nil {
+		return p.recordBeforeSend(ctx, t, e, acq.readErr)
+	}
+	if e.MaybeSent >= orDefault(p.MaxAttempts, defaultMaxAttempts) && !acq.approved {
+		// Every earlier send that may have reached the platform was looked
+		// for and not found: something is wrong that re-sending will not fix.
 		return p.record(ctx, t, e, outcome{state: ledger.Held, reason: ReasonTooManyAttempts})
 	}
-	caps := client.Capabilities()
-
-	a := &authedClient{p: p, acc: t.account, client: client, cred: cred}
 
 	// Pre-publish dedup: the same content already on the account is held
 	// for a human, never posted again. Media the account got from another
 	// post cannot be compared byte for byte, so the comparison is the text
 	// and the number of attachments: a false match holds, it never sends.
-	if caps.ReadableHistory {
-		var recent []platform.RemotePost
-		err := a.do(ctx, func(ctx context.Context, c platform.Client) (err error) {
-			recent, err = c.Recent(ctx, orDefault(p.DedupWindow, 20))
-			return err
-		})
-		if err != nil {
-			return p.recordBeforeSend(ctx, t, e, err)
-		}
-		// Equal exact fingerprints imply equal loose ones, so one compare does.
+	// Equal exact fingerprints imply equal loose ones, so one compare does.
+	if !acq.skipDedup {
 		want := platform.LooseFingerprint(t.post.Body, len(t.post.Media))
-		for _, rp := range recent {
+		for _, rp := range acq.recent {
 			if platform.LooseFingerprint(rp.Text, len(rp.MediaIDs)) == want {
+				emitCount(ctx, p.Metrics, p.log(), MetricDuplicateBlocked)
 				return p.record(ctx, t, e, holdOutcome(rp.RemoteID))
 			}
 		}
@@ -308,66 +434,26 @@ func (p *Publisher) sendAcquired(ctx context.Context, t target, client platform.
 		return p.recordBeforeSend(ctx, t, e, err)
 	}
 
-	// The lease must outlast the call and its recording; otherwise another
-	// worker may take the entry over while our create is in flight.
-	if left := e.LeaseUntil.Sub(p.now()); left < orDefault(p.CallTimeout, 10*time.Second)+orDefault(p.RecordMargin, 2*time.Second) {
-		return p.record(ctx, t, e, outcomeNotSent(ReasonLeaseTooShort))
-	}
 	req := platform.PublishRequest{Handle: e.Handle, Text: t.post.Body, MediaIDs: mediaIDs}
 	var rcpt platform.Receipt
 	err = a.do(ctx, func(ctx context.Context, c platform.Client) (err error) {
+		// The lease must outlast the call and its recording, or another
+		// worker may take the entry over while our create is in flight.
+		// Checked before every create: a 401 and a slow refresh come
+		// between the first create and its repetition.
+		if left := e.LeaseUntil.Sub(p.now()); left < orDefault(p.CallTimeout, 10*time.Second)+orDefault(p.RecordMargin, 2*time.Second) {
+			return errLeaseTooShort
+		}
 		rcpt, err = c.Publish(ctx, req)
 		return err
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, errLeaseTooShort):
+		return p.record(ctx, t, e, outcomeNotSent(ReasonLeaseTooShort))
+	case err != nil:
 		return p.record(ctx, t, e, classify(err))
 	}
 	return p.record(ctx, t, e, outcome{state: ledger.Confirmed, remoteID: rcpt.RemoteID})
-}
-
-// authedClient runs platform calls for one Publish, refreshing the
-// credential once on a 401 and repeating the call that got it. A 401 means
-// the platform did not act, so repeating a create within the same attempt
-// (same handle) is safe. A second 401 after a refresh is reconnect_needed.
-type authedClient struct {
-	p         *Publisher
-	acc       post.Account
-	client    platform.Client
-	cred      platform.Credential
-	refreshed bool
-}
-
-func (a *authedClient) do(ctx context.Context, call func(context.Context, platform.Client) error) error {
-	err := a.call(ctx, call)
-	var unauth *platform.Unauthorized
-	if !errors.As(err, &unauth) {
-		return err
-	}
-	if a.refreshed {
-		return &platform.Rejected{Status: 401, Reason: ReasonReconnectNeeded, Message: unauth.Message}
-	}
-	a.refreshed = true
-	cred, err := a.p.refresh(ctx, a.acc, a.client, a.cred)
-	if err != nil {
-		// The call got a 401, so it did not act; nor did the refresh.
-		return notPerformedUnlessRejected(err)
-	}
-	client, err := a.p.Platforms.Client(ctx, a.acc, cred)
-	if err != nil {
-		return &platform.NotPerformed{Message: "platform client after refresh: " + err.Error()}
-	}
-	a.client, a.cred = client, cred
-	err = a.call(ctx, call)
-	if errors.As(err, &unauth) {
-		return &platform.Rejected{Status: 401, Reason: ReasonReconnectNeeded, Message: unauth.Message}
-	}
-	return err
-}
-
-func (a *authedClient) call(ctx context.Context, call func(context.Context, platform.Client) error) error {
-	ctx, cancel := a.p.callContext(ctx)
-	defer cancel()
-	return call(ctx, a.client)
 }
 
 // callContext bounds one platform call: CallTimeout, and never past the
@@ -384,28 +470,17 @@ func (p *Publisher) callContext(ctx context.Context) (context.Context, context.C
 
 // outcome is what to record for an acquired entry.
 type outcome struct {
-	state      ledger.State
-	remoteID   string
-	reason     string
+	state    ledger.State
+	remoteID string
+	reason   string
+	// deferral: released because the platform did not act (retry after
+	// retryAfter); a plain release (cancelled, lease too short) is not.
+	deferral   bool
 	retryAfter time.Duration
-}
-
-// apply returns the entry after the outcome: the one move of an acquired
-// (pending) entry that records it. Any state but confirmed, released,
-// failed and held is recorded as unknown.
-func (o outcome) apply(e ledger.Entry, now time.Time) (ledger.Entry, error) {
-	switch o.state {
-	case ledger.Confirmed:
-		return e.Confirm(o.remoteID, now)
-	case ledger.Released:
-		return e.Release(o.reason, now)
-	case ledger.Failed:
-		return e.Fail(o.reason, now)
-	case ledger.Held:
-		return e.Hold(o.reason, o.remoteID, now)
-	default:
-		return e.MarkUnknown(o.reason, now)
-	}
+	// status is the platform's HTTP status, when it answered.
+	status int
+	// quick: an ambiguous outcome answered fast (a 5xx): look soon.
+	quick bool
 }
 
 func holdOutcome(remoteID string) outcome {
@@ -424,18 +499,30 @@ func classify(err error) outcome {
 		rej *platform.Rejected
 		np  *platform.NotPerformed
 		ua  *platform.Unauthorized
+		amb *platform.Ambiguous
 	)
 	switch {
+	case errors.As(err, &rej) && rej.Reason == platform.ReasonMediaConsumed:
+		// An upload this attempt reuses is attached to a post already:
+		// evidence that an earlier attempt's post exists. Look for it.
+		return outcome{state: ledger.Unknown, reason: platform.ReasonMediaConsumed + ": " + rej.Message, status: rej.Status}
 	case errors.As(err, &rej):
 		reason := rej.Reason
 		if rej.Message != "" {
 			reason += ": " + rej.Message
 		}
-		return outcome{state: ledger.Failed, reason: reason}
+		if rej.Reason == ReasonReconnectNeeded {
+			// The account, not the post, is at fault: hold the post for
+			// the operator who reconnects the account, then approves it.
+			return outcome{state: ledger.Held, reason: reason, status: rej.Status}
+		}
+		return outcome{state: ledger.Failed, reason: reason, status: rej.Status}
 	case errors.As(err, &np):
-		return outcome{state: ledger.Released, reason: err.Error(), retryAfter: np.RetryAfter}
+		return outcome{state: ledger.Released, deferral: true, reason: err.Error(), retryAfter: np.RetryAfter, status: np.Status}
 	case errors.As(err, &ua):
-		return outcome{state: ledger.Failed, reason: ReasonReconnectNeeded}
+		return outcome{state: ledger.Held, reason: ReasonReconnectNeeded}
+	case errors.As(err, &amb):
+		return outcome{state: ledger.Unknown, reason: ReasonAmbiguous + ": " + err.Error(), status: amb.Status, quick: amb.Status >= 500}
 	default:
 		return outcome{state: ledger.Unknown, reason: ReasonAmbiguous + ": " + err.Error()}
 	}
@@ -461,26 +548,46 @@ func notPerformedUnlessRejected(err error) error {
 	return &platform.NotPerformed{Message: err.Error()}
 }
 
-// record moves the acquired pending entry, then the target, and starts the
-// confirm workflow for an unknown outcome.
-func (p *Publisher) record(ctx context.Context, t target, e ledger.Entry, o outcome) (Outcome, error) {
-	next, err := o.apply(e, p.now())
-	var (
-		res Result
-		ts  post.TargetStatus
-	)
+// next computes the entry after the outcome: the one move of an acquired
+// (pending) entry that records it, and the target status that goes with it.
+func (p *Publisher) next(e ledger.Entry, o outcome, now time.Time) (ledger.Entry, Result, post.TargetStatus, error) {
 	switch o.state {
 	case ledger.Confirmed:
-		res, ts = Published, post.Published
+		n, err := e.Confirm(o.remoteID, now)
+		return n, Published, post.Published, err
 	case ledger.Released:
-		res = Retry
+		if !o.deferral {
+			n, err := e.Release(o.reason, now)
+			return n, Retry, "", err
+		}
+		if limit := orDefault(p.ThrottleLimit, defaultThrottleLimit); !e.DeferredSince.IsZero() && now.Sub(e.DeferredSince) >= limit {
+			reason := ReasonUnavailable
+			if o.status == http.StatusTooManyRequests {
+				reason = ReasonThrottled
+			}
+			n, err := e.Fail(fmt.Sprintf("%s: not performed for %s (limit %s): %s", reason, now.Sub(e.DeferredSince).Round(time.Second), limit, o.reason), now)
+			return n, Failed, post.Failed, err
+		}
+		wait := max(o.retryAfter, Backoff(e.Attempt, 0, jitter))
+		n, err := e.Defer(o.reason, now.Add(wait), now)
+		return n, Retry, post.Waiting, err
 	case ledger.Failed:
-		res, ts = Failed, post.Failed
+		n, err := e.Fail(o.reason, now)
+		return n, Failed, post.Failed, err
 	case ledger.Held:
-		res, ts = Held, post.Held
+		n, err := e.Hold(o.reason, o.remoteID, now)
+		return n, Held, post.Held, err
 	default:
-		res, ts = Confirming, post.Publishing
+		n, err := e.MarkUnknown(o.reason, now)
+		return n, Confirming, post.Publishing, err
 	}
+}
+
+// record moves the acquired pending entry, then the target, emits the
+// event's metrics and starts the confirm workflow for an unknown outcome.
+func (p *Publisher) record(ctx context.Context, t target, e ledger.Entry, o outcome) (Outcome, error) {
+	now := p.now()
+	next, res, ts, err := p.next(e, o, now)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -491,63 +598,115 @@ func (p *Publisher) record(ctx context.Context, t target, e ledger.Entry, o outc
 	if err := p.Ledger.Update(rctx, e, next); err != nil {
 		return Outcome{}, fmt.Errorf("record %s %s: %w", next.State, e.Key, err)
 	}
-	out := Outcome{Result: res, Key: next.Key, Attempt: next.Attempt, RemoteID: next.RemoteID, Reason: next.Reason, RetryAfter: o.retryAfter}
+	out := Outcome{Result: res, Key: next.Key, Attempt: next.Attempt, RemoteID: next.RemoteID, Reason: next.Reason}
+	if next.State == ledger.Released && !next.RetryAt.IsZero() {
+		out.RetryAfter = max(next.RetryAt.Sub(now), 0)
+	}
 	lvl := slog.LevelInfo
 	if res != Published {
 		lvl = slog.LevelWarn
 	}
-	p.log().Log(ctx, lvl, "publish recorded", "key", next.Key, "post", t.post.ID, "account", t.account.ID, "attempt", next.Attempt, "state", next.State, "remote_id", next.RemoteID, "reason", next.Reason)
+	p.log().Log(ctx, lvl, "publish recorded", "key", next.Key, "post", t.post.ID, "account", t.account.ID, "attempt", next.Attempt,
+		"state", next.State, "remote_id", next.RemoteID, "reason", next.Reason)
+	p.emitOutcome(ctx, t, next, o, now)
 	if o.reason == ReasonCancelled || o.reason == ReasonPostDeleted {
 		out.Result = Skipped
 		return out, nil
 	}
 	if ts != "" {
-		if err := p.setTarget(rctx, t, ts, next.RemoteID, next.Reason); err != nil {
+		if err := p.setTargetNext(rctx, t, ts, next.RemoteID, next.Reason, next.RetryAt); err != nil {
 			return out, err
 		}
 	}
 	if next.State == ledger.Unknown {
-		client, err := p.clientFor(rctx, t.account)
-		if err != nil {
-			return out, err
-		}
-		return out, p.startConfirm(rctx, t.account, client, next)
+		return out, p.startConfirm(rctx, t.account, nil, next, o.quick)
 	}
 	return out, nil
 }
 
-func (p *Publisher) clientFor(ctx context.Context, acc post.Account) (platform.Client, error) {
-	cred, err := p.Accounts.Credential(ctx, acc.ID)
-	if err != nil {
-		return nil, fmt.Errorf("credential of %s: %w", acc.ID, err)
+// emitOutcome emits the metrics of a recorded outcome.
+func (p *Publisher) emitOutcome(ctx context.Context, t target, next ledger.Entry, o outcome, now time.Time) {
+	switch {
+	case next.State == ledger.Confirmed:
+		emitMetrics(ctx, p.Metrics, p.log(),
+			emf.Metric{Name: MetricPublished, Unit: emf.Count, Value: 1},
+			emf.Metric{Name: MetricPublishLateness, Unit: emf.Seconds, Value: now.Sub(t.target.Slot).Seconds()})
+	case next.State == ledger.Unknown:
+		emitCount(ctx, p.Metrics, p.log(), MetricAmbiguous)
+	case o.deferral && o.status == http.StatusTooManyRequests:
+		emitCount(ctx, p.Metrics, p.log(), MetricThrottled)
 	}
-	c, err := p.Platforms.Client(ctx, acc, cred)
-	if err != nil {
-		return nil, fmt.Errorf("platform client for %s: %w", acc.ID, err)
-	}
-	return c, nil
 }
 
-// startConfirm starts the confirm workflow of an unknown entry, named
-// key-attempt so a second start of the same attempt is a no-op.
-func (p *Publisher) startConfirm(ctx context.Context, acc post.Account, client platform.Client, e ledger.Entry) error {
+// clientFor returns a platform client for the account, with its current
+// credential.
+func (p *Publisher) clientFor(ctx context.Context, acc post.Account) (platform.Client, error) {
+	a, err := p.authed(ctx, acc)
+	if err != nil {
+		return nil, err
+	}
+	return a.client, nil
+}
+
+// MaxConfirmRuns bounds the confirm workflows started for one attempt: a
+// workflow that stopped without settling its entry (store errors past its
+// retries, a Failed execution) is replaced by a new one, named
+// key-attempt-rN, up to this many; then the entry stays unknown and its
+// StaleUnknown alarm stays up for a human.
+const MaxConfirmRuns = 20
+
+// startConfirm makes sure the confirm workflow of an unknown entry runs.
+// It is named key-attempt, so a second start of a running one is a no-op;
+// if that one stopped without settling the entry, a new one is started
+// (key-attempt-r2, -r3 …). quick asks for an early first look. client may
+// be nil; it is then built to learn the platform's capabilities.
+func (p *Publisher) startConfirm(ctx context.Context, acc post.Account, client platform.Client, e ledger.Entry, quick bool) error {
+	if client == nil {
+		c, err := p.clientFor(ctx, acc)
+		if err != nil {
+			return err
+		}
+		client = c
+	}
+	wait := orDefault(p.Confirm.Wait, 20*time.Second)
 	in := ConfirmInput{
-		Key:         e.Key,
-		Attempt:     e.Attempt,
-		Policy:      string(acc.Gate),
-		WaitSeconds: int(orDefault(p.Confirm.Wait, 20*time.Second) / time.Second),
-		MaxChecks:   orDefault(p.Confirm.MaxChecks, 3),
+		Key:              e.Key,
+		Attempt:          e.Attempt,
+		Policy:           string(acc.Gate),
+		FirstWaitSeconds: int(wait / time.Second),
+		WaitSeconds:      int(wait / time.Second),
+		MaxChecks:        orDefault(p.Confirm.MaxChecks, 3),
+	}
+	if qw := orDefault(p.Confirm.QuickWait, 3*time.Second); quick && qw < wait {
+		in.FirstWaitSeconds = max(int(qw/time.Second), 1)
+		in.MaxChecks++
 	}
 	if in.Policy == "" {
-		in.Policy = string(post.GateAuto)
+		in.Policy = PolicyAuto
+	}
+	if strings.HasPrefix(e.Reason, platform.ReasonMediaConsumed) {
+		// Our upload is attached to a post we cannot see: re-sending would
+		// be refused the same way. Not found means a human looks.
+		in.Policy = PolicyManual
 	}
 	if !client.Capabilities().ReadableHistory {
 		in.Policy = PolicyUnreadable
 	}
-	if err := p.Flows.StartConfirm(ctx, ConfirmName(e.Key, e.Attempt), in); err != nil {
-		return fmt.Errorf("start confirm of %s attempt %d: %w", e.Key, e.Attempt, err)
+	base := ConfirmName(e.Key, e.Attempt)
+	for run := 1; run <= MaxConfirmRuns; run++ {
+		name := base
+		if run > 1 {
+			name = fmt.Sprintf("%s-r%d", base, run)
+		}
+		err := p.Flows.StartConfirm(ctx, name, in)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, ErrConfirmClosed) {
+			return fmt.Errorf("start confirm %s: %w", name, err)
+		}
 	}
-	return nil
+	return fmt.Errorf("confirm of %s attempt %d: %d workflows stopped without settling it; an operator must decide", e.Key, e.Attempt, MaxConfirmRuns)
 }
 
 // expireLease moves a pending publish entry whose owner ran out of time to
@@ -562,11 +721,12 @@ func (p *Publisher) expireLease(ctx context.Context, cur ledger.Entry, acc post.
 		return cur, fmt.Errorf("expire lease of %s: %w", cur.Key, err)
 	}
 	p.log().WarnContext(ctx, "lease expired, outcome unknown", "key", cur.Key, "attempt", cur.Attempt, "owner", cur.LeaseOwner)
+	emitCount(ctx, p.Metrics, p.log(), MetricAmbiguous)
 	t := target{post: post.Post{ID: post.ID(cur.Subject)}, account: acc}
 	if err := p.setTarget(ctx, t, post.Publishing, "", next.Reason); err != nil {
 		return next, err
 	}
-	return next, p.startConfirm(ctx, acc, client, next)
+	return next, p.startConfirm(ctx, acc, client, next, false)
 }
 
 // ConfirmName is the confirm workflow's execution name: unique per attempt.
@@ -576,7 +736,12 @@ func ConfirmName(key ledger.Key, attempt int) string {
 
 // setTarget moves the post's target, tolerating a target already there.
 func (p *Publisher) setTarget(ctx context.Context, t target, s post.TargetStatus, remoteID, reason string) error {
-	_, err := p.Posts.UpdateTarget(ctx, t.post.ID, t.account.ID, post.TargetUpdate{Status: s, RemoteID: remoteID, Reason: reason, At: p.now()})
+	return p.setTargetNext(ctx, t, s, remoteID, reason, time.Time{})
+}
+
+// setTargetNext is setTarget with a waiting target's next try.
+func (p *Publisher) setTargetNext(ctx context.Context, t target, s post.TargetStatus, remoteID, reason string, nextTry time.Time) error {
+	_, err := p.Posts.UpdateTarget(ctx, t.post.ID, t.account.ID, post.TargetUpdate{Status: s, RemoteID: remoteID, Reason: reason, NextTry: nextTry, At: p.now()})
 	if err == nil || !errors.Is(err, post.ErrConflict) {
 		if err != nil {
 			return fmt.Errorf("target %s/%s → %s: %w", t.post.ID, t.account.ID, s, err)
@@ -603,7 +768,16 @@ func mediaSHAs(ms []post.Media) []string {
 	return out
 }
 
+// jitter returns a random duration in [0, d).
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return rand.N(d)
+}
+
 const (
-	defaultLease       = 2 * time.Minute
-	defaultMaxAttempts = 5
+	defaultLease         = 2 * time.Minute
+	defaultMaxAttempts   = 5
+	defaultThrottleLimit = 24 * time.Hour
 )

@@ -21,11 +21,6 @@ const StaleAfter = 5 * time.Minute
 // triggers it itself (the scheduler missed it or is down).
 const MissedAfter = time.Minute
 
-// MetricsEmitter receives the sweeper's metrics (emf.Emitter).
-type MetricsEmitter interface {
-	Emit(metrics ...emf.Metric) error
-}
-
 // Sweeper finds what is not progressing, counts it, and repairs it by
 // re-enqueueing the job or starting the confirm workflow — never by sending
 // to a platform itself. Run it every minute; its metrics raise the alarms
@@ -41,8 +36,11 @@ type Sweeper struct {
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Limit bounds each query; default 1000.
-	Limit  int
-	Logger *slog.Logger
+	Limit int
+	// StaleAfter and MissedAfter replace the package's constants (a drill
+	// that scales time down scales them too).
+	StaleAfter, MissedAfter time.Duration
+	Logger                  *slog.Logger
 }
 
 // SweepReport is what one sweep found and did.
@@ -62,30 +60,45 @@ type SweepReport struct {
 	// FailedTargets is the running total of failed targets (alarm on growth).
 	HeldTargets   int `json:"held_targets"`
 	FailedTargets int `json:"failed_targets"`
+	// WaitingTargets wait for their next try (throttled, unreachable).
+	WaitingTargets int `json:"waiting_targets"`
 	// Requeued, ConfirmsStarted and Triggered are the repairs made.
 	Requeued        int `json:"requeued"`
 	ConfirmsStarted int `json:"confirms_started"`
 	Triggered       int `json:"triggered"`
+	// Errors counts what failed: reads of the store (then no gauge is
+	// emitted, so the gauges' alarms fire) and repairs.
+	Errors int `json:"errors"`
+	// ReadFailed is set when the sweep could not read the store: its
+	// gauges would report zeros that are not true.
+	ReadFailed bool `json:"read_failed"`
 }
 
 // Alarming reports whether anything in the report should page someone.
 func (r SweepReport) Alarming() bool {
-	return r.StalePending+r.StaleUnknown+r.StuckTargets+r.MissedSchedules+r.DeadLetters+r.HeldTargets > 0
+	return r.ReadFailed || r.StalePending+r.StaleUnknown+r.StuckTargets+r.MissedSchedules+r.DeadLetters+r.HeldTargets > 0
 }
 
 func (s *Sweeper) now() time.Time { return nowFrom(s.Now) }
 
 func (s *Sweeper) log() *slog.Logger { return loggerOr(s.Logger) }
 
-// Sweep runs one pass. It returns the report even when some repairs
-// failed; the error joins the failures.
+// Sweep runs one pass. It returns the report even when some reads or
+// repairs failed; the error joins the failures. A sweep that could not
+// read the store emits no gauges, only SweepErrors: zeros would say all is
+// well, while a missing gauge raises its alarm (TreatMissingData: breaching).
 func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 	now := s.now()
 	limit := orDefault(s.Limit, 1000)
+	staleAfter, missedAfter := orDefault(s.StaleAfter, StaleAfter), orDefault(s.MissedAfter, MissedAfter)
 	var (
 		rep  SweepReport
 		errs []error
 	)
+	readFailed := func(err error) {
+		errs = append(errs, err)
+		rep.ReadFailed = true
+	}
 	requeued := map[Job]bool{}
 	requeue := func(j Job) {
 		if requeued[j] {
@@ -101,13 +114,13 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 
 	open, err := s.Ledger.Open(ctx, now, limit)
 	if err != nil {
-		errs = append(errs, fmt.Errorf("open ledger entries: %w", err))
+		readFailed(fmt.Errorf("open ledger entries: %w", err))
 	}
 	if len(open) > 0 {
 		rep.OldestOpenAge = now.Sub(open[0].OpenSince)
 	}
 	for _, e := range open {
-		if now.Sub(e.OpenSince) <= StaleAfter {
+		if now.Sub(e.OpenSince) <= staleAfter {
 			break // oldest first: the rest are younger
 		}
 		if e.State == ledger.Pending {
@@ -123,6 +136,8 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 		case e.Action != ledger.Publish:
 			// Deletes are finished by the operator command that started them.
 		case e.State == ledger.Unknown:
+			// Its workflow may have stopped without settling it (store
+			// errors past its retries): startConfirm starts a new one then.
 			if err := s.ensureConfirm(ctx, e); err != nil {
 				errs = append(errs, err)
 			} else {
@@ -141,20 +156,23 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 		}
 	}
 
-	stuck, err := s.Posts.Unfinished(ctx, now.Add(-StaleAfter), limit)
+	// Triggered or publishing targets not finished, and waiting targets
+	// past their next try: the job was lost. A waiting target is never
+	// re-enqueued before its next try.
+	stuck, err := s.Posts.Unfinished(ctx, now.Add(-staleAfter), limit)
 	if err != nil {
-		errs = append(errs, fmt.Errorf("unfinished targets: %w", err))
+		readFailed(fmt.Errorf("unfinished targets: %w", err))
 	}
 	rep.StuckTargets = len(stuck)
 	for _, ref := range stuck {
 		// Publish decides from the ledger what the target needs: a re-send
-		// only if the entry is released or absent.
+		// only if the entry is released (and due) or absent.
 		requeue(ref)
 	}
 
-	missed, err := s.Posts.Due(ctx, now.Add(-MissedAfter), limit)
+	missed, err := s.Posts.Due(ctx, now.Add(-missedAfter), limit)
 	if err != nil {
-		errs = append(errs, fmt.Errorf("missed schedules: %w", err))
+		readFailed(fmt.Errorf("missed schedules: %w", err))
 	}
 	rep.MissedSchedules = len(missed)
 	for _, ref := range missed {
@@ -169,30 +187,39 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 
 	dls, err := s.Queue.DeadLetters(ctx, limit)
 	if err != nil {
-		errs = append(errs, fmt.Errorf("dead letters: %w", err))
+		readFailed(fmt.Errorf("dead letters: %w", err))
 	}
 	rep.DeadLetters = len(dls)
 
-	counts, err := s.Posts.CountTargets(ctx)
+	counts, err := s.Posts.CountTargets(ctx, post.Held, post.Failed, post.Waiting)
 	if err != nil {
-		errs = append(errs, fmt.Errorf("count targets: %w", err))
+		readFailed(fmt.Errorf("count targets: %w", err))
 	}
-	rep.HeldTargets, rep.FailedTargets = counts[post.Held], counts[post.Failed]
+	rep.HeldTargets, rep.FailedTargets, rep.WaitingTargets = counts[post.Held], counts[post.Failed], counts[post.Waiting]
+	rep.Errors = len(errs)
 
 	if s.Metrics != nil {
-		if err := s.Metrics.Emit(
-			emf.Metric{Name: "StalePending", Unit: emf.Count, Value: float64(rep.StalePending)},
-			emf.Metric{Name: "StaleUnknown", Unit: emf.Count, Value: float64(rep.StaleUnknown)},
-			emf.Metric{Name: "OldestOpenAgeSeconds", Unit: emf.Seconds, Value: rep.OldestOpenAge.Seconds()},
-			emf.Metric{Name: "StuckTargets", Unit: emf.Count, Value: float64(rep.StuckTargets)},
-			emf.Metric{Name: "MissedSchedules", Unit: emf.Count, Value: float64(rep.MissedSchedules)},
-			emf.Metric{Name: "DeadLetters", Unit: emf.Count, Value: float64(rep.DeadLetters)},
-			emf.Metric{Name: "SweepRequeued", Unit: emf.Count, Value: float64(rep.Requeued)},
-			emf.Metric{Name: "HeldTargets", Unit: emf.Count, Value: float64(rep.HeldTargets)},
-			emf.Metric{Name: "FailedTargets", Unit: emf.Count, Value: float64(rep.FailedTargets)},
-		); err != nil {
+		metrics := []emf.Metric{{Name: MetricSweepErrors, Unit: emf.Count, Value: float64(rep.Errors)}}
+		if !rep.ReadFailed {
+			metrics = append(metrics,
+				emf.Metric{Name: "StalePending", Unit: emf.Count, Value: float64(rep.StalePending)},
+				emf.Metric{Name: "StaleUnknown", Unit: emf.Count, Value: float64(rep.StaleUnknown)},
+				emf.Metric{Name: "OldestOpenAgeSeconds", Unit: emf.Seconds, Value: rep.OldestOpenAge.Seconds()},
+				emf.Metric{Name: "StuckTargets", Unit: emf.Count, Value: float64(rep.StuckTargets)},
+				emf.Metric{Name: "MissedSchedules", Unit: emf.Count, Value: float64(rep.MissedSchedules)},
+				emf.Metric{Name: "DeadLetters", Unit: emf.Count, Value: float64(rep.DeadLetters)},
+				emf.Metric{Name: "SweepRequeued", Unit: emf.Count, Value: float64(rep.Requeued)},
+				emf.Metric{Name: "HeldTargets", Unit: emf.Count, Value: float64(rep.HeldTargets)},
+				emf.Metric{Name: "FailedTargets", Unit: emf.Count, Value: float64(rep.FailedTargets)},
+				emf.Metric{Name: "WaitingTargets", Unit: emf.Count, Value: float64(rep.WaitingTargets)},
+			)
+		}
+		if err := s.Metrics.Emit(metrics...); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if rep.ReadFailed {
+		s.log().ErrorContext(ctx, "sweep could not read the store; no gauges emitted", "errors", rep.Errors)
 	}
 	if rep.Alarming() {
 		s.log().WarnContext(ctx, "sweep found work not progressing", "stale_pending", rep.StalePending, "stale_unknown", rep.StaleUnknown,
@@ -228,8 +255,9 @@ func (s *Sweeper) expire(ctx context.Context, e ledger.Entry) error {
 	return err
 }
 
-// ensureConfirm starts the unknown entry's confirm workflow; starting it
-// again while it runs is a no-op (named key-attempt).
+// ensureConfirm makes sure the unknown entry's confirm workflow runs:
+// starting it again while it runs is a no-op (named key-attempt), and one
+// that stopped without settling the entry is replaced (key-attempt-rN).
 func (s *Sweeper) ensureConfirm(ctx context.Context, e ledger.Entry) error {
 	acc, err := s.Publisher.Accounts.GetAccount(ctx, post.AccountID(e.Account))
 	if err != nil {
@@ -239,7 +267,7 @@ func (s *Sweeper) ensureConfirm(ctx context.Context, e ledger.Entry) error {
 	if err != nil {
 		return fmt.Errorf("confirm %s: %w", e.Key, err)
 	}
-	return s.Publisher.startConfirm(ctx, acc, client, e)
+	return s.Publisher.startConfirm(ctx, acc, client, e, false)
 }
 
 // releaseUpload frees a stale upload entry: an expired lease becomes

@@ -15,8 +15,10 @@ import (
 )
 
 // TestAccounts checks that an account store keeps accounts and
-// credentials, never loses a refresh token, and lets one owner at a time
-// refresh an account's credential. newAccounts must return an empty store.
+// credentials, never loses a refresh token, lets one owner at a time
+// refresh an account's credential, and records a refresh whose answer was
+// lost (RefreshLostAt) until a new credential is stored. newAccounts must
+// return an empty store.
 //
 // ListAccounts may return accounts in any order.
 func TestAccounts(t *testing.T, newAccounts func(t *testing.T) publishing.Accounts) {
@@ -32,12 +34,15 @@ func accountsChecks() []check[publishing.Accounts] {
 		{"Credential/missing", credentialMissing},
 		{"Credential/empty_access_token_refused", credentialEmptyAccess},
 		{"Credential/empty_refresh_token_keeps_stored", credentialKeepRefresh},
+		{"Credential/lost_refresh_cleared_by_put", credentialLostPut},
 		{"Refresh/lease_exclusive_until_saved", refreshExclusive},
 		{"Refresh/non_owner_save_refused", refreshNonOwner},
 		{"Refresh/save_without_lease_refused", refreshNoLease},
 		{"Refresh/empty_refresh_token_keeps_stored", refreshKeepRefresh},
 		{"Refresh/nil_credential_drops_lease", refreshNil},
 		{"Refresh/expired_lease_taken_over", refreshExpired},
+		{"Refresh/mark_lost_owner_only", refreshMarkLost},
+		{"Refresh/lost_refresh_cleared_by_save", refreshLostSave},
 	}
 }
 
@@ -53,6 +58,7 @@ func sampleAccount(id post.AccountID) post.Account {
 type cred struct {
 	AccessToken, RefreshToken string
 	ExpiresAt                 time.Time
+	RefreshLostAt             time.Time
 }
 
 func credOf(c platform.Credential) cred { return cred(c) }
@@ -78,7 +84,7 @@ func wantCredential(t testing.TB, s publishing.Accounts, id post.AccountID, want
 		t.Errorf("%s: Credential(%s) = %v, want nil", what, id, err)
 		return
 	}
-	checkUTC(t, "Credential("+string(id)+")", map[string]time.Time{"ExpiresAt": got.ExpiresAt})
+	checkUTC(t, "Credential("+string(id)+")", map[string]time.Time{"ExpiresAt": got.ExpiresAt, "RefreshLostAt": got.RefreshLostAt})
 	if diff := cmp.Diff(credOf(want), credOf(got)); diff != "" {
 		t.Errorf("%s: Credential(%s) mismatch (-want +got):\n%s", what, id, diff)
 	}
@@ -100,6 +106,7 @@ func accountsPutGetList(t testing.TB, s publishing.Accounts) {
 	}
 	a, b, c := sampleAccount("acct-a"), sampleAccount("acct-b"), sampleAccount("acct-c")
 	b.Platform, b.Gate, b.RemoteID = "bluesky", post.GateAuto, ""
+	a.Status, a.StatusReason = post.AccountReconnectNeeded, "refresh refused: 400 invalid_grant"
 	rv := reflect.ValueOf(a)
 	for i := range rv.NumField() {
 		if rv.Field(i).IsZero() {
@@ -109,8 +116,14 @@ func accountsPutGetList(t testing.TB, s publishing.Accounts) {
 	for _, x := range []post.Account{c, a, b} {
 		mustPutAccount(t, s, x)
 	}
-	// Putting an account again replaces it.
+	if got, err := s.GetAccount(t.Context(), a.ID); err != nil {
+		t.Errorf("GetAccount(%s) = %v", a.ID, err)
+	} else if diff := cmp.Diff(a, got); diff != "" {
+		t.Errorf("GetAccount(%s) mismatch (-want +got):\n%s", a.ID, diff)
+	}
+	// Putting an account again replaces it (here: reconnected, renamed).
 	a.Handle, a.BaseURL = "@renamed@other.example", "https://other.example"
+	a.Status, a.StatusReason = post.AccountOK, ""
 	mustPutAccount(t, s, a)
 	for _, want := range []post.Account{a, b, c} {
 		got, err := s.GetAccount(t.Context(), want.ID)
@@ -291,4 +304,84 @@ func refreshExpired(t testing.TB, s publishing.Accounts) {
 		t.Fatalf("SaveRefreshed(new owner) = %v", err)
 	}
 	wantCredential(t, s, "acct-a", fresh, "after the new owner saved")
+}
+
+// markLost records a lost refresh for owner, who must hold the lease.
+func markLost(t testing.TB, s publishing.Accounts, id post.AccountID, owner string, at time.Time) {
+	t.Helper()
+	if err := s.MarkRefreshLost(t.Context(), id, owner, at); err != nil {
+		t.Fatalf("MarkRefreshLost(%s, %s) = %v, want nil", id, owner, err)
+	}
+}
+
+// Only the lease's owner records a lost refresh; doing so keeps the tokens
+// and drops the lease.
+func refreshMarkLost(t testing.TB, s publishing.Accounts) {
+	c := accountWithCredential(t, s, "acct-a")
+	lostAt := base.Add(30*time.Second + 3).In(time.FixedZone("CET", 3600))
+	if err := s.MarkRefreshLost(t.Context(), "acct-a", "owner-1", lostAt); !errors.Is(err, post.ErrConflict) {
+		t.Errorf("MarkRefreshLost(no lease taken) = %v, want post.ErrConflict", err)
+	}
+	wantCredential(t, s, "acct-a", c, "after MarkRefreshLost without a lease")
+
+	mustLease(t, s, "acct-a", "owner-1", base, base.Add(time.Minute))
+	if err := s.MarkRefreshLost(t.Context(), "acct-a", "owner-2", lostAt); !errors.Is(err, post.ErrConflict) {
+		t.Errorf("MarkRefreshLost(non-owner) = %v, want post.ErrConflict", err)
+	}
+	wantCredential(t, s, "acct-a", c, "after MarkRefreshLost by a non-owner")
+	wantLeaseConflict(t, s, "acct-a", "owner-3", base.Add(time.Second), base.Add(time.Minute), "after MarkRefreshLost by a non-owner")
+
+	markLost(t, s, "acct-a", "owner-1", lostAt)
+	lost := c
+	lost.RefreshLostAt = lostAt
+	wantCredential(t, s, "acct-a", lost, "after MarkRefreshLost by the owner")
+	if err := s.MarkRefreshLost(t.Context(), "acct-a", "owner-1", lostAt.Add(time.Second)); !errors.Is(err, post.ErrConflict) {
+		t.Errorf("second MarkRefreshLost after the lease was dropped = %v, want post.ErrConflict", err)
+	}
+	wantCredential(t, s, "acct-a", lost, "after a second MarkRefreshLost")
+	// The lease was dropped: the next refresh may start at once.
+	mustLease(t, s, "acct-a", "owner-2", base.Add(2*time.Second), base.Add(time.Minute))
+}
+
+// A stored refreshed credential clears RefreshLostAt; dropping the lease
+// alone (a nil credential) does not.
+func refreshLostSave(t testing.TB, s publishing.Accounts) {
+	c := accountWithCredential(t, s, "acct-a")
+	mustLease(t, s, "acct-a", "owner-1", base, base.Add(time.Minute))
+	lostAt := base.Add(40*time.Second + 9)
+	markLost(t, s, "acct-a", "owner-1", lostAt)
+
+	mustLease(t, s, "acct-a", "owner-2", base.Add(time.Minute), base.Add(2*time.Minute))
+	if err := s.SaveRefreshed(t.Context(), "acct-a", "owner-2", nil); err != nil {
+		t.Fatalf("SaveRefreshed(owner, nil) = %v", err)
+	}
+	lost := c
+	lost.RefreshLostAt = lostAt
+	wantCredential(t, s, "acct-a", lost, "after SaveRefreshed(nil)")
+
+	mustLease(t, s, "acct-a", "owner-3", base.Add(2*time.Minute), base.Add(3*time.Minute))
+	refreshed := platform.Credential{AccessToken: "access-2", ExpiresAt: base.Add(7*time.Hour + 7)}
+	if err := s.SaveRefreshed(t.Context(), "acct-a", "owner-3", &refreshed); err != nil {
+		t.Fatalf("SaveRefreshed(owner) = %v", err)
+	}
+	refreshed.RefreshToken = c.RefreshToken
+	wantCredential(t, s, "acct-a", refreshed, "after SaveRefreshed with a credential")
+}
+
+// An operator's new credential clears RefreshLostAt.
+func credentialLostPut(t testing.TB, s publishing.Accounts) {
+	accountWithCredential(t, s, "acct-a")
+	accountWithCredential(t, s, "acct-b")
+	for _, id := range []post.AccountID{"acct-a", "acct-b"} {
+		mustLease(t, s, id, "owner-1", base, base.Add(time.Minute))
+		markLost(t, s, id, "owner-1", base.Add(20*time.Second+1))
+	}
+	reconnected := platform.Credential{AccessToken: "access-new", RefreshToken: "refresh-new", ExpiresAt: base.Add(8 * time.Hour)}
+	mustPutCredential(t, s, "acct-a", reconnected)
+	wantCredential(t, s, "acct-a", reconnected, "after PutCredential")
+	// Only that account's.
+	b, err := s.Credential(t.Context(), "acct-b")
+	if err != nil || !b.RefreshLostAt.Equal(base.Add(20*time.Second+1)) {
+		t.Errorf("other account after PutCredential: RefreshLostAt %s (%v), want %s", b.RefreshLostAt, err, base.Add(20*time.Second+1))
+	}
 }

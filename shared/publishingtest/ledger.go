@@ -23,7 +23,8 @@ import (
 //
 // History may or may not start with the first write (From empty, To
 // pending, attempt 1); both are accepted, the moves made by Update must
-// follow it in order.
+// follow it in order. A held → held move (a new task token, an operator's
+// decision) is a move like any other: stored, and recorded in the history.
 func TestLedger(t *testing.T, newLedger func(t *testing.T) publishing.Ledger) {
 	t.Helper()
 	runChecks(t, ledgerChecks(), newLedger)
@@ -38,7 +39,8 @@ var designMoves = map[ledger.State][]ledger.State{
 	ledger.Pending:  {ledger.Confirmed, ledger.Released, ledger.Failed, ledger.Unknown, ledger.Held},
 	ledger.Unknown:  {ledger.Confirmed, ledger.Released, ledger.Held},
 	ledger.Released: {ledger.Pending},
-	ledger.Held:     {ledger.Released, ledger.Confirmed, ledger.Failed},
+	// Held → held records a newer task token or an operator's decision.
+	ledger.Held: {ledger.Released, ledger.Confirmed, ledger.Failed, ledger.Held},
 }
 
 func designAllows(from, to ledger.State) bool {
@@ -78,6 +80,9 @@ func ledgerChecks() []check[publishing.Ledger] {
 		{"Update/stale_attempt", ledgerStaleAttempt},
 		{"Update/missing_entry", ledgerUpdateMissing},
 		{"Update/concurrent_same_prev", ledgerUpdateRace},
+		{"Update/new_fields_round_trip", ledgerNewFields},
+		{"Update/held_to_held_stale_prev", ledgerHeldStale},
+		{"Update/concurrent_held_to_held", ledgerHeldRace},
 		{"Lease/expired_moves_to_unknown", ledgerLeaseExpired},
 		{"Lease/live_lease_waits", ledgerLeaseLive},
 		{"Open/pending_and_unknown_oldest_first", ledgerOpen},
@@ -106,6 +111,9 @@ func step(e ledger.Entry, to ledger.State, now time.Time) (ledger.Entry, error) 
 	case ledger.Unknown:
 		return e.MarkUnknown("timeout after the request was written", now)
 	case ledger.Held:
+		if e.State == ledger.Held {
+			return e.Retoken("task-token-"+now.Format(time.RFC3339Nano), now)
+		}
 		return e.Hold("dedup found the same content", "remote-dup", now)
 	}
 	return e, fmt.Errorf("suite bug: no step to %q", to)
@@ -130,7 +138,8 @@ func mustGet(t testing.TB, l publishing.Ledger, key ledger.Key) ledger.Entry {
 
 func entryTimes(e ledger.Entry) map[string]time.Time {
 	return map[string]time.Time{"Slot": e.Slot, "LeaseUntil": e.LeaseUntil, "OpenSince": e.OpenSince,
-		"SentAt": e.SentAt, "UpdatedAt": e.UpdatedAt, "ExpiresAt": e.ExpiresAt}
+		"SentAt": e.SentAt, "RetryAt": e.RetryAt, "DeferredSince": e.DeferredSince,
+		"UpdatedAt": e.UpdatedAt, "ExpiresAt": e.ExpiresAt}
 }
 
 // wantStored checks that the stored entry is exactly want.
@@ -254,24 +263,29 @@ func ledgerCreateRace(t testing.TB, l publishing.Ledger) {
 // Every field of an entry survives Create and Get, to the nanosecond.
 func ledgerRoundTrip(t testing.TB, l publishing.Ledger) {
 	e := ledger.Entry{
-		Key:         ledger.UploadKey("acct-rt", "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", "publish-key"),
-		Action:      ledger.Upload,
-		Account:     "acct-rt",
-		Subject:     "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
-		Slot:        base.Add(time.Hour + 1),
-		State:       ledger.Pending,
-		Attempt:     1,
-		Handle:      ledger.NewHandle(),
-		Fingerprint: "fp:Grüße, \"quoted\" 🎉\n",
-		LeaseOwner:  "worker-rt/λ",
-		LeaseUntil:  base.Add(90*time.Second + 3),
-		OpenSince:   base.Add(-5),
-		SentAt:      base.Add(7),
-		RemoteID:    "110123456789012345",
-		Reason:      "reason with 'quotes', % and \\ backslash",
-		TaskToken:   "AQCEAAAAKgAAAAMAAAAAAAAAAY+token==",
-		UpdatedAt:   base.Add(11),
-		ExpiresAt:   base.Add(ledger.TerminalTTL + 13),
+		Key:           ledger.UploadKey("acct-rt", "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", "publish-key"),
+		Action:        ledger.Upload,
+		Account:       "acct-rt",
+		Subject:       "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+		Slot:          base.Add(time.Hour + 1),
+		State:         ledger.Pending,
+		Attempt:       1,
+		MaybeSent:     2,
+		Handle:        ledger.NewHandle(),
+		Fingerprint:   "fp:Grüße, \"quoted\" 🎉\n",
+		LeaseOwner:    "worker-rt/λ",
+		LeaseUntil:    base.Add(90*time.Second + 3),
+		OpenSince:     base.Add(-5),
+		SentAt:        base.Add(7),
+		LookAfter:     "110123456789000000",
+		RetryAt:       base.Add(2*time.Minute + 17),
+		DeferredSince: base.Add(-time.Minute - 19),
+		RemoteID:      "110123456789012345",
+		Reason:        "reason with 'quotes', % and \\ backslash",
+		TaskToken:     "AQCEAAAAKgAAAAMAAAAAAAAAAY+token==",
+		Decision:      `{"decision":"approve","by":"ops@example.org","note":"ünïcödé"}`,
+		UpdatedAt:     base.Add(11),
+		ExpiresAt:     base.Add(ledger.TerminalTTL + 13),
 	}
 	v := reflect.ValueOf(e)
 	for i := range v.NumField() {
@@ -555,6 +569,153 @@ func ledgerUpdateRace(t testing.TB, l publishing.Ledger) {
 	}
 	wantStored(t, l, nexts[winner], "after the race")
 	wantMoves(t, l, prev.Key, []ledger.Transition{transition(prev, nexts[winner])})
+}
+
+// The fields the later moves set (RetryAt, DeferredSince, MaybeSent,
+// TaskToken, Decision) and LookAfter, kept from the first write, are
+// stored by Update, to the nanosecond, and held → held moves are recorded.
+func ledgerNewFields(t testing.TB, l publishing.Ledger) {
+	clk := newClock(base)
+	e := pendingEntry("new-fields", clk.next())
+	e.LookAfter = "110000000000000042"
+	mustCreate(t, l, e)
+	var want []ledger.Transition
+	cur := e
+	for _, mv := range []struct {
+		name string
+		move func(e ledger.Entry, now time.Time) (ledger.Entry, error)
+		set  func(e ledger.Entry) bool // the field this move must have set
+	}{
+		{"defer", func(e ledger.Entry, now time.Time) (ledger.Entry, error) {
+			return e.Defer("429 rate limited", now.Add(90*time.Second+3), now)
+		}, func(e ledger.Entry) bool { return !e.RetryAt.IsZero() && !e.DeferredSince.IsZero() }},
+		{"reacquire", func(e ledger.Entry, now time.Time) (ledger.Entry, error) {
+			return e.Reacquire("worker-2", now, time.Minute)
+		}, func(e ledger.Entry) bool { return e.RetryAt.IsZero() && !e.DeferredSince.IsZero() }},
+		{"defer again", func(e ledger.Entry, now time.Time) (ledger.Entry, error) {
+			return e.Defer("connection refused", now.Add(time.Minute+5), now)
+		}, func(e ledger.Entry) bool { return !e.RetryAt.IsZero() && e.DeferredSince.Before(e.UpdatedAt) }},
+		{"reacquire again", func(e ledger.Entry, now time.Time) (ledger.Entry, error) {
+			return e.Reacquire("worker-3", now, time.Minute)
+		}, func(e ledger.Entry) bool { return e.Attempt == 3 }},
+		{"unknown", func(e ledger.Entry, now time.Time) (ledger.Entry, error) {
+			return e.MarkUnknown("timeout after the request was written", now)
+		}, func(e ledger.Entry) bool { return e.MaybeSent == 1 && e.DeferredSince.IsZero() }},
+		{"hold", func(e ledger.Entry, now time.Time) (ledger.Entry, error) {
+			n, err := e.Hold("not found after 3 looks", "", now)
+			n.TaskToken = "task-token-1"
+			return n, err
+		}, func(e ledger.Entry) bool { return e.TaskToken != "" }},
+		{"retoken", func(e ledger.Entry, now time.Time) (ledger.Entry, error) {
+			return e.Retoken("task-token-2", now)
+		}, func(e ledger.Entry) bool { return e.TaskToken == "task-token-2" }},
+		{"decide", func(e ledger.Entry, now time.Time) (ledger.Entry, error) {
+			return e.WithDecision(`{"decision":"approve"}`, now)
+		}, func(e ledger.Entry) bool { return e.Decision != "" && e.TaskToken == "task-token-2" }},
+		{"retoken after the decision", func(e ledger.Entry, now time.Time) (ledger.Entry, error) {
+			return e.Retoken("task-token-3", now)
+		}, func(e ledger.Entry) bool { return e.Decision != "" && e.TaskToken == "task-token-3" }},
+		{"release", func(e ledger.Entry, now time.Time) (ledger.Entry, error) {
+			return e.Release("operator approved", now)
+		}, func(e ledger.Entry) bool { return e.Decision == "" && e.MaybeSent == 1 && e.LookAfter != "" }},
+	} {
+		next, err := mv.move(cur, clk.next())
+		if err != nil || !mv.set(next) {
+			t.Fatalf("suite bug: %s: %v, %+v", mv.name, err, next)
+		}
+		mustUpdate(t, l, cur, next)
+		want = append(want, transition(cur, next))
+		cur = next
+	}
+	wantMoves(t, l, e.Key, want)
+}
+
+// heldEntry stores an entry held with a task token.
+func heldEntry(t testing.TB, l publishing.Ledger, subject string, clk *clock) ledger.Entry {
+	t.Helper()
+	e := pendingEntry(subject, clk.next())
+	mustCreate(t, l, e)
+	h, err := e.Hold("not found after 3 looks", "", clk.next())
+	if err != nil {
+		t.Fatalf("suite bug: %v", err)
+	}
+	h.TaskToken = "task-token-1"
+	mustUpdate(t, l, e, h)
+	return h
+}
+
+// A held → held move leaves state and attempt as they were, so the
+// condition on them alone cannot tell a stale prev: the suite requires
+// that a move from held is refused when the stored task token or decision
+// differ from prev's. Otherwise a retried Hold step (Retoken) working from
+// an entry read before an operator's decision would erase the decision,
+// and a decision written from an entry read before a Retoken would bring
+// back the old token, which the workflow no longer waits on.
+func ledgerHeldStale(t testing.TB, l publishing.Ledger) {
+	clk := newClock(base)
+	h := heldEntry(t, l, "held-stale-retoken", clk)
+	decided, _ := h.WithDecision(`{"decision":"approve"}`, clk.next())
+	mustUpdate(t, l, h, decided)
+	retoken, _ := h.Retoken("task-token-2", clk.next())
+	if err := l.Update(t.Context(), h, retoken); !errors.Is(err, ledger.ErrConflict) {
+		t.Errorf("Retoken from the entry read before the decision = %v, want ledger.ErrConflict", err)
+	}
+	wantStored(t, l, decided, "after the stale Retoken")
+
+	h = heldEntry(t, l, "held-stale-decision", clk)
+	retoken, _ = h.Retoken("task-token-2", clk.next())
+	mustUpdate(t, l, h, retoken)
+	decided, _ = h.WithDecision(`{"decision":"reject"}`, clk.next())
+	if err := l.Update(t.Context(), h, decided); !errors.Is(err, ledger.ErrConflict) {
+		t.Errorf("decision from the entry read before a Retoken = %v, want ledger.ErrConflict", err)
+	}
+	wantStored(t, l, retoken, "after the stale decision")
+	wantMoves(t, l, h.Key, []ledger.Transition{
+		{Key: h.Key, From: ledger.Pending, To: ledger.Held, Attempt: 1, Reason: h.Reason}, transition(h, retoken)})
+
+	// A move out of held from a stale prev is refused as well.
+	released, _ := h.Release("operator approved", clk.next())
+	if err := l.Update(t.Context(), h, released); !errors.Is(err, ledger.ErrConflict) {
+		t.Errorf("held → released from the entry read before a Retoken = %v, want ledger.ErrConflict", err)
+	}
+	wantStored(t, l, retoken, "after the stale release")
+}
+
+// 16 writers move the same held entry to held (half a new token, half a
+// decision); one wins.
+func ledgerHeldRace(t testing.TB, l publishing.Ledger) {
+	const n = 16
+	clk := newClock(base)
+	h := heldEntry(t, l, "held-race", clk)
+	nexts := make([]ledger.Entry, n)
+	for i := range nexts {
+		now := clk.next()
+		var err error
+		if i%2 == 0 {
+			nexts[i], err = h.Retoken(fmt.Sprintf("task-token-%d", i+2), now)
+		} else {
+			nexts[i], err = h.WithDecision(fmt.Sprintf(`{"decision":"approve","by":"operator-%d"}`, i), now)
+		}
+		if err != nil {
+			t.Fatalf("suite bug: %v", err)
+		}
+	}
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			errs[i] = l.Update(t.Context(), h, nexts[i])
+		})
+	}
+	close(start)
+	wg.Wait()
+	winner := exactlyOneWinner(t, errs, func(err error) bool { return errors.Is(err, ledger.ErrConflict) })
+	if winner < 0 {
+		return
+	}
+	wantStored(t, l, nexts[winner], "after the race")
 }
 
 // A pending entry whose owner died is moved to unknown (DESIGN §3: "pending

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"oncepost/shared/ledger"
 	"oncepost/shared/platform"
@@ -42,6 +43,9 @@ type ledgerBugs struct {
 	openInclusive        bool
 	historyNotRecorded   bool
 	historyBeforeChecks  bool
+	heldToHeldRefused    bool // an adapter with the old transition table
+	dropsNewFields       bool // MaybeSent, LookAfter, RetryAt, DeferredSince, Decision not stored
+	heldStaleAccepted    bool // the condition is state and attempt only
 }
 
 type memLedger struct {
@@ -63,6 +67,7 @@ func (m *memLedger) Create(_ context.Context, e ledger.Entry) error {
 			return err
 		}
 	}
+	e = m.store(e)
 	m.mu.Lock()
 	_, exists := m.entries[e.Key]
 	if m.bugs.createNotAtomic {
@@ -81,6 +86,14 @@ func (m *memLedger) Create(_ context.Context, e ledger.Entry) error {
 	return nil
 }
 
+// store is what the adapter keeps of e.
+func (m *memLedger) store(e ledger.Entry) ledger.Entry {
+	if m.bugs.dropsNewFields {
+		e.MaybeSent, e.LookAfter, e.RetryAt, e.DeferredSince, e.Decision = 0, "", time.Time{}, time.Time{}, ""
+	}
+	return e
+}
+
 func (m *memLedger) read(e ledger.Entry) ledger.Entry {
 	conv := func(t *time.Time) {
 		if m.bugs.getTruncates {
@@ -90,7 +103,7 @@ func (m *memLedger) read(e ledger.Entry) ledger.Entry {
 			*t = t.In(time.FixedZone("CET", 3600))
 		}
 	}
-	for _, t := range []*time.Time{&e.Slot, &e.LeaseUntil, &e.OpenSince, &e.SentAt, &e.UpdatedAt, &e.ExpiresAt} {
+	for _, t := range []*time.Time{&e.Slot, &e.LeaseUntil, &e.OpenSince, &e.SentAt, &e.RetryAt, &e.DeferredSince, &e.UpdatedAt, &e.ExpiresAt} {
 		conv(t)
 	}
 	return e
@@ -121,6 +134,10 @@ func (m *memLedger) Update(_ context.Context, prev, next ledger.Entry) error {
 			return err
 		}
 	}
+	if m.bugs.heldToHeldRefused && prev.State == ledger.Held && next.State == ledger.Held {
+		return fmt.Errorf("update %s: held → held: %w", prev.Key, ledger.ErrTransition)
+	}
+	next = m.store(next)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	cur, ok := m.entries[prev.Key]
@@ -129,6 +146,9 @@ func (m *memLedger) Update(_ context.Context, prev, next ledger.Entry) error {
 	}
 	if ok && (!m.bugs.updateIgnoresState && cur.State != prev.State || !m.bugs.updateIgnoresAttempt && cur.Attempt != prev.Attempt) {
 		return fmt.Errorf("update %s: stored %s attempt %d: %w", prev.Key, cur.State, cur.Attempt, ledger.ErrConflict)
+	}
+	if ok && !m.bugs.heldStaleAccepted && (cur.TaskToken != prev.TaskToken || cur.Decision != prev.Decision) {
+		return fmt.Errorf("update %s: task token or decision changed: %w", prev.Key, ledger.ErrConflict)
 	}
 	if m.bugs.updateNotAtomic {
 		m.mu.Unlock()
@@ -175,12 +195,18 @@ func (m *memLedger) History(_ context.Context, key ledger.Key) ([]ledger.Transit
 // ---- Posts ----
 
 type postsBugs struct {
-	createOverwrites bool
-	updateSkipsApply bool
-	updateNotAtomic  bool
-	dueAnyStatus     bool
-	dueIgnoresLimit  bool
-	dueBefore        bool // slot before t instead of not after t
+	createOverwrites          bool
+	updateSkipsApply          bool
+	updateNotAtomic           bool
+	dueAnyStatus              bool
+	dueIgnoresLimit           bool
+	dueBefore                 bool // slot before t instead of not after t
+	updateIgnoresFrom         bool
+	dropsNextTry              bool
+	unfinishedIgnoresWaiting  bool
+	unfinishedWaitingByUpdate bool // a waiting target is unfinished by UpdatedAt, not NextTry
+	countIgnoresStatuses      bool // always counts every status
+	countFirstStatusOnly      bool
 }
 
 type memPosts struct {
@@ -205,8 +231,20 @@ func (m *memPosts) CreatePost(_ context.Context, p post.Post) error {
 	if _, ok := m.posts[p.ID]; ok && !m.bugs.createOverwrites {
 		return fmt.Errorf("create post %s: %w", p.ID, post.ErrConflict)
 	}
-	m.posts[p.ID] = clonePost(p)
+	p = clonePost(p)
+	for i := range p.Targets {
+		p.Targets[i] = m.store(p.Targets[i])
+	}
+	m.posts[p.ID] = p
 	return nil
+}
+
+// store is what the adapter keeps of tg.
+func (m *memPosts) store(tg post.Target) post.Target {
+	if m.bugs.dropsNextTry {
+		tg.NextTry = time.Time{}
+	}
+	return tg
 }
 
 func (m *memPosts) GetPost(_ context.Context, id post.ID) (post.Post, error) {
@@ -236,10 +274,13 @@ func (m *memPosts) UpdateTarget(_ context.Context, id post.ID, account post.Acco
 		race()
 		m.mu.Lock()
 	}
+	if m.bugs.updateIgnoresFrom {
+		u.From = nil
+	}
 	next, err := cur.Apply(u)
 	if m.bugs.updateSkipsApply {
 		next, err = cur, nil
-		next.Status, next.Reason, next.UpdatedAt = u.Status, u.Reason, u.At.UTC()
+		next.Status, next.Reason, next.NextTry, next.UpdatedAt = u.Status, u.Reason, u.NextTry.UTC(), u.At.UTC()
 		if u.RemoteID != "" {
 			next.RemoteID = u.RemoteID
 		}
@@ -247,6 +288,7 @@ func (m *memPosts) UpdateTarget(_ context.Context, id post.ID, account post.Acco
 	if err != nil {
 		return post.Target{}, err
 	}
+	next = m.store(next)
 	p = clonePost(m.posts[id])
 	p.Targets[i] = next
 	m.posts[id] = p
@@ -277,13 +319,21 @@ func (m *memPosts) Due(_ context.Context, t time.Time, limit int) ([]publishing.
 	return out, nil
 }
 
-func (m *memPosts) CountTargets(context.Context) (map[post.TargetStatus]int, error) {
+func (m *memPosts) CountTargets(_ context.Context, statuses ...post.TargetStatus) (map[post.TargetStatus]int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.bugs.countIgnoresStatuses {
+		statuses = nil
+	}
+	if m.bugs.countFirstStatusOnly && len(statuses) > 1 {
+		statuses = statuses[:1]
+	}
 	out := map[post.TargetStatus]int{}
 	for _, p := range m.posts {
 		for _, tg := range p.Targets {
-			out[tg.Status]++
+			if len(statuses) == 0 || slices.Contains(statuses, tg.Status) {
+				out[tg.Status]++
+			}
 		}
 	}
 	return out, nil
@@ -299,8 +349,18 @@ func (m *memPosts) Unfinished(_ context.Context, t time.Time, limit int) ([]publ
 	var rows []row
 	for _, p := range m.posts {
 		for _, tg := range p.Targets {
-			if (tg.Status == post.Triggered || tg.Status == post.Publishing) && tg.UpdatedAt.Before(t) {
-				rows = append(rows, row{publishing.TargetRef{Post: p.ID, Account: tg.Account, Slot: tg.Slot}, tg.UpdatedAt})
+			at := tg.UpdatedAt
+			switch {
+			case tg.Status == post.Triggered || tg.Status == post.Publishing:
+			case tg.Status == post.Waiting && !m.bugs.unfinishedIgnoresWaiting:
+				if !m.bugs.unfinishedWaitingByUpdate {
+					at = tg.NextTry
+				}
+			default:
+				continue
+			}
+			if at.Before(t) {
+				rows = append(rows, row{publishing.TargetRef{Post: p.ID, Account: tg.Account, Slot: tg.Slot}, at})
 			}
 		}
 	}
@@ -327,6 +387,11 @@ type accountsBugs struct {
 	leaseNeverExpires     bool
 	saveIgnoresOwner      bool
 	saveKeepsLease        bool
+	dropsAccountStatus    bool
+	markLostIgnoresOwner  bool
+	markLostKeepsLease    bool
+	saveKeepsLost         bool // SaveRefreshed leaves RefreshLostAt as it was
+	putKeepsLost          bool // PutCredential leaves RefreshLostAt as it was
 }
 
 type refreshLease struct {
@@ -352,6 +417,9 @@ func newMemAccounts(b accountsBugs) *memAccounts {
 func (m *memAccounts) PutAccount(_ context.Context, a post.Account) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.bugs.dropsAccountStatus {
+		a.Status, a.StatusReason = "", ""
+	}
 	m.accounts[a.ID] = a
 	return nil
 }
@@ -386,12 +454,17 @@ func (m *memAccounts) Credential(_ context.Context, id post.AccountID) (platform
 	return c, nil
 }
 
-// store merges c into the stored credential; the caller holds mu.
-func (m *memAccounts) store(id post.AccountID, c platform.Credential, keepRefresh bool) {
+// store merges c into the stored credential; the caller holds mu. A new
+// credential clears a lost refresh unless keepLost.
+func (m *memAccounts) store(id post.AccountID, c platform.Credential, keepRefresh, keepLost bool) {
 	if c.RefreshToken == "" && keepRefresh {
 		c.RefreshToken = m.creds[id].RefreshToken
 	}
 	c.ExpiresAt = c.ExpiresAt.UTC()
+	c.RefreshLostAt = time.Time{}
+	if keepLost {
+		c.RefreshLostAt = m.creds[id].RefreshLostAt
+	}
 	m.creds[id] = c
 }
 
@@ -401,7 +474,7 @@ func (m *memAccounts) PutCredential(_ context.Context, id post.AccountID, c plat
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.store(id, c, !m.bugs.putOverwritesRefresh)
+	m.store(id, c, !m.bugs.putOverwritesRefresh, m.bugs.putKeepsLost)
 	return nil
 }
 
@@ -422,9 +495,25 @@ func (m *memAccounts) SaveRefreshed(_ context.Context, id post.AccountID, owner 
 		return fmt.Errorf("refresh lease of %s not held by %s: %w", id, owner, post.ErrConflict)
 	}
 	if c != nil {
-		m.store(id, *c, !m.bugs.saveOverwritesRefresh)
+		m.store(id, *c, !m.bugs.saveOverwritesRefresh, m.bugs.saveKeepsLost)
 	}
 	if !m.bugs.saveKeepsLease {
+		delete(m.leases, id)
+	}
+	return nil
+}
+
+func (m *memAccounts) MarkRefreshLost(_ context.Context, id post.AccountID, owner string, at time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if l, ok := m.leases[id]; (!ok || l.owner != owner) && !m.bugs.markLostIgnoresOwner {
+		return fmt.Errorf("refresh lease of %s not held by %s: %w", id, owner, post.ErrConflict)
+	}
+	if c, ok := m.creds[id]; ok {
+		c.RefreshLostAt = at.UTC()
+		m.creds[id] = c
+	}
+	if !m.bugs.markLostKeepsLease {
 		delete(m.leases, id)
 	}
 	return nil
@@ -442,6 +531,9 @@ type queueBugs struct {
 	reuseReceipt      bool
 	sharesBody        bool
 	dropsReason       bool
+	acceptsOversized  bool
+	reasonUncut       bool
+	reasonCutMidRune  bool
 }
 
 type memMsg struct {
@@ -470,6 +562,9 @@ func newMemQueue(b queueBugs, maxReceives int) *memQueue {
 }
 
 func (q *memQueue) Send(_ context.Context, body []byte, delay time.Duration) (string, error) {
+	if len(body) > publishing.MaxMessageBytes && !q.bugs.acceptsOversized {
+		return "", fmt.Errorf("body of %d bytes is over the limit of %d", len(body), publishing.MaxMessageBytes)
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.seq++
@@ -521,6 +616,14 @@ func (q *memQueue) Receive(_ context.Context, max int, visibility time.Duration)
 func (q *memQueue) bury(m *memMsg, reason string, now time.Time) {
 	if q.bugs.dropsReason {
 		reason = "dead"
+	}
+	if len(reason) > publishing.MaxReasonBytes && !q.bugs.reasonUncut {
+		const marker = " [cut]"
+		end := publishing.MaxReasonBytes - len(marker)
+		for !q.bugs.reasonCutMidRune && !utf8.RuneStart(reason[end]) {
+			end--
+		}
+		reason = reason[:end] + marker
 	}
 	q.dead = append(q.dead, publishing.DeadLetter{ID: m.id, Body: slices.Clone(m.body), ReceiveCount: m.count, Reason: reason, At: now.UTC()})
 }

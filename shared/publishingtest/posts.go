@@ -17,12 +17,14 @@ import (
 
 // TestPosts checks that a post store keeps posts whole, never overwrites
 // one, moves a target only as post.Target.Apply allows from the stored
-// status, atomically, and lists due targets. newPosts must return an empty
-// store.
+// status (including the caller's TargetUpdate.From), atomically, lists due
+// and unfinished targets, and counts targets by status. newPosts must
+// return an empty store.
 //
 // A store may return a post's targets in the order they were created or
 // sorted by account; the suite creates them in account order. A nil and an
-// empty media list are equal.
+// empty media list are equal. CountTargets may leave out, or report as 0,
+// a status without targets.
 func TestPosts(t *testing.T, newPosts func(t *testing.T) publishing.Posts) {
 	t.Helper()
 	runChecks(t, postsChecks(), newPosts)
@@ -37,13 +39,19 @@ func postsChecks() []check[publishing.Posts] {
 		{"UpdateTarget/sequence", postsSequence},
 		{"UpdateTarget/missing_post_or_account", postsUpdateMissing},
 		{"UpdateTarget/concurrent_published_or_cancelled", postsUpdateRace},
+		{"UpdateTarget/from_refused_when_status_differs", postsFrom},
+		{"UpdateTarget/concurrent_from_scheduled", postsFromRace},
+		{"UpdateTarget/waiting_next_try", postsWaiting},
 		{"Due/scheduled_not_after_t_earliest_first", postsDue},
 		{"Unfinished/triggered_or_publishing_updated_before_t", postsUnfinished},
+		{"Unfinished/waiting_once_next_try_passed", postsUnfinishedWaiting},
 		{"CountTargets/by_status", postsCount},
+		{"CountTargets/given_statuses_only", postsCountGiven},
 	}
 }
 
-var postStatuses = []post.TargetStatus{post.Scheduled, post.Triggered, post.Publishing, post.Published, post.Failed, post.Held, post.Cancelled}
+var postStatuses = []post.TargetStatus{post.Scheduled, post.Triggered, post.Publishing, post.Waiting,
+	post.Published, post.Failed, post.Held, post.Cancelled}
 
 var postCmp = cmp.Options{cmpopts.EquateEmpty()}
 
@@ -51,13 +59,14 @@ func postTimes(p post.Post) map[string]time.Time {
 	m := map[string]time.Time{"CreatedAt": p.CreatedAt}
 	for i, tg := range p.Targets {
 		m[fmt.Sprintf("Targets[%d].Slot", i)] = tg.Slot
+		m[fmt.Sprintf("Targets[%d].NextTry", i)] = tg.NextTry
 		m[fmt.Sprintf("Targets[%d].UpdatedAt", i)] = tg.UpdatedAt
 	}
 	return m
 }
 
 func targetTimes(tg post.Target) map[string]time.Time {
-	return map[string]time.Time{"Slot": tg.Slot, "UpdatedAt": tg.UpdatedAt}
+	return map[string]time.Time{"Slot": tg.Slot, "NextTry": tg.NextTry, "UpdatedAt": tg.UpdatedAt}
 }
 
 // simplePost is a post with one target per account, all in status, slots
@@ -116,8 +125,10 @@ func postsRoundTrip(t testing.TB, s publishing.Posts) {
 		},
 		Targets: []post.Target{
 			{Account: "acct-a", Slot: base.Add(time.Hour + 1), Status: post.Scheduled, UpdatedAt: base.Add(3)},
-			{Account: "acct-b", Slot: base.Add(2*time.Hour + 5), Status: post.Held, RemoteID: "110000000000000001", Reason: "dedup found it", UpdatedAt: base.Add(7)},
+			{Account: "acct-b", Slot: base.Add(2*time.Hour + 5), Status: post.Waiting, RemoteID: "110000000000000001",
+				Reason: "429: rate limited", NextTry: base.Add(2*time.Hour + 90*time.Second + 17), UpdatedAt: base.Add(7)},
 			{Account: "acct-c", Slot: base.Add(3*time.Hour + 9), Status: post.Published, RemoteID: "3kq2abcdxyz2c", Reason: "", UpdatedAt: base.Add(11)},
+			{Account: "acct-d", Slot: base.Add(4*time.Hour + 13), Status: post.Held, RemoteID: "110000000000000002", Reason: "dedup found it", UpdatedAt: base.Add(15)},
 		},
 		CreatedAt: base.Add(13),
 	}
@@ -163,6 +174,9 @@ func targetUpdate(to post.TargetStatus, at time.Time) post.TargetUpdate {
 	u := post.TargetUpdate{Status: to, Reason: "moved to " + string(to), At: at}
 	if to == post.Published || to == post.Held {
 		u.RemoteID = "remote-" + string(to)
+	}
+	if to == post.Waiting {
+		u.NextTry = at.Add(5*time.Minute + 3)
 	}
 	return u
 }
@@ -311,6 +325,120 @@ func postsUpdateRace(t testing.TB, s publishing.Posts) {
 	wantPost(t, s, withTarget(p, want), "after the late move")
 }
 
+// TargetUpdate.From: a move whose stored status is not one the caller
+// expects is refused, even where post.CanMove allows it (triggered →
+// triggered), and leaves the post unchanged.
+func postsFrom(t testing.TB, s publishing.Posts) {
+	p := simplePost("post-from", base, post.Scheduled, "acct-a", "acct-b")
+	mustCreatePost(t, s, p)
+	clk := newClock(base)
+	from := func(ss ...post.TargetStatus) []post.TargetStatus { return ss }
+	for _, tc := range []struct {
+		account post.AccountID
+		to      post.TargetStatus
+		from    []post.TargetStatus
+		ok      bool
+	}{
+		{"acct-a", post.Triggered, from(post.Scheduled), true},
+		{"acct-a", post.Triggered, from(post.Scheduled), false}, // a second trigger
+		{"acct-a", post.Publishing, from(post.Scheduled, post.Waiting), false},
+		{"acct-a", post.Waiting, from(post.Triggered), true},
+		{"acct-a", post.Waiting, from(post.Triggered), false},
+		{"acct-a", post.Triggered, from(post.Waiting), true},
+		{"acct-b", post.Cancelled, from(post.Triggered, post.Waiting), false},
+		{"acct-b", post.Cancelled, from(post.Scheduled, post.Triggered, post.Waiting), true},
+		{"acct-a", post.Published, nil, true},
+		{"acct-a", post.Failed, from(post.Published), false}, // From allows it, CanMove does not
+	} {
+		cur, _ := p.Target(tc.account)
+		u := targetUpdate(tc.to, clk.next())
+		u.From = tc.from
+		got, err := s.UpdateTarget(t.Context(), p.ID, tc.account, u)
+		if !tc.ok {
+			if !errors.Is(err, post.ErrConflict) {
+				t.Errorf("%s: UpdateTarget(%s → %s, from %v) = %v, want post.ErrConflict", tc.account, cur.Status, tc.to, tc.from, err)
+			}
+			wantPost(t, s, p, fmt.Sprintf("after refused %s → %s from %v", cur.Status, tc.to, tc.from))
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: UpdateTarget(%s → %s, from %v) = %v, want nil", tc.account, cur.Status, tc.to, tc.from, err)
+		}
+		want, _ := cur.Apply(u)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: UpdateTarget(%s → %s) returned (-want +got):\n%s", tc.account, cur.Status, tc.to, diff)
+		}
+		p = withTarget(p, want)
+		wantPost(t, s, p, fmt.Sprintf("after %s → %s from %v", cur.Status, tc.to, tc.from))
+	}
+}
+
+// 16 triggers fire for one scheduled target, each marking it triggered
+// only from scheduled: one wins. (Without From every one would: triggered
+// → triggered is an allowed move.)
+func postsFromRace(t testing.TB, s publishing.Posts) {
+	const n = 16
+	p := simplePost("post-from-race", base, post.Scheduled, "acct-a", "acct-b")
+	mustCreatePost(t, s, p)
+	updates := make([]post.TargetUpdate, n)
+	for i := range updates {
+		updates[i] = post.TargetUpdate{Status: post.Triggered, From: []post.TargetStatus{post.Scheduled},
+			Reason: fmt.Sprintf("trigger %d", i), At: base.Add(time.Duration(i))}
+	}
+	got := make([]post.Target, n)
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			got[i], errs[i] = s.UpdateTarget(t.Context(), p.ID, "acct-a", updates[i])
+		})
+	}
+	close(start)
+	wg.Wait()
+	winner := exactlyOneWinner(t, errs, func(err error) bool { return errors.Is(err, post.ErrConflict) })
+	if winner < 0 {
+		return
+	}
+	want, _ := p.Targets[0].Apply(updates[winner])
+	if diff := cmp.Diff(want, got[winner]); diff != "" {
+		t.Errorf("winner's UpdateTarget returned (-want +got):\n%s", diff)
+	}
+	wantPost(t, s, withTarget(p, want), "after the race")
+}
+
+// A waiting target keeps its NextTry, to the nanosecond and in UTC; a move
+// out of waiting clears it, as post.Target.Apply does.
+func postsWaiting(t testing.TB, s publishing.Posts) {
+	p := simplePost("post-waiting", base, post.Triggered, "acct-a", "acct-b")
+	mustCreatePost(t, s, p)
+	paris := time.FixedZone("CET", 3600)
+	for i, u := range []post.TargetUpdate{
+		{Status: post.Waiting, Reason: "429: retry after 90s", NextTry: base.Add(90*time.Second + 1).In(paris), At: base.Add(3)},
+		{Status: post.Waiting, Reason: "429 again", NextTry: base.Add(5*time.Minute + 5), At: base.Add(time.Minute + 7)},
+		{Status: post.Triggered, From: []post.TargetStatus{post.Waiting}, NextTry: base.Add(time.Hour), At: base.Add(5*time.Minute + 9)},
+		{Status: post.Waiting, Reason: "connection refused", NextTry: base.Add(6 * time.Minute), At: base.Add(5*time.Minute + 11)},
+		{Status: post.Cancelled, Reason: "operator", At: base.Add(5*time.Minute + 13)},
+	} {
+		cur, _ := p.Target("acct-a")
+		want, err := cur.Apply(u)
+		if err != nil {
+			t.Fatalf("suite bug: move %d: %v", i, err)
+		}
+		got, err := s.UpdateTarget(t.Context(), p.ID, "acct-a", u)
+		if err != nil {
+			t.Fatalf("UpdateTarget(%s → %s) = %v, want nil", cur.Status, u.Status, err)
+		}
+		checkUTC(t, fmt.Sprintf("UpdateTarget(%s → %s)", cur.Status, u.Status), targetTimes(got))
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("UpdateTarget(%s → %s) returned (-want +got):\n%s", cur.Status, u.Status, diff)
+		}
+		p = withTarget(p, want)
+		wantPost(t, s, p, fmt.Sprintf("after %s → %s", cur.Status, u.Status))
+	}
+}
+
 func postsDue(t testing.TB, s publishing.Posts) {
 	at := func(d time.Duration) time.Time { return base.Add(d) }
 	p1 := simplePost("due-1", at(-3*time.Hour), post.Scheduled, "acct-a", "acct-b") // a: -3h, b: -2h
@@ -400,6 +528,105 @@ func postsUnfinished(t testing.TB, s publishing.Posts) {
 	}
 }
 
+// Waiting targets are unfinished once their NextTry is before t (not
+// before: a throttled target is not stuck), whenever they were last
+// updated. "Oldest first" orders by the time compared with t: UpdatedAt
+// for triggered and publishing targets, NextTry for waiting ones.
+func postsUnfinishedWaiting(t testing.TB, s publishing.Posts) {
+	at := func(d time.Duration) time.Time { return base.Add(d) }
+	p := simplePost("unf-wait", at(-time.Hour), post.Scheduled, "acct-a", "acct-b", "acct-c", "acct-d", "acct-e")
+	mustCreatePost(t, s, p)
+	move := func(account post.AccountID, st post.TargetStatus, nextTry, when time.Time) {
+		t.Helper()
+		if _, err := s.UpdateTarget(t.Context(), p.ID, account, post.TargetUpdate{Status: st, NextTry: nextTry, At: when}); err != nil {
+			t.Fatalf("UpdateTarget(%s → %s) = %v", account, st, err)
+		}
+	}
+	move("acct-a", post.Waiting, at(-20*time.Minute), at(-30*time.Minute)) // overdue since -20m
+	move("acct-b", post.Waiting, at(10*time.Minute), at(-40*time.Minute))  // updated long ago, next try still ahead
+	move("acct-c", post.Waiting, at(-5*time.Minute+1), at(-6*time.Minute)) // overdue since -5m
+	move("acct-d", post.Triggered, time.Time{}, at(-10*time.Minute))       // unfinished since -10m
+	move("acct-e", post.Waiting, at(-50*time.Minute), at(-55*time.Minute)) // overdue, then published:
+	move("acct-e", post.Published, time.Time{}, at(-45*time.Minute))       // finished
+	ref := func(account post.AccountID) publishing.TargetRef {
+		tg, _ := p.Target(account)
+		return publishing.TargetRef{Post: p.ID, Account: account, Slot: tg.Slot}
+	}
+	for _, tc := range []struct {
+		t     time.Time
+		limit int
+		want  []publishing.TargetRef
+	}{
+		{base, 100, []publishing.TargetRef{ref("acct-a"), ref("acct-d"), ref("acct-c")}},
+		{base, 2, []publishing.TargetRef{ref("acct-a"), ref("acct-d")}},
+		{at(-5*time.Minute + 1), 100, []publishing.TargetRef{ref("acct-a"), ref("acct-d")}}, // strictly before t
+		{at(-10 * time.Minute), 100, []publishing.TargetRef{ref("acct-a")}},
+		{at(-20 * time.Minute), 100, nil},
+		{at(time.Hour), 100, []publishing.TargetRef{ref("acct-a"), ref("acct-d"), ref("acct-c"), ref("acct-b")}},
+	} {
+		got, err := s.Unfinished(t.Context(), tc.t, tc.limit)
+		if err != nil {
+			t.Errorf("Unfinished(base%+v, %d) = %v", tc.t.Sub(base), tc.limit, err)
+			continue
+		}
+		if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("Unfinished(base%+v, %d) mismatch (-want +got):\n%s", tc.t.Sub(base), tc.limit, diff)
+		}
+	}
+}
+
+// nonZero drops the statuses counted 0, which a store may report or leave out.
+func nonZero(m map[post.TargetStatus]int) map[post.TargetStatus]int {
+	out := map[post.TargetStatus]int{}
+	for k, v := range m {
+		if v != 0 {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// countsPost stores one post with a target in each status of counts.
+func countsPost(t testing.TB, s publishing.Posts, id string, counts map[post.TargetStatus]int) {
+	t.Helper()
+	p := post.Post{ID: post.ID(id), Body: "counted", CreatedAt: base}
+	for _, st := range postStatuses {
+		for i := range counts[st] {
+			p.Targets = append(p.Targets, post.Target{Account: post.AccountID(fmt.Sprintf("acct-%s-%d", st, i)),
+				Slot: base.Add(time.Duration(len(p.Targets)) * time.Minute), Status: st, UpdatedAt: base})
+		}
+	}
+	mustCreatePost(t, s, p)
+}
+
+// With statuses given, CountTargets counts those and no other.
+func postsCountGiven(t testing.TB, s publishing.Posts) {
+	all := map[post.TargetStatus]int{post.Scheduled: 4, post.Triggered: 1, post.Publishing: 2, post.Waiting: 3,
+		post.Published: 5, post.Failed: 1, post.Held: 2}
+	countsPost(t, s, "count-given", all)
+	for _, tc := range []struct {
+		statuses []post.TargetStatus
+		want     map[post.TargetStatus]int
+	}{
+		{[]post.TargetStatus{post.Held, post.Failed}, map[post.TargetStatus]int{post.Held: 2, post.Failed: 1}},
+		{[]post.TargetStatus{post.Waiting}, map[post.TargetStatus]int{post.Waiting: 3}},
+		{[]post.TargetStatus{post.Triggered, post.Publishing}, map[post.TargetStatus]int{post.Triggered: 1, post.Publishing: 2}},
+		{[]post.TargetStatus{post.Cancelled}, nil},
+		{[]post.TargetStatus{post.Held, post.Held}, map[post.TargetStatus]int{post.Held: 2}},
+		{[]post.TargetStatus{post.Cancelled, post.Scheduled}, map[post.TargetStatus]int{post.Scheduled: 4}},
+		{nil, all},
+	} {
+		got, err := s.CountTargets(t.Context(), tc.statuses...)
+		if err != nil {
+			t.Errorf("CountTargets(%v) = %v", tc.statuses, err)
+			continue
+		}
+		if diff := cmp.Diff(tc.want, nonZero(got), cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("CountTargets(%v) mismatch (-want +got):\n%s", tc.statuses, diff)
+		}
+	}
+}
+
 func postsCount(t testing.TB, s publishing.Posts) {
 	p1 := simplePost("count-1", base, post.Scheduled, "acct-a", "acct-b", "acct-c")
 	p2 := simplePost("count-2", base, post.Scheduled, "acct-a")
@@ -419,7 +646,7 @@ func postsCount(t testing.TB, s publishing.Posts) {
 		t.Fatalf("CountTargets() = %v", err)
 	}
 	want := map[post.TargetStatus]int{post.Scheduled: 1, post.Held: 2, post.Failed: 1}
-	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+	if diff := cmp.Diff(want, nonZero(got), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("CountTargets() mismatch (-want +got):\n%s", diff)
 	}
 }

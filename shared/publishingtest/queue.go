@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"oncepost/shared/publishing"
 )
@@ -41,6 +42,11 @@ type QueueOptions struct {
 // Ack with a receipt from an earlier delivery must fail and must not
 // delete the message: the stale owner's work is no longer the one in
 // flight.
+//
+// Sizes: a body of publishing.MaxMessageBytes is sent, a larger one is
+// refused; a dead-letter reason longer than publishing.MaxReasonBytes is
+// cut to at most that many bytes, keeping its start and valid UTF-8 (how
+// the cut is marked is the adapter's choice).
 func TestQueue(t *testing.T, newQueue func(t *testing.T, maxReceives int) publishing.Queue, opts QueueOptions) {
 	t.Helper()
 	runChecks(t, queueChecks(opts), func(t *testing.T) queueFactory {
@@ -72,9 +78,11 @@ func queueChecks(opts QueueOptions) []check[queueFactory] {
 		{"Ack/stale_receipt_refused", with(queueStaleAck)},
 		{"Send/delay", with(queueDelay)},
 		{"Send/arbitrary_bytes", with(queueBodies)},
+		{"Send/oversized_refused", with(queueOversized)},
 		{"Retry/delay", with(queueRetry)},
 		{"DeadLetter/after_max_receives", with(queueMaxReceives)},
 		{"DeadLetter/explicit_reason", with(queueDeadLetter)},
+		{"DeadLetter/long_reason_cut", with(queueLongReason)},
 	}
 }
 
@@ -521,4 +529,83 @@ func queueDeadLetter(x *qt) {
 	}
 	// Past the receipts' visibility timeout, nothing comes back.
 	x.quiet(vis, time.Until(movedAt.Add(vis+2*x.u)), "after DeadLetter, past the visibility timeout")
+}
+
+// A body of MaxMessageBytes is delivered whole; one byte more is refused
+// and never delivered.
+func queueOversized(x *qt) {
+	x.queue(defaultMaxReceives)
+	rng := rand.New(rand.NewPCG(3, 4))
+	largest := make([]byte, publishing.MaxMessageBytes)
+	for i := range largest {
+		largest[i] = byte(rng.UintN(256))
+	}
+	if id, err := x.q.Send(x.t.Context(), append(bytes.Clone(largest), 'x'), 0); err == nil {
+		x.t.Errorf("Send(%d bytes) = id %s, nil; want an error (the limit is %d bytes)", publishing.MaxMessageBytes+1, id, publishing.MaxMessageBytes)
+	}
+	id := x.send(largest, 0)
+	m, _ := x.one(10*x.u, 5*x.u, "the largest body")
+	if m.ID != id || !bytes.Equal(m.Body, largest) {
+		x.t.Errorf("largest body: got id %s, %d bytes; want id %s, the %d bytes sent", m.ID, len(m.Body), id, len(largest))
+	}
+	x.ack(m.Receipt, "the largest body")
+	x.quiet(x.u, 2*x.u, "after the refused Send")
+}
+
+// Reasons up to MaxReasonBytes are kept whole; longer ones are cut to at
+// most MaxReasonBytes bytes of valid UTF-8 that start like the reason.
+// Three long reasons put 3-byte runes at every offset, so a cut that
+// ignores rune boundaries splits a rune in at least two of them.
+func queueLongReason(x *qt) {
+	x.queue(defaultMaxReceives)
+	long := strings.Repeat("Zeichen € ", publishing.MaxReasonBytes/4)
+	reasons := []string{
+		strings.Repeat("r", publishing.MaxReasonBytes),
+		"€" + strings.Repeat("€", publishing.MaxReasonBytes),
+		"x" + strings.Repeat("€", publishing.MaxReasonBytes),
+		"xy" + strings.Repeat("€", publishing.MaxReasonBytes),
+		long,
+	}
+	byID := map[string]int{}
+	for i := range reasons {
+		byID[x.send(fmt.Appendf(nil, "reason %d", i), 0)] = i
+	}
+	d := x.await(len(reasons), 10, 10*x.u, 5*x.u, "messages to dead-letter")
+	receipts := make([]string, len(reasons))
+	for _, m := range d.msgs {
+		receipts[byID[m.ID]] = m.Receipt
+	}
+	for i, r := range reasons {
+		if i > 0 {
+			time.Sleep(x.u) // dead-letter times a unit apart, so "oldest first" is defined
+		}
+		if err := x.q.DeadLetter(x.t.Context(), receipts[i], r); err != nil {
+			x.t.Fatalf("DeadLetter(reason %d of %d bytes) = %v, want nil", i, len(r), err)
+		}
+	}
+	dl, err := x.q.DeadLetters(x.t.Context(), 10)
+	if err != nil {
+		x.t.Fatalf("DeadLetters = %v", err)
+	}
+	if len(dl) != len(reasons) {
+		x.t.Fatalf("DeadLetters = %d messages, want %d", len(dl), len(reasons))
+	}
+	for i, r := range reasons {
+		got := dl[i].Reason
+		if len(r) <= publishing.MaxReasonBytes {
+			if got != r {
+				x.t.Errorf("reason %d of %d bytes (the limit) stored as %d bytes %q…, want it whole", i, len(r), len(got), trim([]byte(got)))
+			}
+			continue
+		}
+		keep := publishing.MaxReasonBytes / 2
+		switch {
+		case len(got) > publishing.MaxReasonBytes:
+			x.t.Errorf("reason %d of %d bytes stored as %d bytes, want at most %d", i, len(r), len(got), publishing.MaxReasonBytes)
+		case !utf8.ValidString(got):
+			x.t.Errorf("reason %d cut inside a rune: stored %d bytes ending %q", i, len(got), got[max(len(got)-12, 0):])
+		case len(got) < keep || got[:keep] != r[:keep]:
+			x.t.Errorf("reason %d stored as %d bytes %q…, want the first %d bytes of the reason kept", i, len(got), trim([]byte(got)), keep)
+		}
+	}
 }

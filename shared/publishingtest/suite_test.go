@@ -160,6 +160,14 @@ func TestLedgerSuiteCatchesBrokenAdapters(t *testing.T) {
 			[]string{"History/transitions_in_order", "Update/allowed_pending_to_confirmed"}},
 		{"Update records history before its checks", l(ledgerBugs{historyBeforeChecks: true}),
 			[]string{"Update/stale_state", "Update/refused_from_confirmed", "Update/concurrent_same_prev"}},
+		{"Update refuses held → held", l(ledgerBugs{heldToHeldRefused: true}),
+			[]string{"Update/allowed_held_to_held", "Update/new_fields_round_trip", "Update/concurrent_held_to_held"}},
+		{"drops the fields added in schema 2", l(ledgerBugs{dropsNewFields: true}),
+			[]string{"Create/round_trip_every_field", "Update/new_fields_round_trip"}},
+		{"Update conditions a move from held on state and attempt only", l(ledgerBugs{heldStaleAccepted: true}),
+			[]string{"Update/held_to_held_stale_prev", "Update/concurrent_held_to_held"}},
+		{"Get returns local time for the new fields too", l(ledgerBugs{getLocalTime: true}),
+			[]string{"Update/new_fields_round_trip"}},
 	}, false)
 }
 
@@ -178,6 +186,20 @@ func TestPostsSuiteCatchesBrokenAdapters(t *testing.T) {
 			[]string{"Due/scheduled_not_after_t_earliest_first"}},
 		{"Due leaves out a slot equal to t", p(postsBugs{dueBefore: true}),
 			[]string{"Due/scheduled_not_after_t_earliest_first"}},
+		{"UpdateTarget ignores From", p(postsBugs{updateIgnoresFrom: true}),
+			[]string{"UpdateTarget/from_refused_when_status_differs", "UpdateTarget/concurrent_from_scheduled"}},
+		{"UpdateTarget checks From outside the write", p(postsBugs{updateNotAtomic: true}),
+			[]string{"UpdateTarget/concurrent_from_scheduled"}},
+		{"drops NextTry", p(postsBugs{dropsNextTry: true}),
+			[]string{"CreatePost/round_trip", "UpdateTarget/waiting_next_try", "UpdateTarget/every_status_pair"}},
+		{"Unfinished leaves out waiting targets", p(postsBugs{unfinishedIgnoresWaiting: true}),
+			[]string{"Unfinished/waiting_once_next_try_passed"}},
+		{"Unfinished lists waiting targets by their last update", p(postsBugs{unfinishedWaitingByUpdate: true}),
+			[]string{"Unfinished/waiting_once_next_try_passed"}},
+		{"CountTargets counts every status whatever is asked", p(postsBugs{countIgnoresStatuses: true}),
+			[]string{"CountTargets/given_statuses_only"}},
+		{"CountTargets counts the first status asked only", p(postsBugs{countFirstStatusOnly: true}),
+			[]string{"CountTargets/given_statuses_only"}},
 	}, false)
 }
 
@@ -200,6 +222,16 @@ func TestAccountsSuiteCatchesBrokenAdapters(t *testing.T) {
 			[]string{"Refresh/non_owner_save_refused", "Refresh/save_without_lease_refused", "Refresh/expired_lease_taken_over"}},
 		{"SaveRefreshed keeps the lease", a(accountsBugs{saveKeepsLease: true}),
 			[]string{"Refresh/lease_exclusive_until_saved", "Refresh/nil_credential_drops_lease"}},
+		{"PutAccount drops the status", a(accountsBugs{dropsAccountStatus: true}),
+			[]string{"Account/put_get_list"}},
+		{"MarkRefreshLost ignores the owner", a(accountsBugs{markLostIgnoresOwner: true}),
+			[]string{"Refresh/mark_lost_owner_only"}},
+		{"MarkRefreshLost keeps the lease", a(accountsBugs{markLostKeepsLease: true}),
+			[]string{"Refresh/mark_lost_owner_only"}},
+		{"SaveRefreshed keeps RefreshLostAt", a(accountsBugs{saveKeepsLost: true}),
+			[]string{"Refresh/lost_refresh_cleared_by_save"}},
+		{"PutCredential keeps RefreshLostAt", a(accountsBugs{putKeepsLost: true}),
+			[]string{"Credential/lost_refresh_cleared_by_put"}},
 	}, false)
 }
 
@@ -221,6 +253,9 @@ func TestQueueSuiteCatchesBrokenAdapters(t *testing.T) {
 		{"receipts are reused", q(queueBugs{reuseReceipt: true}), []string{"Receive/hidden_then_redelivered", "Ack/stale_receipt_refused"}},
 		{"Send keeps the caller's body", q(queueBugs{sharesBody: true}), []string{"Send/arbitrary_bytes"}},
 		{"DeadLetter drops the reason", q(queueBugs{dropsReason: true}), []string{"DeadLetter/explicit_reason", "DeadLetter/after_max_receives"}},
+		{"Send accepts an oversized body", q(queueBugs{acceptsOversized: true}), []string{"Send/oversized_refused"}},
+		{"DeadLetter keeps a long reason whole", q(queueBugs{reasonUncut: true}), []string{"DeadLetter/long_reason_cut"}},
+		{"DeadLetter cuts a reason inside a rune", q(queueBugs{reasonCutMidRune: true}), []string{"DeadLetter/long_reason_cut"}},
 	}
 	testBroken(t, checks, cases, true)
 }

@@ -20,7 +20,7 @@ var ErrNoAccessToken = errors.New("credential has no access token")
 // credential, stored apart, is untouched.
 func (s *Store) PutAccount(ctx context.Context, a post.Account) error {
 	_, err := s.ws.accountPut.ExecContext(ctx, string(a.ID), a.Platform, a.Handle, a.BaseURL,
-		a.RemoteID, a.CredentialRef, string(a.Gate))
+		a.RemoteID, a.CredentialRef, string(a.Gate), string(a.Status), a.StatusReason)
 	if err != nil {
 		return fmt.Errorf("put account %s: %w", a.ID, err)
 	}
@@ -63,35 +63,41 @@ func (s *Store) ListAccounts(ctx context.Context) ([]post.Account, error) {
 
 func scanAccount(sc scanner) (post.Account, error) {
 	var a post.Account
-	var id, gate string
-	if err := sc.Scan(&id, &a.Platform, &a.Handle, &a.BaseURL, &a.RemoteID, &a.CredentialRef, &gate); err != nil {
+	var id, gate, status string
+	if err := sc.Scan(&id, &a.Platform, &a.Handle, &a.BaseURL, &a.RemoteID, &a.CredentialRef, &gate,
+		&status, &a.StatusReason); err != nil {
 		return post.Account{}, err
 	}
-	a.ID, a.Gate = post.AccountID(id), post.GatePolicy(gate)
+	a.ID, a.Gate, a.Status = post.AccountID(id), post.GatePolicy(gate), post.AccountStatus(status)
 	return a, nil
 }
 
-// Credential reads an account's credential or returns an error wrapping
+// Credential reads an account's credential, with the time its last refresh
+// was lost if MarkRefreshLost recorded one, or returns an error wrapping
 // post.ErrNotFound. Tokens never appear in errors.
 func (s *Store) Credential(ctx context.Context, id post.AccountID) (platform.Credential, error) {
 	var c platform.Credential
-	var expires string
-	err := s.rs.credential.QueryRowContext(ctx, string(id)).Scan(&c.AccessToken, &c.RefreshToken, &expires)
+	var expires, lost string
+	err := s.rs.credential.QueryRowContext(ctx, string(id)).Scan(&c.AccessToken, &c.RefreshToken, &expires, &lost)
 	if errors.Is(err, sql.ErrNoRows) {
 		return platform.Credential{}, fmt.Errorf("credential %s: %w", id, post.ErrNotFound)
 	}
 	if err != nil {
 		return platform.Credential{}, fmt.Errorf("credential %s: %w", id, err)
 	}
-	if c.ExpiresAt, err = sqltime.Decode(expires); err != nil {
-		return platform.Credential{}, fmt.Errorf("credential %s: %w", id, err)
+	var d decoder
+	c.ExpiresAt, c.RefreshLostAt = d.time(expires), d.time(lost)
+	if d.err != nil {
+		return platform.Credential{}, fmt.Errorf("credential %s: %w", id, d.err)
 	}
 	return c, nil
 }
 
-// PutCredential stores an account's credential. An empty access token is
-// refused (ErrNoAccessToken); an empty refresh token keeps the stored one.
-// A refresh lease, if any, is untouched.
+// PutCredential stores an account's credential (an operator connected the
+// account). An empty access token is refused (ErrNoAccessToken); an empty
+// refresh token keeps the stored one. A lost refresh recorded by
+// MarkRefreshLost is cleared (c.RefreshLostAt is not stored: only
+// MarkRefreshLost sets it). A refresh lease, if any, is untouched.
 func (s *Store) PutCredential(ctx context.Context, id post.AccountID, c platform.Credential) error {
 	if c.AccessToken == "" {
 		return fmt.Errorf("put credential %s: %w", id, ErrNoAccessToken)
@@ -129,9 +135,10 @@ func (s *Store) LeaseRefresh(ctx context.Context, id post.AccountID, owner strin
 
 // SaveRefreshed stores a refreshed credential and drops the lease, only if
 // owner still holds it; an error wrapping post.ErrConflict otherwise. An
-// empty refresh token keeps the stored one; a nil credential only drops the
-// lease; a credential without an access token is refused (ErrNoAccessToken)
-// and the lease kept.
+// empty refresh token keeps the stored one; a lost refresh recorded by
+// MarkRefreshLost is cleared (c.RefreshLostAt is not stored). A nil
+// credential only drops the lease; a credential without an access token is
+// refused (ErrNoAccessToken) and the lease kept.
 func (s *Store) SaveRefreshed(ctx context.Context, id post.AccountID, owner string, c *platform.Credential) error {
 	if owner == "" {
 		return fmt.Errorf("save refreshed %s: empty owner", id)
@@ -155,6 +162,33 @@ func (s *Store) SaveRefreshed(ctx context.Context, id post.AccountID, owner stri
 	}
 	if n != 1 {
 		return fmt.Errorf("save refreshed %s: lease not held by %s: %w", id, owner, post.ErrConflict)
+	}
+	s.accountWrites.Add(1)
+	return nil
+}
+
+// MarkRefreshLost records that a refresh with the stored refresh token was
+// sent and its answer lost (Credential's RefreshLostAt = at) and drops the
+// lease, only if owner still holds it; an error wrapping post.ErrConflict
+// otherwise. The tokens are kept. It is one conditional statement, atomic
+// across processes.
+func (s *Store) MarkRefreshLost(ctx context.Context, id post.AccountID, owner string, at time.Time) error {
+	if owner == "" {
+		return fmt.Errorf("mark refresh lost %s: empty owner", id)
+	}
+	if at.IsZero() {
+		return fmt.Errorf("mark refresh lost %s: zero time", id)
+	}
+	res, err := s.ws.refreshLost.ExecContext(ctx, sqltime.Encode(at), string(id), owner)
+	if err != nil {
+		return fmt.Errorf("mark refresh lost %s: %w", id, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("mark refresh lost %s: %w", id, err)
+	}
+	if n != 1 {
+		return fmt.Errorf("mark refresh lost %s: lease not held by %s: %w", id, owner, post.ErrConflict)
 	}
 	s.accountWrites.Add(1)
 	return nil

@@ -17,25 +17,30 @@ import (
 	"time"
 
 	"oncepost/shared/ledger"
+	"oncepost/shared/post"
 )
 
 // The two-process test: the test binary runs itself as helper processes
 // that race the parent on one file. Each participant tries to Create the
-// same keys, then to move each from pending to unknown, then drains a
-// shared queue; exactly one Create and one Update per key must win across
-// all processes, and every message must be received exactly once.
+// same keys, then to move each from pending to unknown, then to trigger
+// the same targets (from scheduled only), then drains a shared queue in
+// which one message cannot be decoded; exactly one Create, one Update and
+// one trigger per key or target must win across all processes, every good
+// message must be received exactly once and the bad one dead-lettered.
 const (
 	helperEnvPath = "SQLITESTORE_HELPER_DB"
 	helperEnvName = "SQLITESTORE_HELPER_NAME"
 	raceKeys      = 50
+	raceTargets   = 30
 	raceMessages  = 200
 	raceChildren  = 3
+	racePost      = post.ID("race-post")
 )
 
 // result is one participant's tally.
 type result struct {
-	creates, updates int
-	messages         []string
+	creates, updates, triggers int
+	messages                   []string
 }
 
 // race runs one participant's share against path. ready is called once the
@@ -75,6 +80,15 @@ func race(path string, ready func(), start <-chan struct{}) (result, error) {
 			return r, fmt.Errorf("update %d: %w", k, err)
 		}
 	}
+	for _, i := range rand.Perm(raceTargets) {
+		u := post.TargetUpdate{Status: post.Triggered, From: []post.TargetStatus{post.Scheduled}, At: t0}
+		switch _, err := s.UpdateTarget(ctx, racePost, raceAccount(i), u); {
+		case err == nil:
+			r.triggers++
+		case !errors.Is(err, post.ErrConflict):
+			return r, fmt.Errorf("trigger %d: %w", i, err)
+		}
+	}
 	q := s.Queue("race", 10)
 	for {
 		msgs, err := q.Receive(ctx, 3, time.Hour)
@@ -107,7 +121,7 @@ func TestHelperProcess(t *testing.T) {
 		fmt.Fprintf(os.Stderr, "helper %s: %v\n", os.Getenv(helperEnvName), err)
 		os.Exit(3)
 	}
-	fmt.Printf("creates %d\nupdates %d\n", r.creates, r.updates)
+	fmt.Printf("creates %d\nupdates %d\ntriggers %d\n", r.creates, r.updates, r.triggers)
 	for _, id := range r.messages {
 		fmt.Printf("message %s\n", id)
 	}
@@ -144,12 +158,32 @@ func TestTwoProcesses(t *testing.T) {
 	defer s.Close()
 	q := s.Queue("race", 10)
 	sent := map[string]bool{}
+	var bad string
 	for i := range raceMessages {
 		id, err := q.Send(ctx, []byte(strconv.Itoa(i)), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		sent[id] = true
+		if i == raceMessages/2 {
+			bad = id
+		}
+	}
+	// One message written in a form this build cannot decode.
+	if _, err := s.DB().Exec(`UPDATE queue_messages SET sent_at = 'yesterday' WHERE id = ?`, bad); err != nil {
+		t.Fatal(err)
+	}
+	delete(sent, bad)
+	p := post.Post{ID: racePost, Body: "race", CreatedAt: t0}
+	for i := range raceTargets {
+		p.Targets = append(p.Targets, post.Target{Account: raceAccount(i), Slot: t0, Status: post.Scheduled, UpdatedAt: t0})
+	}
+	if err := s.CreatePost(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	version, err := s.DataVersion(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
 
 	type child struct {
@@ -221,7 +255,8 @@ func TestTwoProcesses(t *testing.T) {
 		t.Fatalf("parent: %v", parentErr)
 	}
 	total := parent
-	perProcess := []string{fmt.Sprintf("parent: %d creates, %d updates, %d messages", parent.creates, parent.updates, len(parent.messages))}
+	perProcess := []string{fmt.Sprintf("parent: %d creates, %d updates, %d triggers, %d messages",
+		parent.creates, parent.updates, parent.triggers, len(parent.messages))}
 	for i, out := range outputs {
 		var r result
 		for line := range strings.Lines(out) {
@@ -235,13 +270,17 @@ func TestTwoProcesses(t *testing.T) {
 				r.creates = n
 			case "updates":
 				r.updates = n
+			case "triggers":
+				r.triggers = n
 			case "message":
 				r.messages = append(r.messages, f[1])
 			}
 		}
-		perProcess = append(perProcess, fmt.Sprintf("child %d: %d creates, %d updates, %d messages", i, r.creates, r.updates, len(r.messages)))
+		perProcess = append(perProcess, fmt.Sprintf("child %d: %d creates, %d updates, %d triggers, %d messages",
+			i, r.creates, r.updates, r.triggers, len(r.messages)))
 		total.creates += r.creates
 		total.updates += r.updates
+		total.triggers += r.triggers
 		total.messages = append(total.messages, r.messages...)
 	}
 	t.Log(strings.Join(perProcess, "\n"))
@@ -250,6 +289,19 @@ func TestTwoProcesses(t *testing.T) {
 	}
 	if total.updates != raceKeys {
 		t.Errorf("%d updates won across processes, want exactly %d", total.updates, raceKeys)
+	}
+	if total.triggers != raceTargets {
+		t.Errorf("%d triggers won across processes, want exactly %d", total.triggers, raceTargets)
+	}
+	dead, err := q.DeadLetters(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dead) != 1 || dead[0].ID != bad || !strings.HasPrefix(dead[0].Reason, ReasonUndecodable+`: sent_at "yesterday"`) {
+		t.Errorf("dead letters %+v, want only the undecodable message %s", dead, bad)
+	}
+	if v, err := s.DataVersion(ctx); err != nil || v == version {
+		t.Errorf("parent's data version %d → %d (%v), want a change: the children wrote", version, v, err)
 	}
 	got := map[string]int{}
 	for _, id := range total.messages {
@@ -274,3 +326,6 @@ func TestTwoProcesses(t *testing.T) {
 		}
 	}
 }
+
+// raceAccount is the account of the i-th target of racePost.
+func raceAccount(i int) post.AccountID { return post.AccountID(fmt.Sprintf("acct-%02d", i)) }

@@ -14,18 +14,45 @@ import (
 )
 
 // CreatePost stores a new post with its targets in one transaction; an
-// error wrapping post.ErrConflict if the id exists.
+// error wrapping post.ErrConflict if the id exists. Its scheduled targets
+// count as unscheduled (Unscheduled lists them) until MarkScheduled.
 func (s *Store) CreatePost(ctx context.Context, p post.Post) error {
+	if err := s.createPost(ctx, p, nil); err != nil {
+		return fmt.Errorf("create post %s: %w", p.ID, err)
+	}
+	return nil
+}
+
+// CreatePostScheduled stores a new post with its targets, like CreatePost,
+// and calls schedule for each target in status scheduled, in the same
+// transaction: the post and its schedules are stored together or not at
+// all. schedule must write through tx only (e.g. the runtime's schedule
+// table in the same file) and must not call back into the store. An error
+// from schedule rolls everything back and is returned wrapped.
+func (s *Store) CreatePostScheduled(ctx context.Context, p post.Post, schedule func(tx *sql.Tx, ref publishing.TargetRef) error) error {
+	if schedule == nil {
+		return fmt.Errorf("create post %s: no schedule function", p.ID)
+	}
+	if err := s.createPost(ctx, p, schedule); err != nil {
+		return fmt.Errorf("create post %s: %w", p.ID, err)
+	}
+	return nil
+}
+
+// createPost inserts p and its targets in one transaction. With a schedule
+// function, it calls it for every scheduled target and records that the
+// target has its schedule (has_schedule = 1).
+func (s *Store) createPost(ctx context.Context, p post.Post, schedule func(tx *sql.Tx, ref publishing.TargetRef) error) error {
 	seen := make(map[post.AccountID]bool, len(p.Targets))
 	for _, t := range p.Targets {
 		if seen[t.Account] {
-			return fmt.Errorf("create post %s: account %s is targeted twice", p.ID, t.Account)
+			return fmt.Errorf("account %s is targeted twice", t.Account)
 		}
 		seen[t.Account] = true
 	}
 	media, err := json.Marshal(p.Media)
 	if err != nil {
-		return fmt.Errorf("create post %s: encode media: %w", p.ID, err)
+		return fmt.Errorf("encode media: %w", err)
 	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.StmtContext(ctx, s.ws.postInsert).ExecContext(ctx,
@@ -40,17 +67,76 @@ func (s *Store) CreatePost(ctx context.Context, p post.Post) error {
 		}
 		ins := tx.StmtContext(ctx, s.ws.targetInsert)
 		for i, t := range p.Targets {
+			scheduled := 0 // has_schedule
+			if schedule != nil && t.Status == post.Scheduled {
+				scheduled = 1
+			}
 			if _, err := ins.ExecContext(ctx, string(p.ID), string(t.Account), i, sqltime.Encode(t.Slot),
-				string(t.Status), t.RemoteID, t.Reason, sqltime.Encode(t.UpdatedAt)); err != nil {
+				string(t.Status), t.RemoteID, t.Reason, sqltime.Encode(t.UpdatedAt), sqltime.Encode(t.NextTry),
+				scheduled); err != nil {
 				return fmt.Errorf("target %s: %w", t.Account, err)
+			}
+			if scheduled == 1 {
+				ref := publishing.TargetRef{Post: p.ID, Account: t.Account, Slot: t.Slot.UTC()}
+				if err := schedule(tx, ref); err != nil {
+					return fmt.Errorf("schedule target %s: %w", t.Account, err)
+				}
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("create post %s: %w", p.ID, err)
+		return err
 	}
 	s.postWrites.Add(1)
+	return nil
+}
+
+// Unscheduled lists up to limit targets in status scheduled whose schedule
+// was never made (created by CreatePost, or before schema version 2, and
+// not yet MarkScheduled), earliest slot first (ties by post id and
+// account). It reads only the partial index targets_unscheduled, so it
+// costs nothing when every target has its schedule, however many there
+// are. A limit ≤ 0 means no limit.
+func (s *Store) Unscheduled(ctx context.Context, limit int) ([]publishing.TargetRef, error) {
+	out, err := targetRefs(ctx, s.rs.unscheduled, sqlLimit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("unscheduled targets: %w", err)
+	}
+	return out, nil
+}
+
+// MarkScheduled makes one target's schedule, in one transaction: if the
+// target is still scheduled at ref.Slot it records that the target has its
+// schedule and calls schedule(tx), which must write through tx only. An
+// error from schedule rolls both back and is returned wrapped. A target
+// that is gone, or no longer scheduled at that slot, needs no schedule:
+// schedule is not called and MarkScheduled returns nil. Marking a target
+// that already has its schedule calls schedule again.
+func (s *Store) MarkScheduled(ctx context.Context, ref publishing.TargetRef, schedule func(tx *sql.Tx) error) error {
+	if schedule == nil {
+		return fmt.Errorf("mark %s/%s scheduled: no schedule function", ref.Post, ref.Account)
+	}
+	marked := false
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.StmtContext(ctx, s.ws.targetMarkScheduled).ExecContext(ctx,
+			string(ref.Post), string(ref.Account), sqltime.Encode(ref.Slot))
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil || n == 0 {
+			return err
+		}
+		marked = true
+		return schedule(tx)
+	})
+	if err != nil {
+		return fmt.Errorf("mark %s/%s scheduled: %w", ref.Post, ref.Account, err)
+	}
+	if marked {
+		s.postWrites.Add(1)
+	}
 	return nil
 }
 
@@ -66,9 +152,9 @@ func (s *Store) GetPost(ctx context.Context, id post.ID) (post.Post, error) {
 	found := false
 	for rows.Next() {
 		var media, createdAt string
-		var account, slot, status, remoteID, reason, updatedAt sql.NullString
+		var account, slot, status, remoteID, reason, updatedAt, nextTry sql.NullString
 		if err := rows.Scan(&p.Body, &media, &createdAt,
-			&account, &slot, &status, &remoteID, &reason, &updatedAt); err != nil {
+			&account, &slot, &status, &remoteID, &reason, &updatedAt, &nextTry); err != nil {
 			return post.Post{}, fmt.Errorf("get post %s: %w", id, err)
 		}
 		var d decoder
@@ -86,6 +172,7 @@ func (s *Store) GetPost(ctx context.Context, id post.ID) (post.Post, error) {
 				Status:    post.TargetStatus(status.String),
 				RemoteID:  remoteID.String,
 				Reason:    reason.String,
+				NextTry:   d.time(nextTry.String),
 				UpdatedAt: d.time(updatedAt.String),
 			})
 		}
@@ -103,16 +190,18 @@ func (s *Store) GetPost(ctx context.Context, id post.ID) (post.Post, error) {
 }
 
 // UpdateTarget moves one target's status in one transaction: it reads the
-// target, applies u with post.Target.Apply and writes the result on the
-// condition that the status is still the one read. It returns the new
-// target, an error wrapping post.ErrNotFound for a missing target, or one
-// wrapping post.ErrConflict when the move is not allowed.
+// target, applies u with post.Target.Apply (which checks u.From against the
+// status read and the move itself) and writes the result on the condition
+// that the status is still the one read. It returns the new target, an
+// error wrapping post.ErrNotFound for a missing target, or one wrapping
+// post.ErrConflict when the target is not in one of u.From or the move is
+// not allowed.
 func (s *Store) UpdateTarget(ctx context.Context, id post.ID, account post.AccountID, u post.TargetUpdate) (post.Target, error) {
 	var out post.Target
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		var slot, status, remoteID, reason, updatedAt string
+		var slot, status, remoteID, reason, updatedAt, nextTry string
 		err := tx.StmtContext(ctx, s.ws.targetSelect).QueryRowContext(ctx, string(id), string(account)).
-			Scan(&slot, &status, &remoteID, &reason, &updatedAt)
+			Scan(&slot, &status, &remoteID, &reason, &updatedAt, &nextTry)
 		if errors.Is(err, sql.ErrNoRows) {
 			return post.ErrNotFound
 		}
@@ -122,7 +211,7 @@ func (s *Store) UpdateTarget(ctx context.Context, id post.ID, account post.Accou
 		var d decoder
 		cur := post.Target{
 			Account: account, Slot: d.time(slot), Status: post.TargetStatus(status),
-			RemoteID: remoteID, Reason: reason, UpdatedAt: d.time(updatedAt),
+			RemoteID: remoteID, Reason: reason, NextTry: d.time(nextTry), UpdatedAt: d.time(updatedAt),
 		}
 		if d.err != nil {
 			return d.err
@@ -131,8 +220,10 @@ func (s *Store) UpdateTarget(ctx context.Context, id post.ID, account post.Accou
 		if err != nil {
 			return err
 		}
+		// The condition on the status read keeps the write correct even
+		// if this ever ran outside an IMMEDIATE transaction.
 		res, err := tx.StmtContext(ctx, s.ws.targetUpdate).ExecContext(ctx,
-			string(next.Status), next.RemoteID, next.Reason, sqltime.Encode(next.UpdatedAt),
+			string(next.Status), next.RemoteID, next.Reason, sqltime.Encode(next.UpdatedAt), sqltime.Encode(next.NextTry),
 			string(id), string(account), string(cur.Status))
 		if err != nil {
 			return err
@@ -155,36 +246,55 @@ func (s *Store) UpdateTarget(ctx context.Context, id post.ID, account post.Accou
 // Due lists targets in status scheduled whose slot is not after t, earliest
 // first (ties by post id and account). A limit ≤ 0 means no limit.
 func (s *Store) Due(ctx context.Context, t time.Time, limit int) ([]publishing.TargetRef, error) {
-	return s.targetRefs(ctx, "due", s.rs.due, t, limit)
-}
-
-// Unfinished lists triggered or publishing targets last updated before t,
-// oldest update first. A limit ≤ 0 means no limit.
-func (s *Store) Unfinished(ctx context.Context, t time.Time, limit int) ([]publishing.TargetRef, error) {
-	return s.targetRefs(ctx, "unfinished", s.rs.unfinished, t, limit)
-}
-
-func (s *Store) targetRefs(ctx context.Context, what string, stmt *sql.Stmt, t time.Time, limit int) ([]publishing.TargetRef, error) {
 	at := sqltime.Encode(t)
-	rows, err := stmt.QueryContext(ctx, at, sqlLimit(limit))
+	out, err := targetRefs(ctx, s.rs.due, at, sqlLimit(limit))
 	if err != nil {
-		return nil, fmt.Errorf("%s at %s: %w", what, at, err)
+		return nil, fmt.Errorf("due at %s: %w", at, err)
+	}
+	return out, nil
+}
+
+// Unfinished lists triggered or publishing targets last updated before t
+// and waiting targets whose next try is before t, oldest first: ordered by
+// the time compared with t (updated_at, or next_try for a waiting target),
+// then post id and account. It merges two range scans of partial indexes
+// (targets_unfinished, targets_waiting). A limit ≤ 0 means no limit.
+func (s *Store) Unfinished(ctx context.Context, t time.Time, limit int) ([]publishing.TargetRef, error) {
+	at := sqltime.Encode(t)
+	out, err := targetRefs(ctx, s.rs.unfinished, at, sqlLimit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("unfinished at %s: %w", at, err)
+	}
+	return out, nil
+}
+
+// targetRefs runs a query whose first columns are post_id, account and
+// slot; any further column is only for ordering and is ignored.
+func targetRefs(ctx context.Context, stmt *sql.Stmt, args ...any) ([]publishing.TargetRef, error) {
+	rows, err := stmt.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var id, account, slot string
+	dest := []any{&id, &account, &slot}
+	for range len(cols) - len(dest) {
+		dest = append(dest, new(sql.RawBytes))
+	}
 	var out []publishing.TargetRef
 	for rows.Next() {
-		var id, account, slot string
-		if err := rows.Scan(&id, &account, &slot); err != nil {
-			return nil, fmt.Errorf("%s at %s: %w", what, at, err)
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
 		}
 		st, err := sqltime.Decode(slot)
 		if err != nil {
-			return nil, fmt.Errorf("%s at %s: %w", what, at, err)
+			return nil, fmt.Errorf("target %s/%s: %w", id, account, err)
 		}
 		out = append(out, publishing.TargetRef{Post: post.ID(id), Account: post.AccountID(account), Slot: st})
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("%s at %s: %w", what, at, err)
-	}
-	return out, nil
+	return out, rows.Err()
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"oncepost/shared/publishing"
 	"oncepost/shared/sqltime"
@@ -20,9 +21,26 @@ import (
 // delivered again since, or it is gone (acked or dead-lettered).
 var ErrStaleReceipt = errors.New("stale receipt")
 
-// ReasonMaxReceives prefixes the reason of a message dead-lettered because
-// it was delivered its queue's maximum number of times.
-const ReasonMaxReceives = "max_receives_exceeded"
+// ErrMessageTooLarge is returned (wrapped) by Send for a body over
+// publishing.MaxMessageBytes.
+var ErrMessageTooLarge = errors.New("message body too large")
+
+// Reasons Receive gives the messages it dead-letters by itself.
+const (
+	// ReasonMaxReceives prefixes the reason of a message dead-lettered
+	// because it was delivered its queue's maximum number of times.
+	ReasonMaxReceives = "max_receives_exceeded"
+	// ReasonUndecodable prefixes the reason of a stored message that
+	// cannot be decoded (e.g. a time written in another format by another
+	// program); the reason names the field and its stored value.
+	ReasonUndecodable = "undecodable_message"
+)
+
+// cutMarker ends a text that was cut to a size limit.
+const cutMarker = "… (cut)"
+
+// maxValueBytes is how much of a stored value a reason quotes.
+const maxValueBytes = 64
 
 // Queue is a named at-least-once queue with visibility timeouts and a
 // dead-letter queue, stored in the Store's file (SQS standard queue with a
@@ -43,8 +61,14 @@ func (s *Store) Queue(name string, maxReceives int) *Queue {
 	return &Queue{s: s, name: name, maxReceives: maxReceives}
 }
 
-// Send enqueues body, invisible for delay, and returns the message id.
+// Send enqueues body, invisible for delay, and returns the message id. A
+// body over publishing.MaxMessageBytes is refused with an error wrapping
+// ErrMessageTooLarge.
 func (q *Queue) Send(ctx context.Context, body []byte, delay time.Duration) (string, error) {
+	if len(body) > publishing.MaxMessageBytes {
+		return "", fmt.Errorf("queue %s send: body of %d bytes is over the limit of %d bytes: %w",
+			q.name, len(body), publishing.MaxMessageBytes, ErrMessageTooLarge)
+	}
 	id := randomHex(16)
 	now := q.s.now()
 	if body == nil {
@@ -59,19 +83,24 @@ func (q *Queue) Send(ctx context.Context, body []byte, delay time.Duration) (str
 	return id, nil
 }
 
-// visible is a message picked by Receive.
+// visible is a message picked by Receive, decoded as far as it can be.
 type visible struct {
 	seq          int64
 	id           string
 	body         []byte
-	sentAt       string
+	sentAt       time.Time
 	receiveCount int
+	// undecodable says why the stored row cannot be delivered ("" if it
+	// can): the field and its stored value.
+	undecodable string
 }
 
 // Receive returns up to max visible messages, oldest visible first, and
 // hides them for visibility; each delivery gets a new receipt. A visible
 // message already delivered maxReceives times is moved to the dead-letter
-// queue instead. It does not block.
+// queue instead (ReasonMaxReceives), and so is a stored message whose
+// fields cannot be decoded (ReasonUndecodable, naming the field and the
+// stored value): one bad row never stops the others. It does not block.
 func (q *Queue) Receive(ctx context.Context, maxMessages int, visibility time.Duration) ([]publishing.Message, error) {
 	if maxMessages <= 0 {
 		return nil, nil
@@ -106,8 +135,14 @@ func (q *Queue) Receive(ctx context.Context, maxMessages int, visibility time.Du
 					continue
 				}
 				progress, changed = true, true
-				if q.maxReceives > 0 && m.receiveCount >= q.maxReceives {
-					reason := fmt.Sprintf("%s: delivered %d times", ReasonMaxReceives, m.receiveCount)
+				reason := ""
+				switch {
+				case m.undecodable != "":
+					reason = ReasonUndecodable + ": " + m.undecodable
+				case q.maxReceives > 0 && m.receiveCount >= q.maxReceives:
+					reason = fmt.Sprintf("%s: delivered %d times", ReasonMaxReceives, m.receiveCount)
+				}
+				if reason != "" {
 					if err := q.moveToDead(ctx, tx, m.seq, reason, nowText); err != nil {
 						return err
 					}
@@ -119,11 +154,7 @@ func (q *Queue) Receive(ctx context.Context, maxMessages int, visibility time.Du
 					return err
 				}
 				delivered[m.seq] = true
-				sent, err := sqltime.Decode(m.sentAt)
-				if err != nil {
-					return err
-				}
-				out = append(out, publishing.Message{ID: m.id, Body: m.body, ReceiveCount: count, Receipt: receipt, SentAt: sent})
+				out = append(out, publishing.Message{ID: m.id, Body: m.body, ReceiveCount: count, Receipt: receipt, SentAt: m.sentAt})
 			}
 			// A short batch was every visible message; dead-lettering
 			// makes none visible, so looking again finds nothing new.
@@ -142,7 +173,8 @@ func (q *Queue) Receive(ctx context.Context, maxMessages int, visibility time.Du
 	return out, nil
 }
 
-// visible lists up to n visible messages in delivery order.
+// visible lists up to n visible messages in delivery order. A row whose
+// fields cannot be decoded is listed with the reason, not an error.
 func (q *Queue) visible(ctx context.Context, tx *sql.Tx, now string, n int) ([]visible, error) {
 	rows, err := tx.StmtContext(ctx, q.s.ws.queueVisible).QueryContext(ctx, q.name, now, n)
 	if err != nil {
@@ -152,16 +184,68 @@ func (q *Queue) visible(ctx context.Context, tx *sql.Tx, now string, n int) ([]v
 	var batch []visible
 	for rows.Next() {
 		var m visible
-		if err := rows.Scan(&m.seq, &m.id, &m.body, &m.sentAt, &m.receiveCount); err != nil {
+		var sentAt string
+		var count any
+		if err := rows.Scan(&m.seq, &m.id, &m.body, &sentAt, &count); err != nil {
 			return nil, err
+		}
+		var ok bool
+		if m.sentAt, err = sqltime.Decode(sentAt); err != nil {
+			m.undecodable = badValue("sent_at", sentAt, "a time like "+sqltime.Layout)
+		} else if m.receiveCount, ok = storedCount(count); !ok {
+			m.undecodable = badValue("receive_count", count, "a count")
 		}
 		batch = append(batch, m)
 	}
 	return batch, rows.Err()
 }
 
-// moveToDead moves a message to the dead-letter table with a reason.
+// storedCount decodes a stored receive count: a non-negative integer.
+func storedCount(v any) (int, bool) {
+	n, ok := v.(int64)
+	if !ok || n < 0 {
+		return 0, false
+	}
+	return int(n), true
+}
+
+// badValue explains an undecodable stored field: its name, its value (cut
+// to maxValueBytes and quoted) and what was expected.
+func badValue(field string, v any, want string) string {
+	var text string
+	switch v := v.(type) {
+	case string:
+		text = v
+	case []byte:
+		text = string(v)
+	case nil:
+		text = "NULL"
+	default:
+		text = fmt.Sprint(v)
+	}
+	return fmt.Sprintf("%s %q is not %s", field, cut(text, maxValueBytes), want)
+}
+
+// cut returns s if it has at most n bytes; otherwise its longest prefix
+// that leaves room for cutMarker and ends on a UTF-8 boundary, followed by
+// cutMarker, n bytes at most in all.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	end := max(n-len(cutMarker), 0)
+	// Back up to the start of the rune that would be split; a longer run
+	// of continuation bytes is invalid UTF-8 already and is cut as is.
+	for i := 0; i < utf8.UTFMax-1 && end > 0 && !utf8.RuneStart(s[end]); i++ {
+		end--
+	}
+	return s[:end] + cutMarker
+}
+
+// moveToDead moves a message to the dead-letter table with a reason, cut
+// to publishing.MaxReasonBytes.
 func (q *Queue) moveToDead(ctx context.Context, tx *sql.Tx, seq int64, reason, at string) error {
+	reason = cut(reason, publishing.MaxReasonBytes)
 	if _, err := tx.StmtContext(ctx, q.s.ws.queueToDead).ExecContext(ctx, reason, at, seq); err != nil {
 		return err
 	}
@@ -207,7 +291,9 @@ func (q *Queue) Retry(ctx context.Context, receipt string, delay time.Duration) 
 }
 
 // DeadLetter moves a delivered message to the dead-letter queue with a
-// reason. A stale receipt is refused with an error wrapping ErrStaleReceipt.
+// reason; a reason over publishing.MaxReasonBytes is cut, on a UTF-8
+// boundary, and ends with "… (cut)". A stale receipt is refused with an
+// error wrapping ErrStaleReceipt.
 func (q *Queue) DeadLetter(ctx context.Context, receipt, reason string) error {
 	seq, err := receiptSeq(receipt)
 	if err != nil {
@@ -264,6 +350,12 @@ func (q *Queue) stale(ctx context.Context, tx *sql.Tx, seq int64) error {
 
 // DeadLetters lists the queue's dead-lettered messages, oldest first. A
 // limit ≤ 0 means no limit.
+//
+// A row whose time or receive count cannot be decoded (written in another
+// form by another program) is still listed, never skipped and never an
+// error for the whole list: an operator must see every dead letter. Its At
+// (or ReceiveCount) is then zero and its Reason ends with the stored value,
+// e.g. ` [at "14/03/2026" is not a time like …]`.
 func (q *Queue) DeadLetters(ctx context.Context, limit int) ([]publishing.DeadLetter, error) {
 	rows, err := q.s.rs.deadLetters.QueryContext(ctx, q.name, sqlLimit(limit))
 	if err != nil {
@@ -273,12 +365,17 @@ func (q *Queue) DeadLetters(ctx context.Context, limit int) ([]publishing.DeadLe
 	var out []publishing.DeadLetter
 	for rows.Next() {
 		var d publishing.DeadLetter
+		var count any
 		var at string
-		if err := rows.Scan(&d.ID, &d.Body, &d.ReceiveCount, &d.Reason, &at); err != nil {
+		if err := rows.Scan(&d.ID, &d.Body, &count, &d.Reason, &at); err != nil {
 			return nil, fmt.Errorf("queue %s dead letters: %w", q.name, err)
 		}
+		var ok bool
+		if d.ReceiveCount, ok = storedCount(count); !ok {
+			d.Reason += " [" + badValue("receive_count", count, "a count") + "]"
+		}
 		if d.At, err = sqltime.Decode(at); err != nil {
-			return nil, fmt.Errorf("queue %s dead letters: %w", q.name, err)
+			d.Reason += " [" + badValue("at", at, "a time like "+sqltime.Layout) + "]"
 		}
 		out = append(out, d)
 	}

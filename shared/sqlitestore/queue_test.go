@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -266,4 +269,214 @@ func TestQueueConcurrentReceiversGetEachMessageOnce(t *testing.T) {
 			t.Errorf("message %s received %d times", id, c)
 		}
 	}
+}
+
+// A stored message whose fields cannot be decoded (written by another
+// program, or by hand) is dead-lettered by Receive with the field and the
+// stored value in the reason; the other messages are delivered.
+func TestReceiveDeadLettersUndecodableMessages(t *testing.T) {
+	long := strings.Repeat("garbage-", 40)
+	for _, tc := range []struct {
+		name       string
+		corrupt    string // SQL run on the middle message, ?1 = its id
+		wantReason string
+		wantCount  int
+	}{
+		{"sent_at in another format", `UPDATE queue_messages SET sent_at = '2026-03-14 09:26:53' WHERE id = ?1`,
+			ReasonUndecodable + `: sent_at "2026-03-14 09:26:53" is not a time like 2006-01-02T15:04:05.000000000Z`, 0},
+		{"sent_at as Unix seconds", `UPDATE queue_messages SET sent_at = 1773480413 WHERE id = ?1`,
+			ReasonUndecodable + `: sent_at "1773480413" is not a time like 2006-01-02T15:04:05.000000000Z`, 0},
+		{"long sent_at", `UPDATE queue_messages SET sent_at = '` + long + `' WHERE id = ?1`,
+			ReasonUndecodable + `: sent_at "` + cut(long, maxValueBytes) + `" is not a time like 2006-01-02T15:04:05.000000000Z`, 0},
+		{"receive_count as text", `UPDATE queue_messages SET receive_count = 'twice' WHERE id = ?1`,
+			ReasonUndecodable + `: receive_count "twice" is not a count`, 0},
+		{"negative receive_count", `UPDATE queue_messages SET receive_count = -3 WHERE id = ?1`,
+			ReasonUndecodable + `: receive_count "-3" is not a count`, 0},
+		{"receive_count as a real", `UPDATE queue_messages SET receive_count = 2.5 WHERE id = ?1`,
+			ReasonUndecodable + `: receive_count "2.5" is not a count`, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			clock := clocktest.New(t0)
+			s := openTest(t, Options{Now: clock.Now})
+			q := s.Queue("publish", 5)
+			var ids []string
+			for i := range 3 {
+				id, err := q.Send(ctx, fmt.Appendf(nil, "m%d", i), 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, id)
+			}
+			if _, err := s.w.Exec(tc.corrupt, ids[1]); err != nil {
+				t.Fatal(err)
+			}
+			clock.Advance(time.Second)
+			msgs, err := q.Receive(ctx, 10, time.Minute)
+			if err != nil {
+				t.Fatalf("Receive with an undecodable message = %v, want nil", err)
+			}
+			var got []string
+			for _, m := range msgs {
+				got = append(got, m.ID)
+			}
+			if d := cmp.Diff([]string{ids[0], ids[2]}, got); d != "" {
+				t.Errorf("delivered (-want +got):\n%s", d)
+			}
+			dead, err := q.DeadLetters(ctx, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []publishing.DeadLetter{{ID: ids[1], Body: []byte("m1"), ReceiveCount: tc.wantCount, Reason: tc.wantReason, At: clock.Now()}}
+			if d := cmp.Diff(want, dead); d != "" {
+				t.Errorf("DeadLetters (-want +got):\n%s", d)
+			}
+			clock.Advance(2 * time.Minute)
+			if msgs, err := q.Receive(ctx, 10, time.Minute); err != nil || len(msgs) != 2 {
+				t.Errorf("next Receive = %d messages, %v; want the 2 good ones again", len(msgs), err)
+			}
+		})
+	}
+}
+
+func TestSendRefusesOversizedBody(t *testing.T) {
+	ctx := context.Background()
+	q := openTest(t, Options{}).Queue("publish", 5)
+	for _, tc := range []struct {
+		size    int
+		refused bool
+	}{
+		{publishing.MaxMessageBytes, false},
+		{publishing.MaxMessageBytes + 1, true},
+		{10 << 20, true},
+	} {
+		_, err := q.Send(ctx, make([]byte, tc.size), 0)
+		if !tc.refused {
+			if err != nil {
+				t.Errorf("Send(%d bytes) = %v, want nil", tc.size, err)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrMessageTooLarge) {
+			t.Errorf("Send(%d bytes) = %v, want ErrMessageTooLarge", tc.size, err)
+			continue
+		}
+		for _, n := range []int{tc.size, publishing.MaxMessageBytes} {
+			if !strings.Contains(err.Error(), strconv.Itoa(n)) {
+				t.Errorf("Send(%d bytes) error %q does not say %d", tc.size, err, n)
+			}
+		}
+	}
+}
+
+func TestCut(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    string
+		n    int
+		want string
+	}{
+		{"short", "abc", 10, "abc"},
+		{"exactly n", "abcdefghij", 10, "abcdefghij"},
+		{"ascii", "abcdefghijklmnop", 12, "abc" + cutMarker}, // the marker is 9 bytes
+		{"rune ends at the boundary", "ab€€€€€", 14, "ab€" + cutMarker},
+		{"rune split after its first byte", "a€€€€€", 12, "a" + cutMarker},
+		{"rune split after its second byte", "a€€€€€", 11, "a" + cutMarker},
+		{"4-byte rune split after its third byte", "a🎉🎉🎉🎉", 13, "a" + cutMarker},
+		{"n smaller than the marker", "abcdefghijklmnop", 3, cutMarker},
+		{"invalid UTF-8 run", "a" + strings.Repeat("\x80", 20), 16, "a\x80\x80\x80" + cutMarker},
+	} {
+		got := cut(tc.s, tc.n)
+		if got != tc.want {
+			t.Errorf("%s: cut(%q, %d) = %q, want %q", tc.name, tc.s, tc.n, got, tc.want)
+		}
+	}
+}
+
+// Reasons over publishing.MaxReasonBytes are cut, whoever gives them.
+func TestDeadLetterReasonsAreCut(t *testing.T) {
+	ctx := context.Background()
+	clock := clocktest.New(t0)
+	s := openTest(t, Options{Now: clock.Now})
+	q := s.Queue("publish", 5)
+	if _, err := q.Send(ctx, []byte("m"), 0); err != nil {
+		t.Fatal(err)
+	}
+	m := receiveOne(t, q, time.Minute)
+	long := "é" + strings.Repeat("€", publishing.MaxReasonBytes)
+	if err := q.DeadLetter(ctx, m.Receipt, long); err != nil {
+		t.Fatal(err)
+	}
+	dead, err := q.DeadLetters(ctx, 0)
+	if err != nil || len(dead) != 1 {
+		t.Fatalf("DeadLetters = %d, %v", len(dead), err)
+	}
+	got := dead[0].Reason
+	if want := cut(long, publishing.MaxReasonBytes); got != want || len(got) > publishing.MaxReasonBytes ||
+		!strings.HasSuffix(got, cutMarker) || !utf8.ValidString(got) {
+		t.Errorf("reason of %d bytes stored as %d bytes ending %q, want %d bytes at most, valid UTF-8, ending %q",
+			len(long), len(got), got[len(got)-20:], publishing.MaxReasonBytes, cutMarker)
+	}
+}
+
+// DeadLetters lists a dead letter whose time or count cannot be decoded
+// with a zero At or ReceiveCount and the stored value in the reason,
+// instead of failing the whole list.
+func TestDeadLettersListUndecodableRows(t *testing.T) {
+	ctx := context.Background()
+	clock := clocktest.New(t0)
+	s := openTest(t, Options{Now: clock.Now})
+	q := s.Queue("publish", 5)
+	for i := range 3 {
+		if _, err := q.Send(ctx, fmt.Appendf(nil, "m%d", i), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range receiveN(t, q, 3) {
+		if err := q.DeadLetter(ctx, m.Receipt, "poison "+string(m.Body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, stmt := range []string{
+		`UPDATE dead_letters SET at = '14/03/2026 09:26' WHERE reason = 'poison m0'`,
+		`UPDATE dead_letters SET receive_count = 'many' WHERE reason = 'poison m2'`,
+	} {
+		if _, err := s.w.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dead, err := q.DeadLetters(ctx, 0)
+	if err != nil {
+		t.Fatalf("DeadLetters with undecodable rows = %v, want nil", err)
+	}
+	type row struct {
+		Body   string
+		Count  int
+		Reason string
+		At     time.Time
+	}
+	var got []row
+	for _, d := range dead {
+		got = append(got, row{string(d.Body), d.ReceiveCount, d.Reason, d.At})
+	}
+	want := []row{
+		{"m0", 1, `poison m0 [at "14/03/2026 09:26" is not a time like 2006-01-02T15:04:05.000000000Z]`, time.Time{}},
+		{"m1", 1, "poison m1", t0},
+		{"m2", 0, `poison m2 [receive_count "many" is not a count]`, t0},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("DeadLetters (-want +got):\n%s", d)
+	}
+}
+
+func receiveN(t *testing.T, q *Queue, n int) []publishing.Message {
+	t.Helper()
+	msgs, err := q.Receive(context.Background(), n, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != n {
+		t.Fatalf("Receive returned %d messages, want %d", len(msgs), n)
+	}
+	return msgs
 }

@@ -118,3 +118,48 @@ func publishOnce(ctx context.Context, s *Store, q *Queue) error {
 	}
 	return q.Ack(ctx, m.Receipt)
 }
+
+// BenchmarkStartupWithManyScheduled is what the runtime asks the store at
+// start and every sweep with 1,000,000 scheduled targets that all have
+// their schedules (plus a few in other statuses): the targets still
+// without a schedule, the counts the sweeper alarms on, the unfinished
+// targets and the data version. Each must cost what it returns, not the
+// number of scheduled targets.
+func BenchmarkStartupWithManyScheduled(b *testing.B) {
+	const scheduled = 1_000_000
+	ctx := context.Background()
+	s := openTest(b, Options{})
+	// Rows written directly, in one transaction; CreatePost would take a
+	// transaction per post.
+	for _, q := range []string{
+		`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ?1 - 1)
+			INSERT INTO posts (id, body, media, created_at)
+			SELECT printf('p%07d', i), 'body', 'null', '2026-03-14T09:26:53.000000000Z' FROM n`,
+		`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ?1 - 1)
+			INSERT INTO targets (post_id, account, position, slot, status, remote_id, reason, updated_at, has_schedule)
+			SELECT printf('p%07d', i), 'acct', 0, strftime('%Y-%m-%dT%H:%M:%S.000000000Z', 1773480413 + i * 60, 'unixepoch'),
+				CASE WHEN i % 100000 = 0 THEN 'held' WHEN i % 100000 = 1 THEN 'failed' ELSE 'scheduled' END,
+				'', '', '2026-03-14T09:26:53.000000000Z', 1
+			FROM n`,
+	} {
+		if _, err := s.DB().ExecContext(ctx, q, scheduled); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if refs, err := s.Unscheduled(ctx, 1000); err != nil || len(refs) != 0 {
+			b.Fatalf("Unscheduled = %d, %v", len(refs), err)
+		}
+		counts, err := s.CountTargets(ctx, post.Held, post.Failed, post.Waiting)
+		if err != nil || counts[post.Held] != scheduled/100000 {
+			b.Fatalf("CountTargets = %v, %v", counts, err)
+		}
+		if _, err := s.Unfinished(ctx, t0, 1000); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.DataVersion(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -45,5 +46,35 @@ func TestSummaryCounts(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Summary (-want +got):\n%s", diff)
+	}
+}
+
+func TestCountTargets(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Options{})
+	p := post.Post{ID: "p", Body: "x", CreatedAt: t0}
+	for i, st := range []post.TargetStatus{post.Scheduled, post.Scheduled, post.Waiting, post.Held, post.Failed, post.Failed, post.Published} {
+		p.Targets = append(p.Targets, post.Target{Account: post.AccountID(fmt.Sprint("a", i)), Slot: t0, Status: st, UpdatedAt: t0})
+	}
+	if err := s.CreatePost(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		statuses []post.TargetStatus
+		want     map[post.TargetStatus]int
+		wantErr  bool
+	}{
+		{[]post.TargetStatus{post.Held, post.Failed}, map[post.TargetStatus]int{post.Held: 1, post.Failed: 2}, false},
+		{[]post.TargetStatus{post.Cancelled, post.Triggered}, map[post.TargetStatus]int{post.Cancelled: 0, post.Triggered: 0}, false},
+		{nil, map[post.TargetStatus]int{post.Scheduled: 2, post.Waiting: 1, post.Held: 1, post.Failed: 2, post.Published: 1}, false},
+		{[]post.TargetStatus{post.Held, "bogus"}, nil, true},
+	} {
+		got, err := s.CountTargets(ctx, tc.statuses...)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("CountTargets(%v) error = %v, want error %v", tc.statuses, err, tc.wantErr)
+		}
+		if d := cmp.Diff(tc.want, got); d != "" {
+			t.Errorf("CountTargets(%v) (-want +got):\n%s", tc.statuses, d)
+		}
 	}
 }

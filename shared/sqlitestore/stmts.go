@@ -4,20 +4,66 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"oncepost/shared/post"
 )
 
 // ledgerColumns are the ledger table's columns in the order scanEntry and
 // entryArgs use.
 const ledgerColumns = `key, action, account, subject, slot, state, attempt, handle, fingerprint,
-	lease_owner, lease_until, open_since, sent_at, remote_id, reason, task_token, updated_at, expires_at`
+	lease_owner, lease_until, open_since, sent_at, remote_id, reason, task_token, updated_at, expires_at,
+	maybe_sent, look_after, retry_at, deferred_since, decision`
+
+// targetCounts says, for every target status, how CountTargets counts it:
+// through the partial index that holds that status. The WHERE clause
+// repeats the index's own condition, which is what lets SQLite use a
+// partial index, and INDEXED BY makes Open fail if it cannot.
+var targetCounts = map[post.TargetStatus]string{
+	post.Scheduled:  `SELECT count(*) FROM targets INDEXED BY targets_due WHERE status = 'scheduled'`,
+	post.Triggered:  `SELECT count(*) FROM targets INDEXED BY targets_unfinished WHERE status IN ('triggered', 'publishing') AND status = 'triggered'`,
+	post.Publishing: `SELECT count(*) FROM targets INDEXED BY targets_unfinished WHERE status IN ('triggered', 'publishing') AND status = 'publishing'`,
+	post.Waiting:    `SELECT count(*) FROM targets INDEXED BY targets_waiting WHERE status = 'waiting'`,
+	post.Published:  `SELECT count(*) FROM targets INDEXED BY targets_settled WHERE status IN ('published', 'failed', 'held', 'cancelled') AND status = 'published'`,
+	post.Failed:     `SELECT count(*) FROM targets INDEXED BY targets_settled WHERE status IN ('published', 'failed', 'held', 'cancelled') AND status = 'failed'`,
+	post.Held:       `SELECT count(*) FROM targets INDEXED BY targets_settled WHERE status IN ('published', 'failed', 'held', 'cancelled') AND status = 'held'`,
+	post.Cancelled:  `SELECT count(*) FROM targets INDEXED BY targets_settled WHERE status IN ('published', 'failed', 'held', 'cancelled') AND status = 'cancelled'`,
+}
+
+// Queries whose plans the tests check (TestQueryPlans).
+const (
+	openQuery = `SELECT ` + ledgerColumns + ` FROM ledger INDEXED BY ledger_open
+		WHERE state IN ('pending', 'unknown') AND open_since < ?
+		ORDER BY open_since, key LIMIT ?`
+	dueQuery = `SELECT post_id, account, slot FROM targets INDEXED BY targets_due
+		WHERE status = 'scheduled' AND slot <= ?
+		ORDER BY slot, post_id, account LIMIT ?`
+	// unfinishedQuery merges two index range scans, each already in
+	// (time, post_id, account) order: the index key plus the primary key
+	// that every index of a WITHOUT ROWID table carries.
+	unfinishedQuery = `SELECT post_id, account, slot, updated_at AS at FROM targets INDEXED BY targets_unfinished
+			WHERE status IN ('triggered', 'publishing') AND updated_at < ?1
+		UNION ALL
+		SELECT post_id, account, slot, next_try AS at FROM targets INDEXED BY targets_waiting
+			WHERE status = 'waiting' AND next_try < ?1
+		ORDER BY at, post_id, account LIMIT ?2`
+	unscheduledQuery = `SELECT post_id, account, slot FROM targets INDEXED BY targets_unscheduled
+		WHERE status = 'scheduled' AND has_schedule = 0
+		ORDER BY slot, post_id, account LIMIT ?`
+	heldQuery = `SELECT ` + ledgerColumns + ` FROM ledger INDEXED BY ledger_held
+		WHERE state = 'held' ORDER BY updated_at, key LIMIT ?`
+	expiredQuery = `SELECT key FROM ledger INDEXED BY ledger_expires
+		WHERE expires_at != '' AND expires_at < ? AND state IN ('confirmed', 'failed')
+		ORDER BY expires_at LIMIT ?`
+)
 
 // writeStmts are prepared on the writer connection.
 type writeStmts struct {
 	ledgerInsert, ledgerUpdate, ledgerExists, historyInsert *sql.Stmt
+	ledgerExpired, ledgerDelete, historyDelete              *sql.Stmt
 
-	postInsert, targetInsert, targetSelect, targetUpdate *sql.Stmt
+	postInsert, targetInsert, targetSelect, targetUpdate, targetMarkScheduled *sql.Stmt
 
-	accountPut, credentialPut, leaseTake, credentialSave, leaseRelease *sql.Stmt
+	accountPut, credentialPut, leaseTake, credentialSave, leaseRelease, refreshLost *sql.Stmt
 
 	queueInsert, queueVisible, queueDeliver, queueToDead, queueDelete *sql.Stmt
 	queueAck, queueRetry, queueByReceipt, queueCurrent                *sql.Stmt
@@ -26,8 +72,9 @@ type writeStmts struct {
 func (w *writeStmts) all() []*sql.Stmt {
 	return []*sql.Stmt{
 		w.ledgerInsert, w.ledgerUpdate, w.ledgerExists, w.historyInsert,
-		w.postInsert, w.targetInsert, w.targetSelect, w.targetUpdate,
-		w.accountPut, w.credentialPut, w.leaseTake, w.credentialSave, w.leaseRelease,
+		w.ledgerExpired, w.ledgerDelete, w.historyDelete,
+		w.postInsert, w.targetInsert, w.targetSelect, w.targetUpdate, w.targetMarkScheduled,
+		w.accountPut, w.credentialPut, w.leaseTake, w.credentialSave, w.leaseRelease, w.refreshLost,
 		w.queueInsert, w.queueVisible, w.queueDeliver, w.queueToDead, w.queueDelete,
 		w.queueAck, w.queueRetry, w.queueByReceipt, w.queueCurrent,
 	}
@@ -35,19 +82,26 @@ func (w *writeStmts) all() []*sql.Stmt {
 
 // readStmts are prepared on the read-only pool.
 type readStmts struct {
-	ledgerGet, ledgerOpen, ledgerHistory *sql.Stmt
-	postGet, due, unfinished             *sql.Stmt
-	accountGet, accountList, credential  *sql.Stmt
-	deadLetters, queueAnyVisible         *sql.Stmt
+	ledgerGet, ledgerOpen, ledgerHistory  *sql.Stmt
+	ledgerHeld, ledgerByState             *sql.Stmt
+	postGet, due, unfinished, unscheduled *sql.Stmt
+	countAll                              *sql.Stmt
+	count                                 map[post.TargetStatus]*sql.Stmt
+	accountGet, accountList, credential   *sql.Stmt
+	deadLetters, queueAnyVisible          *sql.Stmt
 }
 
 func (r *readStmts) all() []*sql.Stmt {
-	return []*sql.Stmt{
-		r.ledgerGet, r.ledgerOpen, r.ledgerHistory,
-		r.postGet, r.due, r.unfinished,
+	out := []*sql.Stmt{
+		r.ledgerGet, r.ledgerOpen, r.ledgerHistory, r.ledgerHeld, r.ledgerByState,
+		r.postGet, r.due, r.unfinished, r.unscheduled, r.countAll,
 		r.accountGet, r.accountList, r.credential,
 		r.deadLetters, r.queueAnyVisible,
 	}
+	for _, st := range r.count {
+		out = append(out, st)
+	}
+	return out
 }
 
 // prepare prepares every statement the store runs.
@@ -60,79 +114,94 @@ func (s *Store) prepare(ctx context.Context) error {
 	}{
 		// Ledger.
 		{&w.ledgerInsert, s.w, `INSERT INTO ledger (` + ledgerColumns + `)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (key) DO NOTHING`},
 		{&w.ledgerUpdate, s.w, `UPDATE ledger SET action = ?, account = ?, subject = ?, slot = ?,
 			state = ?, attempt = ?, handle = ?, fingerprint = ?, lease_owner = ?, lease_until = ?,
-			open_since = ?, sent_at = ?, remote_id = ?, reason = ?, task_token = ?, updated_at = ?, expires_at = ?
-			WHERE key = ? AND state = ? AND attempt = ?`},
+			open_since = ?, sent_at = ?, remote_id = ?, reason = ?, task_token = ?, updated_at = ?, expires_at = ?,
+			maybe_sent = ?, look_after = ?, retry_at = ?, deferred_since = ?, decision = ?
+			WHERE key = ? AND state = ? AND attempt = ? AND task_token = ? AND decision = ?`},
 		{&w.ledgerExists, s.w, `SELECT state, attempt FROM ledger WHERE key = ?`},
 		{&w.historyInsert, s.w, `INSERT INTO ledger_history (key, n, from_state, to_state, attempt, reason, at)
 			SELECT ?1, coalesce(max(n), 0) + 1, ?2, ?3, ?4, ?5, ?6 FROM ledger_history WHERE key = ?1`},
+		{&w.ledgerExpired, s.w, expiredQuery},
+		{&w.ledgerDelete, s.w, `DELETE FROM ledger WHERE key = ? AND state IN ('confirmed', 'failed')`},
+		{&w.historyDelete, s.w, `DELETE FROM ledger_history WHERE key = ?`},
 		{&r.ledgerGet, s.r, `SELECT ` + ledgerColumns + ` FROM ledger WHERE key = ?`},
-		{&r.ledgerOpen, s.r, `SELECT ` + ledgerColumns + ` FROM ledger
-			WHERE state IN ('pending', 'unknown') AND open_since < ?
-			ORDER BY open_since, key LIMIT ?`},
+		{&r.ledgerOpen, s.r, openQuery},
 		{&r.ledgerHistory, s.r, `SELECT from_state, to_state, attempt, reason, at FROM ledger_history
 			WHERE key = ? ORDER BY n`},
+		{&r.ledgerHeld, s.r, heldQuery},
+		{&r.ledgerByState, s.r, `SELECT ` + ledgerColumns + ` FROM ledger
+			WHERE state = ? ORDER BY updated_at, key LIMIT ?`},
 
 		// Posts.
 		{&w.postInsert, s.w, `INSERT INTO posts (id, body, media, created_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (id) DO NOTHING`},
-		{&w.targetInsert, s.w, `INSERT INTO targets (post_id, account, position, slot, status, remote_id, reason, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`},
-		{&w.targetSelect, s.w, `SELECT slot, status, remote_id, reason, updated_at FROM targets
+		{&w.targetInsert, s.w, `INSERT INTO targets (post_id, account, position, slot, status, remote_id, reason, updated_at,
+			next_try, has_schedule)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&w.targetSelect, s.w, `SELECT slot, status, remote_id, reason, updated_at, next_try FROM targets
 			WHERE post_id = ? AND account = ?`},
-		{&w.targetUpdate, s.w, `UPDATE targets SET status = ?, remote_id = ?, reason = ?, updated_at = ?
+		{&w.targetUpdate, s.w, `UPDATE targets SET status = ?, remote_id = ?, reason = ?, updated_at = ?, next_try = ?
 			WHERE post_id = ? AND account = ? AND status = ?`},
+		{&w.targetMarkScheduled, s.w, `UPDATE targets SET has_schedule = 1
+			WHERE post_id = ? AND account = ? AND status = 'scheduled' AND slot = ?`},
 		{&r.postGet, s.r, `SELECT p.body, p.media, p.created_at,
-			t.account, t.slot, t.status, t.remote_id, t.reason, t.updated_at
+			t.account, t.slot, t.status, t.remote_id, t.reason, t.updated_at, t.next_try
 			FROM posts p LEFT JOIN targets t ON t.post_id = p.id
 			WHERE p.id = ? ORDER BY t.position`},
-		{&r.due, s.r, `SELECT post_id, account, slot FROM targets
-			WHERE status = 'scheduled' AND slot <= ?
-			ORDER BY slot, post_id, account LIMIT ?`},
-		{&r.unfinished, s.r, `SELECT post_id, account, slot FROM targets
-			WHERE status IN ('triggered', 'publishing') AND updated_at < ?
-			ORDER BY updated_at, post_id, account LIMIT ?`},
+		{&r.due, s.r, dueQuery},
+		{&r.unfinished, s.r, unfinishedQuery},
+		{&r.unscheduled, s.r, unscheduledQuery},
+		{&r.countAll, s.r, `SELECT status, count(*) FROM targets GROUP BY status`},
 
 		// Accounts and credentials.
-		{&w.accountPut, s.w, `INSERT INTO accounts (id, platform, handle, base_url, remote_id, credential_ref, gate)
-			VALUES (?, ?, ?, ?, ?, ?, ?)
+		{&w.accountPut, s.w, `INSERT INTO accounts (id, platform, handle, base_url, remote_id, credential_ref, gate,
+			status, status_reason)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET platform = excluded.platform, handle = excluded.handle,
 			base_url = excluded.base_url, remote_id = excluded.remote_id,
-			credential_ref = excluded.credential_ref, gate = excluded.gate`},
+			credential_ref = excluded.credential_ref, gate = excluded.gate,
+			status = excluded.status, status_reason = excluded.status_reason`},
 		{&w.credentialPut, s.w, `INSERT INTO credentials (account_id, access_token, refresh_token, expires_at)
 			VALUES (?1, ?2, ?3, ?4)
 			ON CONFLICT (account_id) DO UPDATE SET access_token = excluded.access_token,
 			refresh_token = CASE WHEN excluded.refresh_token = '' THEN credentials.refresh_token ELSE excluded.refresh_token END,
-			expires_at = excluded.expires_at`},
+			expires_at = excluded.expires_at, refresh_lost_at = ''`},
 		{&w.leaseTake, s.w, `INSERT INTO credentials (account_id, access_token, refresh_token, expires_at, lease_owner, lease_until)
 			VALUES (?1, '', '', '', ?2, ?3)
 			ON CONFLICT (account_id) DO UPDATE SET lease_owner = ?2, lease_until = ?3
 			WHERE credentials.lease_owner = '' OR credentials.lease_owner = ?2 OR credentials.lease_until <= ?4`},
 		{&w.credentialSave, s.w, `UPDATE credentials SET access_token = ?1,
 			refresh_token = CASE WHEN ?2 = '' THEN refresh_token ELSE ?2 END,
-			expires_at = ?3, lease_owner = '', lease_until = ''
+			expires_at = ?3, refresh_lost_at = '', lease_owner = '', lease_until = ''
 			WHERE account_id = ?4 AND lease_owner = ?5`},
 		{&w.leaseRelease, s.w, `UPDATE credentials SET lease_owner = '', lease_until = ''
 			WHERE account_id = ? AND lease_owner = ?`},
-		{&r.accountGet, s.r, `SELECT id, platform, handle, base_url, remote_id, credential_ref, gate
+		{&w.refreshLost, s.w, `UPDATE credentials SET refresh_lost_at = ?, lease_owner = '', lease_until = ''
+			WHERE account_id = ? AND lease_owner = ?`},
+		{&r.accountGet, s.r, `SELECT id, platform, handle, base_url, remote_id, credential_ref, gate, status, status_reason
 			FROM accounts WHERE id = ?`},
-		{&r.accountList, s.r, `SELECT id, platform, handle, base_url, remote_id, credential_ref, gate
+		{&r.accountList, s.r, `SELECT id, platform, handle, base_url, remote_id, credential_ref, gate, status, status_reason
 			FROM accounts ORDER BY id`},
-		{&r.credential, s.r, `SELECT access_token, refresh_token, expires_at FROM credentials
+		{&r.credential, s.r, `SELECT access_token, refresh_token, expires_at, refresh_lost_at FROM credentials
 			WHERE account_id = ? AND access_token != ''`},
 
-		// Queues.
+		// Queues. Fields another process may have written in a form this
+		// build cannot decode are read as they are stored (receive_count
+		// as any value) and checked by Receive and DeadLetters.
 		{&w.queueInsert, s.w, `INSERT INTO queue_messages (queue, id, body, sent_at, visible_at)
 			VALUES (?, ?, ?, ?, ?)`},
 		{&w.queueVisible, s.w, `SELECT seq, id, body, sent_at, receive_count FROM queue_messages
 			WHERE queue = ? AND visible_at <= ? ORDER BY visible_at, seq LIMIT ?`},
 		{&w.queueDeliver, s.w, `UPDATE queue_messages SET receive_count = ?, visible_at = ?, receipt = ?
 			WHERE seq = ?`},
+		// The dead-letter table's receive_count stays a count even for a
+		// message whose stored count could not be decoded (0 for text or
+		// a negative number; the reason quotes the stored value).
 		{&w.queueToDead, s.w, `INSERT INTO dead_letters (queue, id, body, sent_at, receive_count, reason, at)
-			SELECT queue, id, body, sent_at, receive_count, ?, ? FROM queue_messages WHERE seq = ?`},
+			SELECT queue, id, body, sent_at, max(CAST(receive_count AS INTEGER), 0), ?, ? FROM queue_messages WHERE seq = ?`},
 		{&w.queueDelete, s.w, `DELETE FROM queue_messages WHERE seq = ?`},
 		{&w.queueAck, s.w, `DELETE FROM queue_messages WHERE seq = ? AND queue = ? AND receipt = ?`},
 		{&w.queueRetry, s.w, `UPDATE queue_messages SET visible_at = ? WHERE seq = ? AND queue = ? AND receipt = ?`},
@@ -148,6 +217,14 @@ func (s *Store) prepare(ctx context.Context) error {
 			return fmt.Errorf("prepare %q: %w", p.query, err)
 		}
 		*p.dst = st
+	}
+	r.count = make(map[post.TargetStatus]*sql.Stmt, len(targetCounts))
+	for status, q := range targetCounts {
+		st, err := s.r.PrepareContext(ctx, q)
+		if err != nil {
+			return fmt.Errorf("prepare %q: %w", q, err)
+		}
+		r.count[status] = st
 	}
 	return nil
 }

@@ -12,7 +12,7 @@
 // transaction starts, before anything is read, so the read-check-write inside
 // it cannot interleave with another writer: not another goroutine and not
 // another process sharing the file. The conditions themselves are in the SQL
-// (`UPDATE … WHERE key = ? AND state = ? AND attempt = ?`, checked through
+// (`UPDATE … WHERE key = ? AND state = ? AND attempt = ? …`, checked through
 // RowsAffected), so a lost race is reported as a conflict, never applied.
 //
 // Writers that find the lock taken wait under busy_timeout (10 s) instead of
@@ -24,6 +24,17 @@
 // Inside one process, writes go through a pool of exactly one connection
 // (they are serialised by SQLite anyway) and reads through a separate pool of
 // read-only connections, each statement prepared once per connection.
+//
+// # Cost of periodic queries
+//
+// What the runtime and the sweeper ask often (Open, Due, Unfinished,
+// Unscheduled, CountTargets with statuses, PruneLedger, held entries) is
+// answered from partial indexes that hold only the rows asked for, so its
+// cost is what it returns, not the size of the store: a store with a
+// million scheduled targets answers a restart's questions in well under a
+// millisecond (BenchmarkStartupWithManyScheduled). Those queries name
+// their index with INDEXED BY: a schema change that made one unusable
+// fails at Open instead of silently scanning (TestQueryPlans).
 //
 // Times are stored as fixed-width RFC 3339 UTC text with nanoseconds
 // ("2006-01-02T15:04:05.000000000Z"), which sorts like the times it encodes;
@@ -62,7 +73,10 @@ var (
 )
 
 // schemaVersion is the version of the schema this build creates and reads.
-const schemaVersion = 1
+// Version 2 added the ledger's maybe_sent, look_after, retry_at,
+// deferred_since and decision, the targets' next_try and has_schedule, the
+// accounts' status and status_reason and the credentials' refresh_lost_at.
+const schemaVersion = 2
 
 // walCheckpointPages is the WAL size, in pages, at which a commit
 // checkpoints it into the database file (4 KiB pages: 32 MiB).
@@ -104,9 +118,11 @@ type Store struct {
 }
 
 // Open opens the store file at path, creating the file and its schema if
-// needed (the schema idempotently, versioned in schema_version). A new file
-// is created with mode 0600; an existing file, -wal or -shm file that group
-// or others may access is tightened to 0600. The caller must Close the store.
+// needed, or bringing the schema of a file written by an older build to
+// schemaVersion (in one transaction; see migrate). A file of a newer
+// version is refused. A new file is created with mode 0600; an existing
+// file, -wal or -shm file that group or others may access is tightened to
+// 0600. The caller must Close the store.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if path == "" || strings.ContainsRune(path, '?') || strings.HasPrefix(path, "file:") || strings.HasPrefix(path, ":memory:") {
 		return nil, fmt.Errorf("sqlitestore: open %q: need a plain file path", path)
@@ -241,32 +257,42 @@ func (s *Store) Stats() Stats {
 	}
 }
 
-// schema is created idempotently at Open, in one IMMEDIATE transaction.
-var schema = []string{
-	`CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`,
-
+// The schema. tables create every table at the current version (a new
+// file gets it directly); migrations[v] brings a file from version v to
+// v+1; indexes come last because some of them need migrated columns. All of
+// it runs at Open in one IMMEDIATE transaction, so processes opening an old
+// file at the same moment migrate it once, and a process that fails midway
+// leaves the file as it was.
+//
+// Columns added by a migration are appended at the end of their table, with
+// the same type and default in tables and in the migration, so a migrated
+// file has exactly the schema of a new one (TestMigrationMatchesNewSchema).
+var tables = []string{
 	`CREATE TABLE IF NOT EXISTS ledger (
-		key         TEXT PRIMARY KEY,
-		action      TEXT NOT NULL,
-		account     TEXT NOT NULL,
-		subject     TEXT NOT NULL,
-		slot        TEXT NOT NULL,
-		state       TEXT NOT NULL,
-		attempt     INTEGER NOT NULL,
-		handle      TEXT NOT NULL,
-		fingerprint TEXT NOT NULL,
-		lease_owner TEXT NOT NULL,
-		lease_until TEXT NOT NULL,
-		open_since  TEXT NOT NULL,
-		sent_at     TEXT NOT NULL,
-		remote_id   TEXT NOT NULL,
-		reason      TEXT NOT NULL,
-		task_token  TEXT NOT NULL,
-		updated_at  TEXT NOT NULL,
-		expires_at  TEXT NOT NULL
+		key            TEXT PRIMARY KEY,
+		action         TEXT NOT NULL,
+		account        TEXT NOT NULL,
+		subject        TEXT NOT NULL,
+		slot           TEXT NOT NULL,
+		state          TEXT NOT NULL,
+		attempt        INTEGER NOT NULL,
+		handle         TEXT NOT NULL,
+		fingerprint    TEXT NOT NULL,
+		lease_owner    TEXT NOT NULL,
+		lease_until    TEXT NOT NULL,
+		open_since     TEXT NOT NULL,
+		sent_at        TEXT NOT NULL,
+		remote_id      TEXT NOT NULL,
+		reason         TEXT NOT NULL,
+		task_token     TEXT NOT NULL,
+		updated_at     TEXT NOT NULL,
+		expires_at     TEXT NOT NULL,
+		maybe_sent     INTEGER NOT NULL DEFAULT 0,
+		look_after     TEXT NOT NULL DEFAULT '',
+		retry_at       TEXT NOT NULL DEFAULT '',
+		deferred_since TEXT NOT NULL DEFAULT '',
+		decision       TEXT NOT NULL DEFAULT ''
 	) WITHOUT ROWID`,
-	// The sparse stale index: only open entries are in it.
-	`CREATE INDEX IF NOT EXISTS ledger_open ON ledger (open_since) WHERE state IN ('pending', 'unknown')`,
 	// Audit rows, clustered by key: n numbers an entry's transitions from 1.
 	`CREATE TABLE IF NOT EXISTS ledger_history (
 		key        TEXT NOT NULL,
@@ -285,19 +311,21 @@ var schema = []string{
 		media      TEXT NOT NULL,
 		created_at TEXT NOT NULL
 	) WITHOUT ROWID`,
+	// has_schedule is 1 once the runtime has made the target's schedule
+	// (CreatePostScheduled, MarkScheduled).
 	`CREATE TABLE IF NOT EXISTS targets (
-		post_id    TEXT NOT NULL REFERENCES posts (id) ON DELETE CASCADE,
-		account    TEXT NOT NULL,
-		position   INTEGER NOT NULL,
-		slot       TEXT NOT NULL,
-		status     TEXT NOT NULL,
-		remote_id  TEXT NOT NULL,
-		reason     TEXT NOT NULL,
-		updated_at TEXT NOT NULL,
+		post_id      TEXT NOT NULL REFERENCES posts (id) ON DELETE CASCADE,
+		account      TEXT NOT NULL,
+		position     INTEGER NOT NULL,
+		slot         TEXT NOT NULL,
+		status       TEXT NOT NULL,
+		remote_id    TEXT NOT NULL,
+		reason       TEXT NOT NULL,
+		updated_at   TEXT NOT NULL,
+		next_try     TEXT NOT NULL DEFAULT '',
+		has_schedule INTEGER NOT NULL DEFAULT 0,
 		PRIMARY KEY (post_id, account)
 	) WITHOUT ROWID`,
-	`CREATE INDEX IF NOT EXISTS targets_due ON targets (slot) WHERE status = 'scheduled'`,
-	`CREATE INDEX IF NOT EXISTS targets_unfinished ON targets (updated_at) WHERE status IN ('triggered', 'publishing')`,
 
 	`CREATE TABLE IF NOT EXISTS accounts (
 		id             TEXT PRIMARY KEY,
@@ -306,16 +334,19 @@ var schema = []string{
 		base_url       TEXT NOT NULL,
 		remote_id      TEXT NOT NULL,
 		credential_ref TEXT NOT NULL,
-		gate           TEXT NOT NULL
+		gate           TEXT NOT NULL,
+		status         TEXT NOT NULL DEFAULT '',
+		status_reason  TEXT NOT NULL DEFAULT ''
 	) WITHOUT ROWID`,
 	// Credentials live apart from accounts; a row may carry only a lease.
 	`CREATE TABLE IF NOT EXISTS credentials (
-		account_id    TEXT PRIMARY KEY,
-		access_token  TEXT NOT NULL,
-		refresh_token TEXT NOT NULL,
-		expires_at    TEXT NOT NULL,
-		lease_owner   TEXT NOT NULL DEFAULT '',
-		lease_until   TEXT NOT NULL DEFAULT ''
+		account_id      TEXT PRIMARY KEY,
+		access_token    TEXT NOT NULL,
+		refresh_token   TEXT NOT NULL,
+		expires_at      TEXT NOT NULL,
+		lease_owner     TEXT NOT NULL DEFAULT '',
+		lease_until     TEXT NOT NULL DEFAULT '',
+		refresh_lost_at TEXT NOT NULL DEFAULT ''
 	) WITHOUT ROWID`,
 
 	// Messages are addressed by seq (receipts carry it); the random id is
@@ -330,7 +361,6 @@ var schema = []string{
 		receive_count INTEGER NOT NULL DEFAULT 0,
 		receipt       TEXT NOT NULL DEFAULT ''
 	)`,
-	`CREATE INDEX IF NOT EXISTS queue_messages_visible ON queue_messages (queue, visible_at, seq)`,
 	`CREATE TABLE IF NOT EXISTS dead_letters (
 		seq           INTEGER PRIMARY KEY,
 		queue         TEXT NOT NULL,
@@ -341,29 +371,101 @@ var schema = []string{
 		reason        TEXT NOT NULL,
 		at            TEXT NOT NULL
 	)`,
+}
+
+// migrations[v] are the statements that bring a version v file to v+1.
+var migrations = map[int][]string{
+	1: {
+		`ALTER TABLE ledger ADD COLUMN maybe_sent INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE ledger ADD COLUMN look_after TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE ledger ADD COLUMN retry_at TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE ledger ADD COLUMN deferred_since TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE ledger ADD COLUMN decision TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE targets ADD COLUMN next_try TEXT NOT NULL DEFAULT ''`,
+		// Targets created before version 2 count as unscheduled: the
+		// runtime makes (or finds) their schedules once, through
+		// Unscheduled and MarkScheduled.
+		`ALTER TABLE targets ADD COLUMN has_schedule INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE accounts ADD COLUMN status TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE accounts ADD COLUMN status_reason TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE credentials ADD COLUMN refresh_lost_at TEXT NOT NULL DEFAULT ''`,
+	},
+}
+
+// indexes are created after the tables are at the current version. Every
+// index that a periodic or start-up query needs is partial, so it holds
+// only the rows that query looks for; the queries name their index with
+// INDEXED BY, so a schema change that makes one unusable fails at Open
+// instead of turning it into a scan of every row.
+var indexes = []string{
+	// The sparse stale index: only open entries are in it.
+	`CREATE INDEX IF NOT EXISTS ledger_open ON ledger (open_since) WHERE state IN ('pending', 'unknown')`,
+	// Held entries, waiting for an operator, for ByState.
+	`CREATE INDEX IF NOT EXISTS ledger_held ON ledger (updated_at) WHERE state = 'held'`,
+	// Entries with a TTL (terminal ones), for PruneLedger.
+	`CREATE INDEX IF NOT EXISTS ledger_expires ON ledger (expires_at) WHERE expires_at != ''`,
+
+	`CREATE INDEX IF NOT EXISTS targets_due ON targets (slot) WHERE status = 'scheduled'`,
+	`CREATE INDEX IF NOT EXISTS targets_unfinished ON targets (updated_at) WHERE status IN ('triggered', 'publishing')`,
+	`CREATE INDEX IF NOT EXISTS targets_waiting ON targets (next_try) WHERE status = 'waiting'`,
+	// The statuses no other index covers, for CountTargets.
+	`CREATE INDEX IF NOT EXISTS targets_settled ON targets (status) WHERE status IN ('published', 'failed', 'held', 'cancelled')`,
+	// Scheduled targets whose schedule was never made, for Unscheduled.
+	`CREATE INDEX IF NOT EXISTS targets_unscheduled ON targets (slot) WHERE status = 'scheduled' AND has_schedule = 0`,
+
+	`CREATE INDEX IF NOT EXISTS queue_messages_visible ON queue_messages (queue, visible_at, seq)`,
 	`CREATE INDEX IF NOT EXISTS dead_letters_queue ON dead_letters (queue, seq)`,
 }
 
-// migrate creates the schema if needed and checks its version.
+// migrate creates the schema of a new file, or brings an older file's
+// schema to schemaVersion, in one transaction. A file of a newer version
+// is refused: this build would not know its columns.
 func (s *Store) migrate(ctx context.Context) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
-		for _, stmt := range schema {
-			if _, err := tx.ExecContext(ctx, stmt); err != nil {
-				return fmt.Errorf("create schema: %w", err)
-			}
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
+			return fmt.Errorf("create schema_version: %w", err)
 		}
-		var v int
+		v := 0 // a new file
 		err := tx.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&v)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (?)`, schemaVersion); err != nil {
-				return fmt.Errorf("record schema version: %w", err)
-			}
-			return nil
 		case err != nil:
 			return fmt.Errorf("read schema version: %w", err)
 		case v > schemaVersion:
 			return fmt.Errorf("schema version %d is newer than this build's %d", v, schemaVersion)
+		case v < 1:
+			return fmt.Errorf("schema version %d is not a version this build knows", v)
+		}
+		for _, stmt := range tables {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("create schema: %w", err)
+			}
+		}
+		// A new file (v = 0) got the current tables above; an older one
+		// kept its tables and is migrated one version at a time.
+		for from := v; v > 0 && from < schemaVersion; from++ {
+			for _, stmt := range migrations[from] {
+				if _, err := tx.ExecContext(ctx, stmt); err != nil {
+					return fmt.Errorf("migrate schema from version %d: %w", from, err)
+				}
+			}
+		}
+		for _, stmt := range indexes {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("create indexes: %w", err)
+			}
+		}
+		record := ""
+		switch {
+		case v == 0:
+			record = `INSERT INTO schema_version (version) VALUES (?)`
+		case v < schemaVersion:
+			record = `UPDATE schema_version SET version = ?`
+		}
+		if record != "" {
+			if _, err := tx.ExecContext(ctx, record, schemaVersion); err != nil {
+				return fmt.Errorf("record schema version %d: %w", schemaVersion, err)
+			}
 		}
 		return nil
 	})
@@ -420,3 +522,18 @@ func sqlLimit(limit int) int {
 // its transactions open while doing I/O or calling back into the store:
 // there is one write connection, and the callee would wait forever.
 func (s *Store) DB() *sql.DB { return s.w }
+
+// DataVersion returns SQLite's data_version of the store's write
+// connection: a number that changes when another connection commits a
+// change to the file, i.e. another process (every write of this process
+// goes through that connection, so its own commits leave it unchanged). It
+// is one cheap read, for the runtime to notice posts added by another
+// process without rereading anything; only a change means something, the
+// values themselves do not.
+func (s *Store) DataVersion(ctx context.Context) (int64, error) {
+	var v int64
+	if err := s.w.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("sqlitestore: data version: %w", err)
+	}
+	return v, nil
+}

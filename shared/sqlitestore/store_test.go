@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
@@ -171,6 +172,8 @@ func fullEntry(key ledger.Key) ledger.Entry {
 		Fingerprint: "fp-abc", LeaseOwner: "worker-7", LeaseUntil: at.Add(30*time.Second + 1),
 		OpenSince: at.Add(2), SentAt: at.Add(3), RemoteID: "remote-9", Reason: "why not",
 		TaskToken: "token-x", UpdatedAt: at.Add(4), ExpiresAt: at.Add(ledger.TerminalTTL + 5),
+		MaybeSent: 3, LookAfter: "110000000000000007", RetryAt: at.Add(6), DeferredSince: at.Add(-7),
+		Decision: `{"decision":"approve"}`,
 	}
 }
 
@@ -178,6 +181,12 @@ func TestEntryRoundTripsEveryField(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, Options{})
 	e := fullEntry("k1")
+	v := reflect.ValueOf(e)
+	for i := range v.NumField() {
+		if v.Field(i).IsZero() {
+			t.Fatalf("fullEntry leaves %s zero", v.Type().Field(i).Name)
+		}
+	}
 	if err := s.Create(ctx, e); err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +198,8 @@ func TestEntryRoundTripsEveryField(t *testing.T) {
 		t.Errorf("Get after Create (-want +got):\n%s", d)
 	}
 	for name, tm := range map[string]time.Time{"Slot": got.Slot, "LeaseUntil": got.LeaseUntil, "OpenSince": got.OpenSince,
-		"SentAt": got.SentAt, "UpdatedAt": got.UpdatedAt, "ExpiresAt": got.ExpiresAt} {
+		"SentAt": got.SentAt, "RetryAt": got.RetryAt, "DeferredSince": got.DeferredSince,
+		"UpdatedAt": got.UpdatedAt, "ExpiresAt": got.ExpiresAt} {
 		if tm.Location() != time.UTC {
 			t.Errorf("%s read back in %v, want UTC", name, tm.Location())
 		}

@@ -1,0 +1,250 @@
+package publishing
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"oncepost/shared/ledger"
+	"oncepost/shared/platform"
+	"oncepost/shared/post"
+)
+
+// Operator decisions on a held entry, as the confirm workflow's Hold task
+// receives them ({"decision": …}).
+const (
+	// DecisionRelease re-sends the post with the same handle (approve).
+	DecisionRelease = "release"
+	// DecisionConfirm records that the post is on the platform.
+	DecisionConfirm = "confirm"
+	// DecisionReject fails the post: it must not go out.
+	DecisionReject = "reject"
+)
+
+// MaxDecisionReasonBytes bounds an operator's reason.
+const MaxDecisionReasonBytes = 500
+
+// Decision is an operator's answer to a held entry.
+type Decision struct {
+	Action string `json:"decision"`
+	// RemoteID is the post's id on the platform (confirm).
+	RemoteID string `json:"remote_id,omitempty"`
+	// Reason says why (reject).
+	Reason string `json:"reason,omitempty"`
+}
+
+// How a decision was handled.
+const (
+	// DecisionDelivered: the waiting confirm workflow got it through its
+	// task token; it applies it (at once, or when the runtime runs next).
+	DecisionDelivered = "delivered"
+	// DecisionApplied: no workflow waited (a hold by pre-publish dedup, a
+	// stopped workflow); the ledger was moved directly.
+	DecisionApplied = "applied"
+	// DecisionAlready: the same decision was taken before; nothing was done.
+	DecisionAlready = "already_decided"
+)
+
+// ErrNotHeld is returned for an entry that is not waiting for an operator.
+var ErrNotHeld = errors.New("entry is not held for an operator")
+
+// ErrDecidedOtherwise is returned when another decision was taken first.
+var ErrDecidedOtherwise = errors.New("entry was already decided otherwise")
+
+// DecideResult says what Decide did.
+type DecideResult struct {
+	How   string
+	Entry ledger.Entry
+	// Message explains the result to the operator.
+	Message string
+}
+
+// Operator applies operators' decisions on held entries. A decision is
+// first recorded on the entry (held → held), then delivered to the
+// workflow task that waits for it, through the latest task token the
+// entry holds; if no task waits on it, the decision is applied to the
+// ledger directly (the confirm steps are idempotent, and a Hold step that
+// runs later finds the entry settled and answers itself). Deciding twice
+// is a no-op; deciding otherwise after a decision is refused.
+type Operator struct {
+	Ledger Ledger
+	// Confirmer applies a decision no workflow waits for; its Platforms and
+	// Accounts check that a confirmed remote id exists.
+	Confirmer *Confirmer
+	Tasks     Tasks
+	Now       func() time.Time
+	Logger    *slog.Logger
+}
+
+func (o *Operator) now() time.Time { return nowFrom(o.Now) }
+
+func (o *Operator) log() *slog.Logger { return loggerOr(o.Logger) }
+
+// Decide applies d to the held entry key.
+func (o *Operator) Decide(ctx context.Context, key ledger.Key, d Decision) (DecideResult, error) {
+	if err := d.validate(); err != nil {
+		return DecideResult{}, err
+	}
+	raw, err := json.Marshal(d)
+	if err != nil {
+		return DecideResult{}, fmt.Errorf("encode decision: %w", err)
+	}
+	for range 5 {
+		e, err := o.Ledger.Get(ctx, key)
+		if err != nil {
+			return DecideResult{}, fmt.Errorf("decide %s: %w", key, err)
+		}
+		if e.State != ledger.Held {
+			return settled(e, d)
+		}
+		if e.Decision != "" {
+			return o.decidedBefore(ctx, e, d)
+		}
+		if d.Action == DecisionConfirm {
+			if err := o.checkExists(ctx, e, d.RemoteID); err != nil {
+				return DecideResult{}, err
+			}
+		}
+		next, err := e.WithDecision(string(raw), o.now())
+		if err != nil {
+			return DecideResult{}, err
+		}
+		if err := o.Ledger.Update(ctx, e, next); err != nil {
+			if errors.Is(err, ledger.ErrConflict) {
+				continue // someone moved it first: look again
+			}
+			return DecideResult{}, fmt.Errorf("record decision on %s: %w", key, err)
+		}
+		o.log().InfoContext(ctx, "operator decision recorded", "key", key, "attempt", e.Attempt, "decision", d.Action)
+		return o.deliver(ctx, next, d, raw)
+	}
+	return DecideResult{}, fmt.Errorf("decide %s: the entry kept changing; try again", key)
+}
+
+func (d Decision) validate() error {
+	switch d.Action {
+	case DecisionRelease, DecisionReject:
+		if d.RemoteID != "" {
+			return fmt.Errorf("decision %s takes no remote id", d.Action)
+		}
+	case DecisionConfirm:
+		if d.RemoteID == "" {
+			return errors.New("decision confirm needs the remote id of the post on the platform")
+		}
+	default:
+		return fmt.Errorf("decision %q is not release, confirm or reject", d.Action)
+	}
+	if len(d.Reason) > MaxDecisionReasonBytes {
+		return fmt.Errorf("reason is %d bytes, over the limit of %d", len(d.Reason), MaxDecisionReasonBytes)
+	}
+	if len(d.RemoteID) > MaxIDBytes {
+		return fmt.Errorf("remote id is %d bytes, over the limit of %d", len(d.RemoteID), MaxIDBytes)
+	}
+	return nil
+}
+
+// settled answers a decision on an entry that is no longer held.
+func settled(e ledger.Entry, d Decision) (DecideResult, error) {
+	same := map[string][]ledger.State{
+		DecisionRelease: {ledger.Released, ledger.Pending, ledger.Confirmed},
+		DecisionConfirm: {ledger.Confirmed},
+		DecisionReject:  {ledger.Failed},
+	}[d.Action]
+	for _, s := range same {
+		if e.State == s && (d.Action != DecisionConfirm || e.RemoteID == d.RemoteID) {
+			return DecideResult{How: DecisionAlready, Entry: e, Message: fmt.Sprintf("already decided: the entry is %s", e.State)}, nil
+		}
+	}
+	switch e.State {
+	case ledger.Pending, ledger.Unknown:
+		return DecideResult{Entry: e}, fmt.Errorf("entry %s is %s (%s): %w; it is held once its confirm workflow gives up", e.Key, e.State, e.Reason, ErrNotHeld)
+	default:
+		return DecideResult{Entry: e}, fmt.Errorf("entry %s is %s (%s): %w", e.Key, e.State, e.Reason, ErrDecidedOtherwise)
+	}
+}
+
+// decidedBefore answers a decision on an entry that carries one already:
+// the same decision is a no-op (delivered again if its task still waits),
+// another is refused.
+func (o *Operator) decidedBefore(ctx context.Context, e ledger.Entry, d Decision) (DecideResult, error) {
+	var prev Decision
+	if err := json.Unmarshal([]byte(e.Decision), &prev); err != nil || prev.Action != d.Action || prev.RemoteID != d.RemoteID {
+		return DecideResult{Entry: e}, fmt.Errorf("entry %s: decision %s recorded first: %w", e.Key, e.Decision, ErrDecidedOtherwise)
+	}
+	if e.TaskToken != "" && o.Tasks != nil {
+		// The first delivery may have failed; a task still waiting gets it now.
+		if err := o.Tasks.SendTaskSuccess(ctx, e.TaskToken, json.RawMessage(e.Decision)); err == nil {
+			return DecideResult{How: DecisionDelivered, Entry: e, Message: "decision delivered to the waiting confirm workflow"}, nil
+		}
+	}
+	return DecideResult{How: DecisionAlready, Entry: e, Message: fmt.Sprintf("already decided (%s); it is applied when the runtime runs", prev.Action)}, nil
+}
+
+// deliver hands the recorded decision to the task waiting on the entry's
+// latest token, or applies it directly when none waits.
+func (o *Operator) deliver(ctx context.Context, e ledger.Entry, d Decision, raw []byte) (DecideResult, error) {
+	if e.TaskToken != "" && o.Tasks != nil {
+		err := o.Tasks.SendTaskSuccess(ctx, e.TaskToken, raw)
+		switch {
+		case err == nil:
+			return DecideResult{How: DecisionDelivered, Entry: e, Message: "decision delivered to the waiting confirm workflow; it is applied at once if the runtime runs, else when it runs next"}, nil
+		case !errors.Is(err, ErrTaskNotWaiting):
+			return DecideResult{Entry: e}, fmt.Errorf("decision recorded on %s but not delivered (%w); run the command again", e.Key, err)
+		}
+	}
+	in := ConfirmInput{Key: e.Key, Attempt: e.Attempt}
+	var err error
+	switch d.Action {
+	case DecisionRelease:
+		err = o.Confirmer.Release(ctx, in)
+	case DecisionConfirm:
+		err = o.Confirmer.Confirm(ctx, in, d.RemoteID)
+	case DecisionReject:
+		err = o.Confirmer.Reject(ctx, in, "")
+	}
+	if err != nil {
+		return DecideResult{Entry: e}, fmt.Errorf("apply decision on %s: %w", e.Key, err)
+	}
+	cur, err := o.Ledger.Get(ctx, e.Key)
+	if err != nil {
+		return DecideResult{Entry: e}, fmt.Errorf("decide %s: %w", e.Key, err)
+	}
+	return DecideResult{How: DecisionApplied, Entry: cur, Message: fmt.Sprintf("no workflow waited; decision applied: the entry is %s", cur.State)}, nil
+}
+
+// checkExists refuses to confirm a remote id the platform does not have.
+func (o *Operator) checkExists(ctx context.Context, e ledger.Entry, remoteID string) error {
+	c := o.Confirmer
+	if c == nil || c.Platforms == nil || c.Accounts == nil {
+		return nil
+	}
+	acc, err := c.Accounts.GetAccount(ctx, post.AccountID(e.Account))
+	if err != nil {
+		return fmt.Errorf("confirm %s: account: %w", e.Key, err)
+	}
+	creds := c.credentials()
+	cred, err := creds.Get(ctx, acc.ID)
+	if err != nil {
+		return fmt.Errorf("confirm %s: %w", e.Key, err)
+	}
+	client, err := c.Platforms.Client(ctx, acc, cred)
+	if err != nil {
+		return fmt.Errorf("confirm %s: client: %w", e.Key, err)
+	}
+	var exists bool
+	a := &authedClient{creds: creds, platforms: c.Platforms, acc: acc, client: client, cred: cred, timeout: c.callContext}
+	err = a.do(ctx, func(ctx context.Context, cl platform.Client) (err error) {
+		exists, err = cl.Exists(ctx, remoteID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("confirm %s: could not check remote id %s on %s: %w", e.Key, remoteID, acc.ID, err)
+	}
+	if !exists {
+		return fmt.Errorf("confirm %s: account %s has no post %s on the platform; check the id", e.Key, acc.ID, remoteID)
+	}
+	return nil
+}

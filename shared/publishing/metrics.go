@@ -1,0 +1,37 @@
+package publishing
+
+import "oncepost/shared/emf"
+
+// Event metrics, emitted (EMF) at the moment they happen; the sweeper's
+// gauges (StalePending, HeldTargets, …) are emitted once per sweep.
+const (
+	// MetricPublished counts posts confirmed on a platform, by the create's
+	// answer or by a confirm look.
+	MetricPublished = "Published"
+	// MetricAmbiguous counts creates whose outcome was ambiguous (and owners
+	// that died mid-call): each starts a confirm workflow.
+	MetricAmbiguous = "AmbiguousOutcomes"
+	// MetricReleased counts entries released for a re-send after a confirm
+	// workflow looked and did not find the post (or an operator approved).
+	MetricReleased = "Released"
+	// MetricDuplicateBlocked counts posts held because pre-publish dedup
+	// found the same content already on the account.
+	MetricDuplicateBlocked = "DuplicateBlocked"
+	// MetricReconnectNeeded counts refused credential refreshes: an account
+	// must be connected again.
+	MetricReconnectNeeded = "ReconnectNeeded"
+	// MetricThrottled counts creates a platform refused with 429.
+	MetricThrottled = "Throttled"
+	// MetricPublishLateness is the time from a post's slot to the
+	// platform's answer confirming it, in seconds.
+	MetricPublishLateness = "PublishLatenessSeconds"
+	// MetricSweepErrors counts the errors of one sweep; a sweep that could
+	// not read the store emits this and no gauges, so the gauges' alarms
+	// (TreatMissingData: breaching) fire.
+	MetricSweepErrors = "SweepErrors"
+)
+
+// MetricsEmitter receives metrics (emf.Emitter).
+type MetricsEmitter interface {
+	Emit(metrics ...emf.Metric) error
+}
