@@ -104,4 +104,23 @@
 // as with ActionAfterCompletion DELETE. An at() that is already in the past
 // when Put is due at once rather than never (the runtime re-registers
 // schedules of due posts at start-up).
+//
+// PutTx writes a schedule inside the caller's transaction on the same file,
+// so that a post and its schedules are stored all or nothing; the caller
+// calls Wake after the commit. Wake is also how a Runner learns of
+// schedules another process wrote into the file; otherwise Run re-reads
+// them at least once a minute.
+//
+// Run's cost does not grow with the number of schedules: NewRunner,
+// NextDue, RunDue, Run's idle loop and Prune read through indexes only the
+// schedules that are due, the earliest next firing, or the rows they
+// delete (the runtime may hold a million one-time schedules).
+//
+// # Retention
+//
+// EventBridge Scheduler deletes a schedule after its last invocation only
+// when its ActionAfterCompletion is DELETE; the default NONE keeps it until
+// it is deleted. Here one-time schedules are deleted when they fire, and
+// Prune deletes the recurring ones that have no firing left, once they
+// have been over for a while.
 package localcron

@@ -81,7 +81,7 @@ type Runner struct {
 	fire func(ctx context.Context, name string, scheduledAt time.Time, payload json.RawMessage) error
 	log  *slog.Logger
 
-	wake chan struct{} // Put and Delete poke Run
+	wake chan struct{} // Wake pokes Run
 	due  sync.Mutex    // serialises firing, so concurrent RunDue calls do not fire twice
 
 	mu      sync.Mutex
@@ -94,8 +94,10 @@ type retry struct {
 	until    time.Time
 }
 
-// schema is created idempotently by NewRunner. next_fire is ” when the
-// schedule has no further firing; the partial index holds the others.
+// schema is created idempotently by NewRunner. next_fire is empty when the
+// schedule has no further firing; the partial index localcron_schedules_next
+// holds the others, in firing order, and localcron_schedules_ended holds the
+// ended ones by when they ended (endedAt), for Prune.
 var schema = []string{
 	`CREATE TABLE IF NOT EXISTS localcron_schedules (
 		name       TEXT PRIMARY KEY,
@@ -109,7 +111,44 @@ var schema = []string{
 		updated_at TEXT NOT NULL
 	) WITHOUT ROWID`,
 	`CREATE INDEX IF NOT EXISTS localcron_schedules_next ON localcron_schedules (next_fire) WHERE next_fire <> ''`,
+	`CREATE INDEX IF NOT EXISTS localcron_schedules_ended ON localcron_schedules (` + endedAt + `) WHERE next_fire = ''`,
 }
+
+// endedAt is when a schedule without a next firing ended: its last firing,
+// or its last update if it never fired. The index localcron_schedules_ended
+// and sqlPrune must spell it alike for SQLite to match them.
+const endedAt = `CASE last_fired WHEN '' THEN updated_at ELSE last_fired END`
+
+// The queries that run while Run is idle, on every pass, or in bulk. Each
+// names its index (INDEXED BY), so that it fails instead of scanning the
+// table if the index is missing, and touches only the rows it returns or
+// deletes, however many schedules the table holds; plan_test.go checks
+// their query plans.
+const (
+	// sqlNextDue is the earliest next firing.
+	sqlNextDue = `SELECT next_fire FROM localcron_schedules INDEXED BY localcron_schedules_next
+		WHERE next_fire <> '' ORDER BY next_fire LIMIT 1`
+	// sqlEarliest lists the ?1 earliest schedules that will fire.
+	sqlEarliest = `SELECT name, next_fire FROM localcron_schedules INDEXED BY localcron_schedules_next
+		WHERE next_fire <> '' ORDER BY next_fire, name LIMIT ?1`
+	// sqlLoadDue reads up to ?4 schedules due at ?1 that come after the
+	// cursor (?2, ?3) in (next_fire, name) order.
+	sqlLoadDue = `SELECT ` + rowColumns + ` FROM localcron_schedules INDEXED BY localcron_schedules_next
+		WHERE next_fire <> '' AND next_fire <= ?1 AND (next_fire, name) > (?2, ?3)
+		ORDER BY next_fire, name LIMIT ?4`
+	// sqlPrune deletes up to ?2 schedules that ended before ?1, oldest first.
+	sqlPrune = `DELETE FROM localcron_schedules WHERE name IN (
+		SELECT name FROM localcron_schedules INDEXED BY localcron_schedules_ended
+		WHERE next_fire = '' AND ` + endedAt + ` < ?1 ORDER BY ` + endedAt + ` LIMIT ?2)`
+)
+
+// Batch sizes: how many due schedules runDue reads at a time (bounding its
+// memory however many are due after downtime), and how many schedules one
+// Prune statement deletes (bounding how long it holds the write lock).
+const (
+	dueBatch   = 256
+	pruneBatch = 500
+)
 
 // NewRunner creates the Runner's table in db if needed. db is the
 // project's SQLite write pool (sqlitestore.Store.DB): one connection,
@@ -143,65 +182,119 @@ func NewRunner(ctx context.Context, db *sql.DB, opts Options) (*Runner, error) {
 // is the first one from now on (never the one already fired). An at() in
 // the past is due at once.
 func (r *Runner) Put(ctx context.Context, e Entry) error {
+	now := r.now()
+	if err := validate(e, now); err != nil {
+		return err
+	}
+	err := r.write(ctx, func(tx *sql.Tx) error { return put(ctx, tx, e, now) })
+	if err != nil {
+		return fmt.Errorf("localcron: put %q: %w", e.Name, err)
+	}
+	r.forget(e.Name)
+	r.Wake()
+	return nil
+}
+
+// PutTx is Put inside the caller's transaction tx, so that a schedule is
+// written together with what it belongs to (a post and its schedules, all
+// or nothing). It validates e first, as Put does, with the same errors,
+// then writes through tx only. tx must be a write transaction on the
+// Runner's database: the same SQLite file, begun on the write pool
+// (BEGIN IMMEDIATE), like sqlitetx.Write's.
+//
+// PutTx does not wake Run, since the schedule is not visible until tx
+// commits: call Wake after the commit (nothing is needed after a rollback).
+// Without Wake, Run notices the schedule at its next pass, within a minute.
+func (r *Runner) PutTx(ctx context.Context, tx *sql.Tx, e Entry) error {
+	if tx == nil {
+		return fmt.Errorf("localcron: put %q: no transaction", e.Name)
+	}
+	now := r.now()
+	if err := validate(e, now); err != nil {
+		return err
+	}
+	if err := put(ctx, tx, e, now); err != nil {
+		return fmt.Errorf("localcron: put %q: %w", e.Name, err)
+	}
+	// Ending a backoff early is harmless if tx rolls back.
+	r.forget(e.Name)
+	return nil
+}
+
+// Wake makes a running Run re-read the schedules at once rather than when
+// its timer ends (at the earliest next firing, at most a minute). Put and
+// Delete call it; call it after committing a transaction in which PutTx
+// wrote, and when another process sharing the file may have written
+// schedules. It never blocks, and a Wake while Run is busy is not lost.
+func (r *Runner) Wake() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// validate checks what Put and PutTx check before they write, with the
+// errors they return.
+func validate(e Entry, now time.Time) error {
 	if err := checkName(e.Name); err != nil {
 		return fmt.Errorf("localcron: put: %w", err)
 	}
 	if len(e.Payload) > 0 && !json.Valid(e.Payload) {
 		return fmt.Errorf("localcron: put %q: payload is not valid JSON", e.Name)
 	}
-	now := r.now()
 	if _, err := Parse(e.Expression, e.Timezone, now); err != nil {
 		return fmt.Errorf("localcron: put %q: %w", e.Name, err)
 	}
-	err := r.write(ctx, func(tx *sql.Tx) error {
-		old, found, err := loadRow(ctx, tx, e.Name)
+	return nil
+}
+
+// put writes a validated entry through tx at now: Put's and PutTx's
+// shared body.
+func put(ctx context.Context, tx *sql.Tx, e Entry, now time.Time) error {
+	old, found, err := loadRow(ctx, tx, e.Name)
+	if err != nil {
+		return fmt.Errorf("read schedule: %w", err)
+	}
+	start := e.Start
+	if start.IsZero() {
+		start = now
+		if found {
+			start = old.Start
+		}
+	}
+	if err := checkTime(start); err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	sameTimes := found && old.Expression == e.Expression && old.Timezone == e.Timezone && old.Start.Equal(start)
+	if sameTimes && bytes.Equal(old.Payload, e.Payload) {
+		return nil // nothing changed; keep the version too
+	}
+	nr := row{Entry: e, version: 1}
+	nr.Start = start
+	if found {
+		nr.version = old.version + 1
+		nr.LastFired = old.LastFired
+	}
+	if sameTimes {
+		nr.NextFire = old.NextFire
+	} else {
+		s, err := Parse(e.Expression, e.Timezone, start)
 		if err != nil {
 			return err
 		}
-		start := e.Start
-		if start.IsZero() {
-			start = now
-			if found {
-				start = old.Start
-			}
-		}
-		if err := checkTime(start); err != nil {
-			return fmt.Errorf("start: %w", err)
-		}
-		sameTimes := found && old.Expression == e.Expression && old.Timezone == e.Timezone && old.Start.Equal(start)
-		if sameTimes && bytes.Equal(old.Payload, e.Payload) {
-			return nil // nothing changed; keep the version too
-		}
-		nr := row{Entry: e, version: 1}
-		nr.Start = start
-		if found {
-			nr.version = old.version + 1
-			nr.LastFired = old.LastFired
-		}
-		if sameTimes {
-			nr.NextFire = old.NextFire
-		} else {
-			s, err := Parse(e.Expression, e.Timezone, start)
-			if err != nil {
-				return err
-			}
-			nr.NextFire = firstFiring(s, now, nr.LastFired)
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO localcron_schedules
-			(name, expression, timezone, start, payload, version, last_fired, next_fire, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (name) DO UPDATE SET expression = excluded.expression, timezone = excluded.timezone,
-				start = excluded.start, payload = excluded.payload, version = excluded.version,
-				last_fired = excluded.last_fired, next_fire = excluded.next_fire, updated_at = excluded.updated_at`,
-			nr.Name, nr.Expression, nr.Timezone, sqltime.Encode(nr.Start), append([]byte{}, nr.Payload...), nr.version,
-			sqltime.Encode(nr.LastFired), sqltime.Encode(nr.NextFire), sqltime.Encode(now))
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("localcron: put %q: %w", e.Name, err)
+		nr.NextFire = firstFiring(s, now, nr.LastFired)
 	}
-	r.forget(e.Name)
-	r.poke()
+	_, err = tx.ExecContext(ctx, `INSERT INTO localcron_schedules
+		(name, expression, timezone, start, payload, version, last_fired, next_fire, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET expression = excluded.expression, timezone = excluded.timezone,
+			start = excluded.start, payload = excluded.payload, version = excluded.version,
+			last_fired = excluded.last_fired, next_fire = excluded.next_fire, updated_at = excluded.updated_at`,
+		nr.Name, nr.Expression, nr.Timezone, sqltime.Encode(nr.Start), append([]byte{}, nr.Payload...), nr.version,
+		sqltime.Encode(nr.LastFired), sqltime.Encode(nr.NextFire), sqltime.Encode(now))
+	if err != nil {
+		return fmt.Errorf("write schedule: %w", err)
+	}
 	return nil
 }
 
@@ -234,8 +327,45 @@ func (r *Runner) Delete(ctx context.Context, name string) error {
 		return fmt.Errorf("localcron: delete %q: %w", name, ErrNotFound)
 	}
 	r.forget(name)
-	r.poke()
+	r.Wake()
 	return nil
+}
+
+// Prune deletes up to limit schedules (all if limit ≤ 0) that will not
+// fire again (no next firing) and whose last firing, or last update if
+// they never fired, is before firedBefore, oldest first, and returns how
+// many it deleted. It deletes in batches, each a short statement of its
+// own, so it never holds the write lock for long, and it reads only the
+// schedules it deletes (through an index of ended schedules). Schedules
+// that will fire, including due and failing ones, are never pruned.
+//
+// A one-time at() schedule is deleted as soon as it fired, like an
+// EventBridge schedule with ActionAfterCompletion DELETE, so what Prune
+// finds are the rest: a cron or rate schedule whose expression has no
+// firing left (a cron limited to past years, or one beyond year 9999),
+// which EventBridge Scheduler (ActionAfterCompletion NONE, the default)
+// would also keep until deleted.
+func (r *Runner) Prune(ctx context.Context, firedBefore time.Time, limit int) (int, error) {
+	deleted := 0
+	for limit <= 0 || deleted < limit {
+		n := pruneBatch
+		if limit > 0 {
+			n = min(n, limit-deleted)
+		}
+		res, err := r.db.ExecContext(ctx, sqlPrune, sqltime.Encode(firedBefore), n)
+		if err != nil {
+			return deleted, fmt.Errorf("localcron: prune: %w", err)
+		}
+		k, err := res.RowsAffected()
+		if err != nil {
+			return deleted, fmt.Errorf("localcron: prune: %w", err)
+		}
+		deleted += int(k)
+		if k < int64(n) {
+			break
+		}
+	}
+	return deleted, nil
 }
 
 // Get returns a schedule and its state.
@@ -254,7 +384,7 @@ func (r *Runner) Get(ctx context.Context, name string) (Entry, State, error) {
 // no schedule will fire again. It is in the past while a firing is due.
 func (r *Runner) NextDue(ctx context.Context) (time.Time, bool, error) {
 	var s string
-	err := r.db.QueryRowContext(ctx, `SELECT next_fire FROM localcron_schedules WHERE next_fire <> '' ORDER BY next_fire LIMIT 1`).Scan(&s)
+	err := r.db.QueryRowContext(ctx, sqlNextDue).Scan(&s)
 	if errors.Is(err, sql.ErrNoRows) {
 		return time.Time{}, false, nil
 	}
@@ -275,29 +405,22 @@ func (r *Runner) NextDue(ctx context.Context) (time.Time, bool, error) {
 // called first and the firing recorded after, so a crash in between fires
 // again. A failing Fire leaves its schedule due, to be retried by the next
 // call; the others still fire, and the errors are returned joined. A
-// one-time at() schedule is deleted once it fired.
+// one-time at() schedule is deleted once it fired. The due schedules are
+// read a batch at a time, so however many are due, RunDue holds only a
+// batch in memory.
 func (r *Runner) RunDue(ctx context.Context) (int, error) {
 	fired, errs, err := r.runDue(ctx, false)
-	if err != nil {
-		return 0, err
-	}
-	return fired, errs
+	return fired, errors.Join(errs, err)
 }
 
-// runDue is RunDue. err reports that the due schedules could not be read;
-// errs joins the failures of single schedules. With backoff (Run), it skips
-// schedules whose retry time has not come and puts failing ones in backoff.
+// runDue is RunDue. err reports that due schedules could not be read (then
+// fired counts those fired before); errs joins the failures of single
+// schedules. With backoff (Run), it skips schedules whose retry time has
+// not come and puts failing ones in backoff.
 func (r *Runner) runDue(ctx context.Context, backoff bool) (fired int, errs, err error) {
 	r.due.Lock()
 	defer r.due.Unlock()
 	now := r.now()
-	due, err := r.loadDue(ctx, now)
-	if err != nil {
-		return 0, nil, err
-	}
-	if backoff {
-		r.pruneBackoff(due)
-	}
 	var all []error
 	fail := func(name string, err error) {
 		all = append(all, err)
@@ -305,44 +428,72 @@ func (r *Runner) runDue(ctx context.Context, backoff bool) (fired int, errs, err
 			r.failed(name, now)
 		}
 	}
-	for _, d := range due {
-		if err := ctx.Err(); err != nil {
-			all = append(all, fmt.Errorf("localcron: run due: %w", err))
+	// stillDue collects the schedules in backoff met on the way; the
+	// backoff of the others ends after a complete pass.
+	stillDue := map[string]bool{}
+	var after row // cursor: the last schedule read, in (next_fire, name) order
+	complete := false
+pass:
+	for {
+		due, err := r.loadDue(ctx, now, after.NextFire, after.Name)
+		if err != nil {
+			return fired, errors.Join(all...), err
+		}
+		if len(due) == 0 {
+			complete = true
 			break
 		}
-		if backoff && r.waiting(d.Name, now) {
-			continue
+		after = due[len(due)-1]
+		for _, d := range due {
+			if err := ctx.Err(); err != nil {
+				all = append(all, fmt.Errorf("localcron: run due: %w", err))
+				break pass
+			}
+			if backoff && r.waiting(d.Name, now) {
+				stillDue[d.Name] = true
+				continue
+			}
+			s, err := Parse(d.Expression, d.Timezone, d.Start)
+			if err != nil {
+				// Stored expressions were valid when Put; a zone can vanish
+				// from the zone database, though.
+				fail(d.Name, fmt.Errorf("localcron: schedule %q: %w", d.Name, err))
+				stillDue[d.Name] = true
+				continue
+			}
+			at := latestFiring(s, d.NextFire, now)
+			if err := r.fire(ctx, d.Name, at, d.Payload); err != nil {
+				fail(d.Name, fmt.Errorf("localcron: fire %q (scheduled %s): %w", d.Name, at.Format(time.RFC3339), err))
+				stillDue[d.Name] = true
+				continue
+			}
+			fired++
+			if err := r.record(ctx, d, s, at, now); err != nil {
+				// Still due: it fires again (at least once), after a backoff in Run.
+				fail(d.Name, fmt.Errorf("localcron: record firing of %q: %w", d.Name, err))
+				stillDue[d.Name] = true
+				continue
+			}
+			if backoff {
+				r.forget(d.Name)
+			}
 		}
-		s, err := Parse(d.Expression, d.Timezone, d.Start)
-		if err != nil {
-			// Stored expressions were valid when Put; a zone can vanish
-			// from the zone database, though.
-			fail(d.Name, fmt.Errorf("localcron: schedule %q: %w", d.Name, err))
-			continue
+		if len(due) < dueBatch {
+			complete = true
+			break
 		}
-		at := latestFiring(s, d.NextFire, now)
-		if err := r.fire(ctx, d.Name, at, d.Payload); err != nil {
-			fail(d.Name, fmt.Errorf("localcron: fire %q (scheduled %s): %w", d.Name, at.Format(time.RFC3339), err))
-			continue
-		}
-		fired++
-		if err := r.record(ctx, d, s, at, now); err != nil {
-			// Still due: it fires again (at least once), after a backoff in Run.
-			fail(d.Name, fmt.Errorf("localcron: record firing of %q: %w", d.Name, err))
-			continue
-		}
-		if backoff {
-			r.forget(d.Name)
-		}
+	}
+	if backoff && complete {
+		r.pruneBackoff(stillDue)
 	}
 	return fired, errors.Join(all...), nil
 }
 
-// loadDue reads every schedule due at now. The rows are closed before any
+// loadDue reads up to dueBatch schedules due at now that come after
+// (afterNext, afterName) in firing order. The rows are closed before any
 // Fire runs: the write pool has one connection.
-func (r *Runner) loadDue(ctx context.Context, now time.Time) ([]row, error) {
-	rows, err := r.db.QueryContext(ctx, `SELECT `+rowColumns+` FROM localcron_schedules
-		WHERE next_fire <> '' AND next_fire <= ? ORDER BY next_fire, name`, sqltime.Encode(now))
+func (r *Runner) loadDue(ctx context.Context, now, afterNext time.Time, afterName string) ([]row, error) {
+	rows, err := r.db.QueryContext(ctx, sqlLoadDue, sqltime.Encode(now), sqltime.Encode(afterNext), afterName, dueBatch)
 	if err != nil {
 		return nil, fmt.Errorf("localcron: load due schedules: %w", err)
 	}
@@ -463,8 +614,7 @@ func (r *Runner) sleepFor(ctx context.Context) (time.Duration, error) {
 	}
 	// The earliest schedules, skipping those in backoff: at most
 	// len(waiting)+1 rows.
-	rows, err := r.db.QueryContext(ctx, `SELECT name, next_fire FROM localcron_schedules
-		WHERE next_fire <> '' ORDER BY next_fire, name LIMIT ?`, len(waiting)+1)
+	rows, err := r.db.QueryContext(ctx, sqlEarliest, len(waiting)+1)
 	if err != nil {
 		return 0, fmt.Errorf("localcron: next firing: %w", err)
 	}
@@ -527,29 +677,15 @@ func (r *Runner) forget(name string) {
 	delete(r.backoff, name)
 }
 
-// pruneBackoff drops the backoff of schedules that are no longer due.
-func (r *Runner) pruneBackoff(due []row) {
+// pruneBackoff ends the backoff of every schedule not in stillDue: those
+// no longer due (replaced, deleted, or fired by another process).
+func (r *Runner) pruneBackoff(stillDue map[string]bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.backoff) == 0 {
-		return
-	}
-	keep := make(map[string]bool, len(due))
-	for _, d := range due {
-		keep[d.Name] = true
-	}
 	for name := range r.backoff {
-		if !keep[name] {
+		if !stillDue[name] {
 			delete(r.backoff, name)
 		}
-	}
-}
-
-// poke wakes Run without blocking.
-func (r *Runner) poke() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
 	}
 }
 

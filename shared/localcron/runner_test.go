@@ -679,3 +679,167 @@ func TestRunnerPutDuringFire(t *testing.T) {
 		t.Errorf("at() replaced during Fire, want it kept (-want +got):\n%s", diff)
 	}
 }
+
+// TestRunnerPutTx checks that a schedule written with PutTx is part of the
+// caller's transaction: gone with a rollback, as is the row written with
+// it, and firing once committed.
+func TestRunnerPutTx(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		commit bool
+	}{
+		{"rolled back", false},
+		{"committed", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			r, clk, tg, db := newRunner(t, utc(2026, 1, 1, 0, 0))
+			if _, err := db.ExecContext(ctx, `CREATE TABLE app_rows (id TEXT PRIMARY KEY)`); err != nil {
+				t.Fatal(err)
+			}
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO app_rows VALUES ('p1')`); err != nil {
+				t.Fatal(err)
+			}
+			e := Entry{Name: "post/p1", Expression: "at(2026-01-01T09:00:00)", Payload: json.RawMessage(`{"post":"p1"}`)}
+			if err := r.PutTx(ctx, tx, e); err != nil {
+				t.Fatalf("PutTx: %v", err)
+			}
+			if tt.commit {
+				err = tx.Commit()
+			} else {
+				err = tx.Rollback()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Wake()
+
+			want := 0 // rows, schedules and firings
+			var wantFirings []firing
+			if tt.commit {
+				want = 1
+				wantFirings = []firing{{"post/p1", utc(2026, 1, 1, 9, 0), `{"post":"p1"}`}}
+			}
+			var rows int
+			if err := db.QueryRowContext(ctx, `SELECT count(*) FROM app_rows`).Scan(&rows); err != nil {
+				t.Fatal(err)
+			}
+			if schedules := len(scheduleNames(t, db)); rows != want || schedules != want {
+				t.Errorf("after the transaction: %d rows, %d schedules; want %d of each", rows, schedules, want)
+			}
+			clk.Set(utc(2026, 1, 1, 9, 0))
+			if n := runDue(t, r); n != want {
+				t.Errorf("RunDue fired %d, want %d", n, want)
+			}
+			if diff := cmp.Diff(wantFirings, tg.take()); diff != "" {
+				t.Errorf("firings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRunnerPutTxValidates checks that PutTx refuses what Put refuses,
+// with the same error, before writing anything.
+func TestRunnerPutTxValidates(t *testing.T) {
+	ctx := context.Background()
+	r, _, _, db := newRunner(t, utc(2026, 1, 1, 0, 0))
+	for _, e := range []Entry{
+		{Name: "a", Expression: "cron(0 25 * * ? *)"},
+		{Name: "a", Expression: "cron(0 0 * * ? *)", Timezone: "Mars/Base"},
+		{Name: "a", Expression: "rate(1 hour)", Payload: json.RawMessage(`{`)},
+		{Expression: "rate(1 hour)"},
+		{Name: "a", Expression: "rate(1 hour)", Start: time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC)},
+	} {
+		putErr := r.Put(ctx, e)
+		var txErr error
+		err := r.write(ctx, func(tx *sql.Tx) error {
+			txErr = r.PutTx(ctx, tx, e)
+			return nil // commit: whatever PutTx wrote would stay
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if putErr == nil || txErr == nil || putErr.Error() != txErr.Error() {
+			t.Errorf("Entry %+v: Put = %v, PutTx = %v; want the same error", e, putErr, txErr)
+		}
+	}
+	if names := scheduleNames(t, db); len(names) != 0 {
+		t.Errorf("schedules after failed PutTx calls: %q, want none", names)
+	}
+	if err := r.PutTx(ctx, nil, Entry{Name: "a", Expression: "rate(1 hour)"}); err == nil {
+		t.Error("PutTx without a transaction: no error")
+	}
+}
+
+// TestRunWakeSeesOtherProcess checks that Wake makes Run read a schedule
+// that another process (another connection pool on the file) wrote, rather
+// than at the end of its minute-long sleep.
+func TestRunWakeSeesOtherProcess(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	tg := newRealTarget()
+	r, err := NewRunner(context.Background(), openStore(t, path).DB(), Options{Fire: tg.Fire, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := NewRunner(context.Background(), openStore(t, path).DB(), Options{Fire: tg.Fire, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustPut(t, r, Entry{Name: "far", Expression: "rate(1 day)", Start: time.Now().Add(time.Hour)})
+	startRun(t, r)
+	time.Sleep(50 * time.Millisecond) // Run is asleep until "far", at most a minute
+
+	due := time.Now().Add(100 * time.Millisecond)
+	mustPut(t, other, Entry{Name: "soon", Expression: "rate(1 day)", Start: due})
+	r.Wake()
+	got := tg.wait(t, "soon", 5*time.Second)
+	if late := got.Sub(due); late < 0 || late > 250*time.Millisecond {
+		t.Errorf("soon fired %v after its time, want within 250ms", late)
+	}
+}
+
+// TestRunnerRunDueManyDue checks RunDue across several batches of due
+// schedules: each fires exactly once, a failing one included, and none is
+// skipped.
+func TestRunnerRunDueManyDue(t *testing.T) {
+	ctx := context.Background()
+	r, clk, tg, _ := newRunner(t, utc(2026, 1, 1, 0, 0))
+	total := 2*dueBatch + 10
+	err := r.write(ctx, func(tx *sql.Tx) error {
+		for i := range total {
+			// Pairs share a firing time, so batches end inside a tie.
+			at := utc(2026, 1, 1, 0, 0).Add(time.Duration(i/2) * time.Second).Format("2006-01-02T15:04:05")
+			if err := r.PutTx(ctx, tx, Entry{Name: fmt.Sprintf("s%04d", i), Expression: "at(" + at + ")"}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("down")
+	tg.setFail("s0007", boom)
+	clk.Set(utc(2026, 1, 2, 0, 0))
+	n, err := r.RunDue(ctx)
+	if !errors.Is(err, boom) || n != total-1 {
+		t.Errorf("RunDue = %d, %v; want %d and the failure of s0007", n, err, total-1)
+	}
+	count := map[string]int{}
+	for _, f := range tg.take() {
+		count[f.Name]++
+	}
+	for i := range total {
+		if name := fmt.Sprintf("s%04d", i); count[name] != 1 {
+			t.Errorf("%s fired %d times, want 1", name, count[name])
+		}
+	}
+	tg.setFail("s0007", nil)
+	if n := runDue(t, r); n != 1 {
+		t.Errorf("second RunDue fired %d, want the failed one", n)
+	}
+}

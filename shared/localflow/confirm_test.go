@@ -204,7 +204,7 @@ func TestConfirmWorkflow(t *testing.T) {
 			wantActions: []string{"look", "look", "look", "look", "look", "look", "hold", "reject"}, wantAt: []int{20, 25, 35, 55, 95, 155, 155, 155},
 			wantStatus: localflow.StatusSucceeded, wantLast: "Done",
 			check: func(t *testing.T, calls []call) {
-				if r := calls[6].Payload["reason"]; r != "could not read the platform back: PlatformUnavailable" {
+				if r := calls[6].Payload["reason"]; r != `could not read the platform back: {"errorMessage":"PlatformUnavailable: scripted","errorType":"PlatformUnavailable"}` {
 					t.Errorf("hold reason %q", r)
 				}
 			},
@@ -226,7 +226,7 @@ func TestConfirmWorkflow(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarnessFor(t, loadConfirm(t))
 			h.inv.reply = confirmFunction(tt.looks)
-			in, err := json.Marshal(publishing.ConfirmInput{Key: "k-1", Attempt: 2, Policy: tt.policy, WaitSeconds: 20, MaxChecks: tt.max})
+			in, err := json.Marshal(publishing.ConfirmInput{Key: "k-1", Attempt: 2, Policy: tt.policy, FirstWaitSeconds: 20, WaitSeconds: 20, MaxChecks: tt.max})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -294,7 +294,7 @@ func TestConfirmHoldParks(t *testing.T) {
 	// the hold's token, whatever the time, until the operator answers.
 	h := newHarnessFor(t, loadConfirm(t))
 	h.inv.reply = confirmFunction([]look{notFound})
-	in, _ := json.Marshal(publishing.ConfirmInput{Key: "k-9", Attempt: 1, Policy: publishing.PolicyManual, WaitSeconds: 20, MaxChecks: 2})
+	in, _ := json.Marshal(publishing.ConfirmInput{Key: "k-9", Attempt: 1, Policy: publishing.PolicyManual, FirstWaitSeconds: 20, WaitSeconds: 20, MaxChecks: 2})
 	h.start("k-9-1", string(in))
 	for range 60 {
 		h.runDue()
@@ -314,7 +314,7 @@ func TestConfirmHoldParks(t *testing.T) {
 	}
 	h.runDue()
 	ex = h.describe("k-9-1")
-	want := []string{"Readable", "Begin", "Wait", "Look", "Looked", "Count", "Wait", "Look", "Looked", "NotFound", "Hold", "Decided", "Release", "Done"}
+	want := []string{"Readable", "Begin", "FirstWait", "Look", "Looked", "Count", "Wait", "Look", "Looked", "NotFound", "Hold", "Decided", "Release", "Done"}
 	if diff := cmp.Diff(want, ex.History); diff != "" {
 		t.Errorf("history (-want +got):\n%s", diff)
 	}
@@ -336,7 +336,7 @@ func TestConfirmFailedCause(t *testing.T) {
 	// The Fail state's cause carries the step's error for the operator.
 	h := newHarnessFor(t, loadConfirm(t))
 	h.inv.reply = confirmFunction([]look{{err: stepErr(publishing.ErrNameInvalidStep)}})
-	in, _ := json.Marshal(publishing.ConfirmInput{Key: "k-5", Attempt: 1, Policy: publishing.PolicyAuto, WaitSeconds: 0, MaxChecks: 3})
+	in, _ := json.Marshal(publishing.ConfirmInput{Key: "k-5", Attempt: 1, Policy: publishing.PolicyAuto, FirstWaitSeconds: 0, WaitSeconds: 0, MaxChecks: 3})
 	h.start("k-5-1", string(in))
 	h.runDue()
 	ex := h.describe("k-5-1")

@@ -73,15 +73,25 @@
 // lease) before it is invoked outside any transaction, and its outcome is
 // recorded only if the claim still holds. A crash, or a cancelled context,
 // between the invocation and the record leaves the claim: the same Owner
-// takes it over at New, any other engine when the lease ends, and the task
-// runs again. Tasks are therefore at-least-once, like Step Functions'; the
-// confirm steps are idempotent. A .waitForTaskToken task that runs again
-// after a crash keeps its token; a task retried by Retry gets a new one.
+// takes it over at New, and so does an engine whose Options.OwnerGone
+// reports the claim's owner gone (each process having its own Owner); any
+// other engine when the lease ends; and the task runs again. Tasks are
+// therefore at-least-once, like Step Functions'; the confirm steps are
+// idempotent. A .waitForTaskToken task that runs again after a crash keeps
+// its token; a task retried by Retry gets a new one.
+//
+// Stopped executions stay, with their history, until Prune deletes them
+// (Step Functions keeps closed executions 90 days); Prune also deletes the
+// definitions no execution uses any more. The queries of New, Run and Prune
+// go through indexes, so their cost does not grow with the number of
+// stopped executions the file holds.
 //
 // # Differences from Step Functions
 //
-// Execution names are kept forever (not 90 days); Start compares inputs as
-// JSON, not as text; the context object's Execution.Id is
+// A stopped execution, and so its name, is kept until Prune deletes it,
+// not for 90 days; then the name can be started again, as in Step
+// Functions once the 90 days are over. Start compares inputs as JSON, not
+// as text; the context object's Execution.Id is
 // "localflow:execution:<name>"; only state names are kept as history; and
 // there are no timeouts, heartbeats, Map, Parallel or JSONata.
 package localflow

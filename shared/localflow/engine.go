@@ -42,12 +42,28 @@ type Options struct {
 	// Logger receives the engine's logs; default slog.Default(). Task
 	// tokens and payloads are never logged.
 	Logger *slog.Logger
+	// Concurrency is how many executions RunDue advances at a time (their
+	// tasks run in parallel, as Step Functions runs executions); default 1,
+	// one at a time in due order.
+	Concurrency int
 	// Owner names this engine in task claims; default the host name.
 	// Engines sharing a database file at the same time need distinct
-	// owners. An engine takes over at New the claims its owner left (a
+	// owners: give each process its own (say "host/pid") and set
+	// OwnerGone. An engine takes over at New the claims its owner left (a
 	// previous run that died mid-task), so those tasks run again at once
 	// instead of after the claim expires.
 	Owner string
+	// OwnerGone, if set, reports whether the engine named owner is gone for
+	// good (its process exited), for instance by parsing a "host/pid" owner
+	// and asking the operating system about the process on this host. New
+	// calls it once for each other owner holding a Task claim, outside any
+	// transaction, and takes over at once the claims of those reported
+	// gone, as it does its own: the tasks run again now instead of when
+	// their 15-minute lease ends. The claims of an owner not reported gone
+	// (a live engine, an unknown or another host's owner) are left until
+	// their lease ends. OwnerGone must not report a live engine gone, or its
+	// task may run twice at the same time.
+	OwnerGone func(owner string) bool
 }
 
 // Engine runs executions of a Machine, persisted in SQLite.
@@ -58,7 +74,10 @@ type Engine struct {
 	inv   Invoker
 	log   *slog.Logger
 	owner string
+	gone  func(owner string) bool
 	wake  chan struct{}
+	// concurrency is Options.Concurrency.
+	concurrency int
 
 	mu       sync.Mutex
 	machines map[string]*Machine
@@ -100,16 +119,17 @@ const maxStepsPerRun = 1000
 const maxSleep = time.Second
 
 // New returns an engine for m on db, creating its tables (localflow_*) if
-// needed. db must be a write pool like sqlitestore.Store.DB(): one
-// connection whose transactions are BEGIN IMMEDIATE. The engine never holds
-// a transaction or open rows while a task runs or while it sleeps, so a
-// task may use the same store.
+// needed, and takes over the Task claims of its own Owner and of the owners
+// Options.OwnerGone reports gone. db must be a write pool like
+// sqlitestore.Store.DB(): one connection whose transactions are BEGIN
+// IMMEDIATE. The engine never holds a transaction or open rows while a task
+// runs or while it sleeps, so a task may use the same store.
 func New(ctx context.Context, db *sql.DB, m *Machine, opts Options) (*Engine, error) {
 	if db == nil || m == nil || opts.Invoker == nil {
 		return nil, errors.New("localflow: new engine: db, machine and Options.Invoker are required")
 	}
 	e := &Engine{
-		db: db, m: m, now: opts.Now, inv: opts.Invoker, log: opts.Logger, owner: opts.Owner,
+		db: db, m: m, now: opts.Now, inv: opts.Invoker, log: opts.Logger, owner: opts.Owner, gone: opts.OwnerGone, concurrency: opts.Concurrency,
 		wake:     make(chan struct{}, 1),
 		machines: map[string]*Machine{m.hash: m},
 	}
@@ -133,12 +153,10 @@ func New(ctx context.Context, db *sql.DB, m *Machine, opts Options) (*Engine, er
 			}
 		}
 		now := e.clock()
-		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO localflow_machines (hash, definition, created_at) VALUES (?, ?, ?)`,
-			m.hash, string(m.definition), sqltime.Encode(now)); err != nil {
-			return fmt.Errorf("record definition: %w", err)
+		if err := e.recordMachine(ctx, tx, now); err != nil {
+			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE localflow_executions SET due_at = ?, version = version + 1
-			WHERE status = 'RUNNING' AND phase = ? AND owner = ?`, sqltime.Encode(now), phaseInvoke, e.owner); err != nil {
+		if _, err := tx.ExecContext(ctx, sqlTakeOver, sqltime.Encode(now), e.owner); err != nil {
 			return fmt.Errorf("take over own claims: %w", err)
 		}
 		return nil
@@ -146,7 +164,86 @@ func New(ctx context.Context, db *sql.DB, m *Machine, opts Options) (*Engine, er
 	if err != nil {
 		return nil, fmt.Errorf("localflow: new engine: %w", err)
 	}
+	if err := e.takeOverGone(ctx); err != nil {
+		return nil, fmt.Errorf("localflow: new engine: %w", err)
+	}
 	return e, nil
+}
+
+// recordMachine stores the engine's definition if it is not stored yet
+// (Prune deletes definitions no execution uses).
+func (e *Engine) recordMachine(ctx context.Context, tx *sql.Tx, now time.Time) error {
+	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO localflow_machines (hash, definition, created_at) VALUES (?, ?, ?)`,
+		e.m.hash, string(e.m.definition), sqltime.Encode(now)); err != nil {
+		return fmt.Errorf("record definition: %w", err)
+	}
+	return nil
+}
+
+// takeOverGone makes the Task claims of the other owners that OwnerGone
+// reports gone due now. The owners are read first and OwnerGone is asked
+// outside any transaction; a gone owner writes no new claims meanwhile.
+func (e *Engine) takeOverGone(ctx context.Context) error {
+	if e.gone == nil {
+		return nil
+	}
+	owners, err := e.claimOwners(ctx)
+	if err != nil {
+		return err
+	}
+	var gone []string
+	for _, o := range owners {
+		if o != e.owner && e.gone(o) {
+			gone = append(gone, o)
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	taken := map[string]int64{}
+	err = e.write(ctx, func(tx *sql.Tx) error {
+		now := sqltime.Encode(e.clock())
+		for _, o := range gone {
+			res, err := tx.ExecContext(ctx, sqlTakeOver, now, o)
+			if err != nil {
+				return fmt.Errorf("take over claims of %q: %w", o, err)
+			}
+			if taken[o], err = res.RowsAffected(); err != nil {
+				return fmt.Errorf("take over claims of %q: %w", o, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, o := range gone {
+		if taken[o] > 0 {
+			e.log.InfoContext(ctx, "localflow: took over the task claims of a gone owner", "owner", o, "executions", taken[o])
+		}
+	}
+	return nil
+}
+
+// claimOwners lists the owners holding Task claims.
+func (e *Engine) claimOwners(ctx context.Context) ([]string, error) {
+	rows, err := e.db.QueryContext(ctx, sqlClaimOwners)
+	if err != nil {
+		return nil, fmt.Errorf("list claim owners: %w", err)
+	}
+	defer rows.Close()
+	var owners []string
+	for rows.Next() {
+		var o string
+		if err := rows.Scan(&o); err != nil {
+			return nil, fmt.Errorf("list claim owners: %w", err)
+		}
+		owners = append(owners, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list claim owners: %w", err)
+	}
+	return owners, nil
 }
 
 func (e *Engine) clock() time.Time { return e.now().UTC() }
@@ -243,6 +340,9 @@ func (e *Engine) Start(ctx context.Context, name string, input json.RawMessage) 
 			return fmt.Errorf("read execution: %w", err)
 		}
 		now := e.clock()
+		if err := e.recordMachine(ctx, tx, now); err != nil {
+			return err
+		}
 		x := &execution{
 			name: name, machine: e.m.hash, input: canon, status: StatusRunning,
 			state: e.m.startAt, data: data, phase: phaseEnter, due: now,
@@ -269,30 +369,71 @@ func (e *Engine) Start(ctx context.Context, name string, input json.RawMessage) 
 // after the rest were advanced; a done ctx stops the pass. What was
 // recorded stays recorded.
 func (e *Engine) RunDue(ctx context.Context) (steps int, err error) {
-	perExecution := map[string]int{}
-	failed := map[string]error{}
+	var (
+		mu           sync.Mutex
+		perExecution = map[string]int{}
+		failed       = map[string]error{}
+	)
 	for {
 		names, err := e.dueNames(ctx)
 		if err != nil {
 			return steps, errors.Join(append(joinable(failed), err)...)
 		}
-		progressed := false
+		var todo []string
 		for _, name := range names {
-			budget := maxStepsPerRun - perExecution[name]
-			if budget <= 0 || failed[name] != nil {
-				continue
+			if maxStepsPerRun-perExecution[name] > 0 && failed[name] == nil {
+				todo = append(todo, name)
 			}
+		}
+		progressed := false
+		run := func(name string) {
+			mu.Lock()
+			budget := maxStepsPerRun - perExecution[name]
+			mu.Unlock()
 			n, err := e.advance(ctx, name, budget)
+			mu.Lock()
 			steps += n
 			perExecution[name] += n
 			progressed = progressed || n > 0
-			if err != nil {
-				if ctx.Err() != nil {
-					return steps, err
-				}
+			if err != nil && ctx.Err() == nil {
 				// One execution's trouble must not hold up the others.
 				failed[name] = err
 			}
+			mu.Unlock()
+		}
+		if e.concurrency <= 1 {
+			// One at a time, in due order, in the caller's goroutine.
+			for _, name := range todo {
+				if ctx.Err() != nil {
+					break
+				}
+				run(name)
+			}
+		} else {
+			// Executions advance independently: up to Concurrency at a
+			// time, their tasks running in parallel outside any transaction.
+			work := make(chan string)
+			var wg sync.WaitGroup
+			for range min(e.concurrency, max(len(todo), 1)) {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for name := range work {
+						run(name)
+					}
+				}()
+			}
+			for _, name := range todo {
+				if ctx.Err() != nil {
+					break
+				}
+				work <- name
+			}
+			close(work)
+			wg.Wait()
+		}
+		if ctx.Err() != nil {
+			return steps, ctx.Err()
 		}
 		if !progressed {
 			return steps, errors.Join(joinable(failed)...)
@@ -311,8 +452,7 @@ func joinable(m map[string]error) []error {
 
 // dueNames lists running executions whose next step is due.
 func (e *Engine) dueNames(ctx context.Context) ([]string, error) {
-	rows, err := e.db.QueryContext(ctx, `SELECT name FROM localflow_executions
-		WHERE status = 'RUNNING' AND due_at != '' AND due_at <= ? ORDER BY due_at, name LIMIT 1000`, sqltime.Encode(e.clock()))
+	rows, err := e.db.QueryContext(ctx, sqlDueNames, sqltime.Encode(e.clock()))
 	if err != nil {
 		return nil, fmt.Errorf("localflow: list due executions: %w", err)
 	}
@@ -523,7 +663,7 @@ func (e *Engine) Run(ctx context.Context) error {
 // 10 ms and maxSleep.
 func (e *Engine) sleepFor(ctx context.Context) time.Duration {
 	var next sql.NullString
-	err := e.db.QueryRowContext(ctx, `SELECT MIN(due_at) FROM localflow_executions WHERE status = 'RUNNING' AND due_at != ''`).Scan(&next)
+	err := e.db.QueryRowContext(ctx, sqlNextDue).Scan(&next)
 	if err != nil || !next.Valid || next.String == "" {
 		return maxSleep
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -918,4 +919,61 @@ func TestStoredDefinitionNoLongerLoads(t *testing.T) {
 		t.Errorf("old: got %s %s %q, want FAILED States.Runtime about its definition", ex.Status, ex.Error, ex.Cause)
 	}
 	jsonEqual(t, `"v2"`, h.describe("new").Output)
+}
+
+// With Concurrency, RunDue runs the tasks of several executions at once,
+// as Step Functions runs executions; each execution still moves one step
+// at a time, and every one finishes.
+func TestRunDueConcurrency(t *testing.T) {
+	const def = `{"StartAt":"T","States":{"T":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke",
+		"Parameters":{"FunctionName":"f","Payload":{}},"End":true}}}`
+	for _, tc := range []struct {
+		concurrency int
+		wantMax     int32
+	}{{1, 1}, {4, 4}} {
+		h := newHarness(t, def)
+		var inFlight, most atomic.Int32
+		all := make(chan struct{})
+		var arrived atomic.Int32
+		inv := &fakeInvoker{clock: h.clock, reply: func(ctx context.Context, c call, n int) (any, error) {
+			cur := inFlight.Add(1)
+			defer inFlight.Add(-1)
+			for {
+				m := most.Load()
+				if cur <= m || most.CompareAndSwap(m, cur) {
+					break
+				}
+			}
+			if arrived.Add(1) == int32(tc.concurrency) && tc.concurrency > 1 {
+				close(all) // the last of the first wave lets everyone go
+			}
+			select {
+			case <-all:
+			case <-time.After(2 * time.Second): // one at a time never gets here
+			}
+			return map[string]any{}, nil
+		}}
+		e, err := localflow.New(context.Background(), h.db, h.m, localflow.Options{Now: h.clock.Now, Invoker: inv, Logger: quietLogger(), Owner: "c", Concurrency: tc.concurrency})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 4 {
+			if err := e.Start(context.Background(), fmt.Sprintf("x%d", i), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if tc.concurrency == 1 {
+			close(all) // nothing to wait for
+		}
+		if _, err := e.RunDue(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := most.Load(); got != tc.wantMax {
+			t.Errorf("concurrency %d: at most %d tasks ran at once, want %d", tc.concurrency, got, tc.wantMax)
+		}
+		list, err := e.List(context.Background(), localflow.StatusSucceeded)
+		if err != nil || len(list) != 4 {
+			t.Errorf("concurrency %d: %d executions succeeded (err %v), want 4", tc.concurrency, len(list), err)
+		}
+	}
 }

@@ -46,6 +46,13 @@ var schema = []string{
 	`CREATE INDEX IF NOT EXISTS localflow_executions_due ON localflow_executions (due_at) WHERE status = 'RUNNING' AND due_at != ''`,
 	`CREATE UNIQUE INDEX IF NOT EXISTS localflow_executions_token ON localflow_executions (token) WHERE token != ''`,
 	`CREATE INDEX IF NOT EXISTS localflow_executions_status ON localflow_executions (status, started_at)`,
+	// Task claims by owner, for New's take-over.
+	`CREATE INDEX IF NOT EXISTS localflow_executions_claims ON localflow_executions (owner) WHERE ` + claimed,
+	// Stopped executions by when they stopped, for Prune.
+	`CREATE INDEX IF NOT EXISTS localflow_executions_stopped ON localflow_executions (stopped_at) WHERE stopped_at != ''`,
+	// Executions by definition, so that Prune finds unused definitions
+	// without reading the executions.
+	`CREATE INDEX IF NOT EXISTS localflow_executions_machine ON localflow_executions (machine)`,
 	// The states each execution entered, in order.
 	`CREATE TABLE IF NOT EXISTS localflow_history (
 		name  TEXT NOT NULL,
@@ -55,6 +62,44 @@ var schema = []string{
 		PRIMARY KEY (name, n)
 	) WITHOUT ROWID`,
 }
+
+// claimed selects the executions whose Task an engine (owner) is invoking.
+// The index localflow_executions_claims and the queries using it spell it
+// alike, for SQLite to match them.
+const claimed = `status = 'RUNNING' AND phase = '` + phaseInvoke + `'`
+
+// The queries that run at New, on every pass of Run, or in bulk. Each names
+// its index (INDEXED BY), so that it fails instead of scanning the table
+// if the index is missing, and reads only the rows it needs however many
+// stopped executions the file holds; plan_test.go checks their query
+// plans.
+const (
+	// sqlClaimOwners lists the owners of Task claims.
+	sqlClaimOwners = `SELECT DISTINCT owner FROM localflow_executions INDEXED BY localflow_executions_claims
+		WHERE ` + claimed
+	// sqlTakeOver makes the claims of owner ?2 due at ?1.
+	sqlTakeOver = `UPDATE localflow_executions INDEXED BY localflow_executions_claims
+		SET due_at = ?1, version = version + 1 WHERE ` + claimed + ` AND owner = ?2`
+	// sqlDueNames lists up to 1000 running executions due at ?1.
+	sqlDueNames = `SELECT name FROM localflow_executions INDEXED BY localflow_executions_due
+		WHERE status = 'RUNNING' AND due_at != '' AND due_at <= ?1 ORDER BY due_at, name LIMIT 1000`
+	// sqlNextDue is the earliest due time of a running execution.
+	sqlNextDue = `SELECT MIN(due_at) FROM localflow_executions INDEXED BY localflow_executions_due
+		WHERE status = 'RUNNING' AND due_at != ''`
+	// sqlStopped lists up to ?2 executions stopped before ?1, oldest first.
+	sqlStopped = `SELECT name FROM localflow_executions INDEXED BY localflow_executions_stopped
+		WHERE stopped_at != '' AND stopped_at < ?1 AND status IN ('SUCCEEDED', 'FAILED')
+		ORDER BY stopped_at LIMIT ?2`
+	// sqlDeleteHistory deletes the history of execution ?1.
+	sqlDeleteHistory = `DELETE FROM localflow_history WHERE name = ?1`
+	// sqlDeleteStopped deletes execution ?1 if it stopped.
+	sqlDeleteStopped = `DELETE FROM localflow_executions WHERE name = ?1 AND status IN ('SUCCEEDED', 'FAILED')`
+	// sqlPruneMachines deletes the definitions, other than ?1, that no
+	// execution uses.
+	sqlPruneMachines = `DELETE FROM localflow_machines WHERE hash != ?1 AND NOT EXISTS (
+		SELECT 1 FROM localflow_executions INDEXED BY localflow_executions_machine
+		WHERE localflow_executions.machine = localflow_machines.hash)`
+)
 
 // errConflict: the execution changed since it was read.
 var errConflict = errors.New("execution changed concurrently")
