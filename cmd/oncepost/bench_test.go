@@ -9,7 +9,6 @@ import (
 
 	"oncepost/shared/platform/sandbox"
 	"oncepost/shared/post"
-	"oncepost/shared/publishing"
 )
 
 // BenchmarkSchedulingLateness measures due time → publish call through
@@ -35,10 +34,7 @@ func BenchmarkSchedulingLateness(b *testing.B) {
 		body := fmt.Sprintf("Lateness probe %d.", i)
 		p := post.Post{ID: post.ID(fmt.Sprintf("late-%d", i)), Body: body, CreatedAt: time.Now().UTC(),
 			Targets: []post.Target{{Account: acc, Slot: slot, Status: post.Scheduled, UpdatedAt: time.Now().UTC()}}}
-		if err := rt.store.CreatePost(ctx, p); err != nil {
-			b.Fatal(err)
-		}
-		if err := rt.schedule(ctx, publishing.TargetRef{Post: p.ID, Account: acc, Slot: slot}); err != nil {
+		if err := rt.createPost(ctx, p); err != nil {
 			b.Fatal(err)
 		}
 		slots[body] = slot

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,22 +45,31 @@ type chaosResult struct {
 	Rounds, Published, Duplicates, ConfirmBranch, LeakedPending, Lost int
 	// Held and Failed are settled, for a human: not lost, and not published.
 	Held, Failed int
-	Elapsed      time.Duration
+	// Unexplained counts held or failed rounds the fault plan does not
+	// explain, and rounds whose record disagrees with the platform's own
+	// (a published target missing on the sandbox, a post on the sandbox
+	// without a confirmed ledger row).
+	Unexplained int
+	Elapsed     time.Duration
+	// Problems says what each unexplained round is (not on the line).
+	Problems []string
 }
 
 func (r chaosResult) String() string {
-	return fmt.Sprintf("rounds=%d published=%d duplicates=%d confirm-branch=%d leaked-pending=%d lost=%d held=%d failed=%d elapsed=%s",
-		r.Rounds, r.Published, r.Duplicates, r.ConfirmBranch, r.LeakedPending, r.Lost, r.Held, r.Failed, r.Elapsed.Round(time.Millisecond))
+	return fmt.Sprintf("rounds=%d published=%d duplicates=%d confirm-branch=%d leaked-pending=%d lost=%d held=%d failed=%d unexplained=%d elapsed=%s",
+		r.Rounds, r.Published, r.Duplicates, r.ConfirmBranch, r.LeakedPending, r.Lost, r.Held, r.Failed, r.Unexplained, r.Elapsed.Round(time.Millisecond))
 }
 
-func (r chaosResult) ok() bool { return r.Duplicates == 0 && r.Lost == 0 && r.LeakedPending == 0 }
+func (r chaosResult) ok() bool {
+	return r.Duplicates == 0 && r.Lost == 0 && r.LeakedPending == 0 && r.Unexplained == 0
+}
 
 // cmdChaos is `oncepost chaos`.
 func cmdChaos(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	p := chaosProfile{}
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fs.IntVar(&p.Rounds, "rounds", 1000, "posts to publish")
-	fs.IntVar(&p.Accounts, "accounts", 20, "accounts the posts are spread over")
+	fs.IntVar(&p.Accounts, "accounts", 1, "accounts the posts are spread over (1: every post on one busy account)")
 	fs.DurationVar(&p.Delay, "delay", 120*time.Millisecond, "how long a slow platform takes before it commits")
 	fs.Float64Var(&p.DelayRate, "delay-rate", 0.3, "share of creates that are slow")
 	fs.DurationVar(&p.Timeout, "timeout", 100*time.Millisecond, "client timeout of one create")
@@ -99,6 +110,9 @@ func cmdChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintln(stdout, res)
 	if p.Naive {
 		return nil // the naive template is expected to duplicate; the line shows it
+	}
+	for _, pr := range res.Problems {
+		fmt.Fprintln(stderr, "unexplained:", pr)
 	}
 	if !res.ok() {
 		return fmt.Errorf("drill failed: %s", res)
@@ -141,14 +155,19 @@ func chaosLedger(ctx context.Context, p chaosProfile, stderr io.Writer) (chaosRe
 		defer os.RemoveAll(dir)
 		cfg.DBPath = filepath.Join(dir, "chaos.db")
 	}
+	// Time is scaled as the profile's timeout is to the seed's 10 s: every
+	// window of the pipeline (leases, the sweeper's, lookups') with it.
+	scale := float64(p.Timeout) / float64(10*time.Second)
+	cfg = cfg.scaled(scale)
 	cfg.Workers = 8
 	cfg.CallTimeout = p.Timeout
-	cfg.RecordMargin = 200 * time.Millisecond
+	cfg.RecordMargin = 2 * p.Timeout
 	cfg.Lease = 2*p.Timeout + 2*time.Second
 	cfg.Visibility = cfg.Lease + time.Second
-	cfg.ConfirmWait = time.Second
+	cfg.ConfirmWait = time.Second // the shortest a Wait state can count
+	cfg.QuickWait = time.Second
 	cfg.ConfirmChecks = 3
-	cfg.SweepEvery = time.Second
+	cfg.SweepEvery = max(time.Duration(float64(time.Minute)*scale), 100*time.Millisecond)
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	cfg.Metrics = io.Discard
 	rt, err := openRuntime(ctx, cfg)
@@ -173,14 +192,10 @@ func chaosLedger(ctx context.Context, p chaosProfile, stderr io.Writer) (chaosRe
 		acc := post.AccountID(fmt.Sprintf("chaos%02d", i%p.Accounts))
 		pst := post.Post{ID: post.ID(fmt.Sprintf("round-%04d", i)), Body: fmt.Sprintf("Chaos round %d: this text appears once.", i), CreatedAt: start.UTC(),
 			Targets: []post.Target{{Account: acc, Slot: slot, Status: post.Scheduled, UpdatedAt: start.UTC()}}}
-		if err := rt.store.CreatePost(ctx, pst); err != nil {
+		if err := rt.createPost(ctx, pst); err != nil {
 			return chaosResult{}, err
 		}
-		ref := publishing.TargetRef{Post: pst.ID, Account: acc, Slot: slot}
-		if err := rt.schedule(ctx, ref); err != nil {
-			return chaosResult{}, err
-		}
-		jobs = append(jobs, ref)
+		jobs = append(jobs, publishing.TargetRef{Post: pst.ID, Account: acc, Slot: slot})
 	}
 
 	runCtx, stop := context.WithCancel(ctx)
@@ -215,7 +230,106 @@ func chaosLedger(ctx context.Context, p chaosProfile, stderr io.Writer) (chaosRe
 		return res, err
 	}
 	res.ConfirmBranch = len(execs)
+	if err := checkAgainstPlatform(ctx, rt, sb, jobs, &res); err != nil {
+		return res, err
+	}
 	return res, nil
+}
+
+// chaosMaxAttempts is the publisher's default attempt budget, which the
+// drill uses: a round is held after this many sends that may have reached
+// the platform were looked for and not found.
+const chaosMaxAttempts = 5
+
+// checkAgainstPlatform checks the drill's outcome against the sandbox's
+// own records, not oncepost's: every published target exists once on the
+// platform with its text, every post on the platform belongs to a
+// confirmed ledger row, and every held or failed round is explained by
+// the fault plan (as many dropped sends as the attempt budget).
+func checkAgainstPlatform(ctx context.Context, rt *runtime, sb *sandbox.Server, jobs []publishing.Job, res *chaosResult) error {
+	problem := func(format string, a ...any) {
+		res.Unexplained++
+		if len(res.Problems) < 20 {
+			res.Problems = append(res.Problems, fmt.Sprintf(format, a...))
+		}
+	}
+	// The platform's view: live statuses by id, and the creates it saw by
+	// idempotency key (the ledger's handle).
+	live := map[string]sandbox.Status{}
+	textCount := map[string]int{}
+	accounts, err := rt.store.ListAccounts(ctx)
+	if err != nil {
+		return err
+	}
+	for _, a := range accounts {
+		for _, st := range sb.Statuses(a.RemoteID) {
+			live[st.ID] = st
+			textCount[st.Text]++
+		}
+	}
+	creates := map[string][]sandbox.CreateRecord{}
+	for _, c := range sb.Creates() {
+		creates[c.IdempotencyKey] = append(creates[c.IdempotencyKey], c)
+	}
+	confirmed := map[string]bool{}
+	for _, job := range jobs {
+		p, err := rt.store.GetPost(ctx, job.Post)
+		if err != nil {
+			return err
+		}
+		tg, _ := p.Target(job.Account)
+		e, err := rt.store.Get(ctx, ledger.PublishKey(string(job.Account), string(job.Post), job.Slot))
+		if err != nil && !errors.Is(err, ledger.ErrNotFound) {
+			return err
+		}
+		switch tg.Status {
+		case post.Published:
+			st, ok := live[tg.RemoteID]
+			switch {
+			case !ok:
+				problem("%s is published as %s, which the platform does not have", job.Post, tg.RemoteID)
+			case st.Text != p.Body:
+				problem("%s is published as %s, which carries another text", job.Post, tg.RemoteID)
+			case textCount[p.Body] != 1:
+				problem("%s is on the platform %d times", job.Post, textCount[p.Body])
+			}
+			if e.State == ledger.Confirmed {
+				confirmed[e.RemoteID] = true
+			}
+		case post.Held, post.Failed:
+			if why := explainUnsettled(e, creates[e.Handle]); why != "" {
+				problem("%s is %s (%s): %s", job.Post, tg.Status, tg.Reason, why)
+			}
+		}
+	}
+	for id, st := range live {
+		if !confirmed[id] {
+			problem("the platform has post %s (%q) that no confirmed ledger row records", id, st.Text)
+		}
+	}
+	return nil
+}
+
+// explainUnsettled says why a held or failed round is not explained by
+// the fault plan, or "" when it is: held for too many attempts after the
+// budget of sends, each dropped before the platform committed anything.
+func explainUnsettled(e ledger.Entry, creates []sandbox.CreateRecord) string {
+	if e.State != ledger.Held || e.Reason != publishing.ReasonTooManyAttempts {
+		return "the fault plan never makes a post " + string(e.State) + " for this reason"
+	}
+	dropped := 0
+	for _, c := range creates {
+		if c.Committed {
+			return "a send committed, yet the post was not found"
+		}
+		if strings.Contains(c.Fault, string(sandbox.FaultDropRequest)) {
+			dropped++
+		}
+	}
+	if dropped < chaosMaxAttempts {
+		return fmt.Sprintf("only %d of its %d sends were dropped", dropped, len(creates))
+	}
+	return ""
 }
 
 // chaosNaive is the seed's original template: try the create up to three

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"oncepost/shared/publishing"
 )
 
 // Exit codes.
@@ -30,6 +32,10 @@ func commands() []command {
 		{"run", "run the embedded runtime (add --demo for a demo workspace)", cmdRun},
 		{"status", "print targets by status and open ledger rows", cmdStatus},
 		{"post", "post add FILE: validate and schedule a post", cmdPost},
+		{"held", "list entries held for an operator and unresolved ones, with the evidence", cmdHeld},
+		{"approve", "approve KEY: release a held post for a re-send with the same handle", cmdDecide(publishing.DecisionRelease)},
+		{"confirm", "confirm KEY --remote-id ID: the held post is on the platform", cmdDecide(publishing.DecisionConfirm)},
+		{"reject", "reject KEY --reason TEXT: the held post must not go out", cmdDecide(publishing.DecisionReject)},
 		{"chaos", "run the regression drill against the sandbox", cmdChaos},
 	}
 }

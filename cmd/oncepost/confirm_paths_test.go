@@ -36,16 +36,16 @@ func TestConfirmWorkflowPaths(t *testing.T) {
 		wantTarget       post.TargetStatus
 	}{
 		{name: "found at the first look", gate: post.GateAuto, commitAfterLooks: 0,
-			wantHistory: []string{"Readable", "Begin", "Wait", "Look", "Looked", "Found", "Confirm", "Done"},
+			wantHistory: []string{"Readable", "Begin", "FirstWait", "Look", "Looked", "Found", "Confirm", "Done"},
 			wantCreates: 1, wantAttempt: 1, wantTarget: post.Published},
 		{name: "found at the third look", gate: post.GateAuto, commitAfterLooks: 2,
-			wantHistory: []string{"Readable", "Begin", "Wait", "Look", "Looked", "Count", "Wait", "Look", "Looked", "Count", "Wait", "Look", "Looked", "Found", "Confirm", "Done"},
+			wantHistory: []string{"Readable", "Begin", "FirstWait", "Look", "Looked", "Count", "Wait", "Look", "Looked", "Count", "Wait", "Look", "Looked", "Found", "Confirm", "Done"},
 			wantCreates: 1, wantAttempt: 1, wantTarget: post.Published},
 		{name: "never found, auto: released and re-sent once", gate: post.GateAuto, commitAfterLooks: -1,
-			wantHistory: []string{"Readable", "Begin", "Wait", "Look", "Looked", "Count", "Wait", "Look", "Looked", "Count", "Wait", "Look", "Looked", "Release", "Done"},
+			wantHistory: []string{"Readable", "Begin", "FirstWait", "Look", "Looked", "Count", "Wait", "Look", "Looked", "Count", "Wait", "Look", "Looked", "Release", "Done"},
 			wantCreates: 2, wantAttempt: 2, wantTarget: post.Published},
 		{name: "never found, manual: held until released", gate: post.GateManual, commitAfterLooks: -1, operator: "release",
-			wantHistory: []string{"Readable", "Begin", "Wait", "Look", "Looked", "Count", "Wait", "Look", "Looked", "Count", "Wait", "Look", "Looked", "NotFound", "Hold", "Decided", "Release", "Done"},
+			wantHistory: []string{"Readable", "Begin", "FirstWait", "Look", "Looked", "Count", "Wait", "Look", "Looked", "Count", "Wait", "Look", "Looked", "NotFound", "Hold", "Decided", "Release", "Done"},
 			wantCreates: 2, wantAttempt: 2, wantTarget: post.Published},
 		{name: "unreadable platform: held directly", gate: post.GateAuto, unread: true, commitAfterLooks: -1, operator: "reject",
 			wantHistory: []string{"Readable", "Unreadable", "Hold", "Decided", "Reject", "Done"},
@@ -145,6 +145,11 @@ type flowFixture struct {
 }
 
 func newFlowFixture(t *testing.T, gate post.GatePolicy, unreadable bool) *flowFixture {
+	return newFlowFixtureWith(t, gate, unreadable, nil)
+}
+
+// newFlowFixtureWith is newFlowFixture with the use cases' ports wrapped.
+func newFlowFixtureWith(t *testing.T, gate post.GatePolicy, unreadable bool, wrap func(ports) ports) *flowFixture {
 	ws := newWorkspace(t, sandbox.Options{DisableIdempotency: true}, 1)
 	f := &flowFixture{t: t, ws: ws, clock: clocktest.New(time.Now().UTC().Truncate(time.Second))}
 	cfg := defaultConfig()
@@ -156,6 +161,7 @@ func newFlowFixture(t *testing.T, gate post.GatePolicy, unreadable bool) *flowFi
 		plat = unreadablePlatforms{plat}
 	}
 	cfg.Platforms = plat
+	cfg.wrap = wrap
 	rt, err := openRuntime(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,6 @@ import (
 	"oncepost/shared/platform"
 	"oncepost/shared/platform/sandbox"
 	"oncepost/shared/post"
-	"oncepost/shared/publishing"
 )
 
 const demoAccount post.AccountID = "demo"
@@ -88,10 +87,7 @@ func createDemo(ctx context.Context, rt *runtime, sb *sandbox.Server, out io.Wri
 		slot := now.Add(time.Duration(10*(i+1)) * time.Second)
 		pst := post.Post{ID: post.ID(p.id), Body: p.body, Media: p.media, CreatedAt: now,
 			Targets: []post.Target{{Account: acc.ID, Slot: slot, Status: post.Scheduled, UpdatedAt: now}}}
-		if err := rt.store.CreatePost(ctx, pst); err != nil {
-			return err
-		}
-		if err := rt.schedule(ctx, publishing.TargetRef{Post: pst.ID, Account: acc.ID, Slot: slot}); err != nil {
+		if err := rt.createPost(ctx, pst); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "scheduled %-17s for %s\n", p.id, slot.Local().Format("15:04:05"))

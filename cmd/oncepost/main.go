@@ -4,6 +4,8 @@
 //	oncepost run [--demo]    scheduler → trigger → queue → publishers → confirm workflows → sweeper
 //	oncepost status [--json] targets by status, open ledger rows with their age
 //	oncepost post add FILE   validate and schedule a post (JSON draft)
+//	oncepost held            entries held for an operator, and unresolved ones
+//	oncepost approve|confirm|reject KEY   an operator's decision on a held entry
 //	oncepost chaos [flags]   the regression drill: many posts through faults, counts duplicates
 //
 // Run `oncepost help` or `oncepost COMMAND -h` for flags.

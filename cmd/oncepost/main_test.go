@@ -25,7 +25,11 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if benchFiles.dir != "" {
+		os.RemoveAll(benchFiles.dir)
+	}
+	os.Exit(code)
 }
 
 // oncepostCmd returns a command running `oncepost args...` as a child process.
@@ -149,7 +153,13 @@ func TestPostAddValidatesAndSchedules(t *testing.T) {
 		{"unknown account", `{"id":"x","body":"Hello.","targets":[{"account":"ghost","at":"` + future + `"}]}`, exitUsage, "targets[0].account"},
 		{"too long", `{"id":"x","body":"` + strings.Repeat("a", 501) + `","targets":[{"account":"acct0","at":"` + future + `"}]}`, exitUsage, "body: is 501 characters"},
 		{"unknown field", `{"id":"x","title":"t"}`, exitUsage, `unknown field "title"`},
-		{"not json", `hello`, exitUsage, "not valid JSON"},
+		{"not json", `hello`, exitUsage, "draft: line 1, column 1: invalid character 'h'"},
+		{"json error on line 2", "{\"id\":\"x\",\n \"body\": oops}", exitUsage, "draft: line 2, column 10: invalid character 'o'"},
+		{"invalid utf-8", "{\"id\":\"x\",\"body\":\"caf\xe9\"}", exitUsage, "byte 21 (line 1, column 22) is not valid UTF-8"},
+		{"data after the object", `{"id":"x","body":"Hello.","targets":[{"account":"acct0","at":"` + future + `"}]} {"id":"y"}`, exitUsage, "data after the post's JSON object"},
+		{"year 2200", `{"id":"y2200","body":"Far.","targets":[{"account":"acct0","at":"2200-01-01T09:00:00Z"}]}`, exitUsage, "year 2200, outside 1970-2199"},
+		// Refused drafts leave nothing behind: the same id is free.
+		{"the refused id is free", `{"id":"y2200","body":"Far.","targets":[{"account":"acct0","at":"` + future + `"}]}`, exitOK, "scheduled y2200"},
 		{"duplicate id", `{"id":"hello","body":"Again.","targets":[{"account":"acct0","at":"` + future + `"}]}`, exitFailure, "hello"},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,16 +10,17 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"oncepost/infra/statemachine"
 	"oncepost/shared/emf"
-	"oncepost/shared/ledger"
 	"oncepost/shared/localcron"
 	"oncepost/shared/localflow"
 	"oncepost/shared/platform/mastodon"
+	"oncepost/shared/post"
 	"oncepost/shared/publishing"
 	"oncepost/shared/sqlitestore"
 )
@@ -37,11 +39,27 @@ type config struct {
 	QueueMaxReceives int
 	Visibility       time.Duration
 	CallTimeout      time.Duration
-	RecordMargin     time.Duration
-	Lease            time.Duration
-	ConfirmWait      time.Duration
-	ConfirmChecks    int
-	SweepEvery       time.Duration
+	// LookTimeout bounds one confirm look, which may read many pages of a
+	// busy account (a Lambda's timeout on AWS).
+	LookTimeout   time.Duration
+	RecordMargin  time.Duration
+	Lease         time.Duration
+	ConfirmWait   time.Duration
+	ConfirmChecks int
+	// QuickWait is the first look's wait after a quick 5xx answer.
+	QuickWait  time.Duration
+	SweepEvery time.Duration
+	// StaleAfter, MissedAfter, LookSkew, ThrottleLimit are the pipeline's
+	// time windows (publishing's defaults); a drill that scales time down
+	// scales them too.
+	StaleAfter, MissedAfter, LookSkew, ThrottleLimit time.Duration
+	// WatchEvery is how often the runtime checks whether another process
+	// changed the file (a post added with `oncepost post add`).
+	WatchEvery time.Duration
+	// PruneEvery runs the pruning of finished workflow executions (kept
+	// ExecutionRetention), schedules that will not fire again (kept
+	// ScheduleRetention) and terminal ledger rows past their TTL.
+	PruneEvery, ExecutionRetention, ScheduleRetention time.Duration
 	// OAuth app used for refresh grants on Mastodon accounts.
 	ClientID, ClientSecret string
 	Logger                 *slog.Logger
@@ -54,6 +72,24 @@ type config struct {
 	// Platforms overrides the platform connector (tests); nil means the
 	// Mastodon adapter for every account.
 	Platforms publishing.Platforms
+
+	// Tests only: wrap wraps the ports every use case sees; owner and
+	// ownerGone replace the process's own, so one test process can play
+	// several runtime processes in turn.
+	wrap      func(ports) ports
+	owner     string
+	ownerGone func(owner string) bool
+}
+
+// ports are what the use cases consume, built on the one SQLite file.
+type ports struct {
+	ledger    publishing.Ledger
+	posts     publishing.Posts
+	accounts  publishing.Accounts
+	queue     publishing.Queue
+	platforms publishing.Platforms
+	flows     publishing.Flows
+	tasks     publishing.Tasks
 }
 
 func defaultConfig() config {
@@ -64,15 +100,29 @@ func defaultConfig() config {
 		QueueMaxReceives: 20,
 		Visibility:       time.Minute,
 		CallTimeout:      10 * time.Second,
+		LookTimeout:      30 * time.Second,
 		RecordMargin:     2 * time.Second,
 		Lease:            2 * time.Minute,
 		ConfirmWait:      20 * time.Second,
 		ConfirmChecks:    3,
+		QuickWait:        3 * time.Second,
 		SweepEvery:       time.Minute,
-		ClientID:         "sandbox-client",
-		ClientSecret:     "sandbox-secret",
-		Logger:           slog.New(slog.NewJSONHandler(os.Stderr, nil)),
-		Metrics:          os.Stdout,
+		StaleAfter:       publishing.StaleAfter,
+		MissedAfter:      publishing.MissedAfter,
+		LookSkew:         publishing.LookSkew,
+		ThrottleLimit:    24 * time.Hour,
+		WatchEvery:       500 * time.Millisecond,
+		PruneEvery:       time.Hour,
+		// Step Functions keeps a closed execution's history 90 days.
+		ExecutionRetention: 90 * 24 * time.Hour,
+		// A one-time schedule is deleted when it fires (as EventBridge's
+		// ActionAfterCompletion DELETE does); a cron or rate schedule past
+		// its end is kept a day for inspection.
+		ScheduleRetention: 24 * time.Hour,
+		ClientID:          "sandbox-client",
+		ClientSecret:      "sandbox-secret",
+		Logger:            slog.New(slog.NewJSONHandler(os.Stderr, nil)),
+		Metrics:           os.Stdout,
 	}
 }
 
@@ -96,18 +146,32 @@ func (c config) validate() error {
 	return nil
 }
 
+// scaled returns c with every time window of the pipeline multiplied by f
+// (a drill at 1/100 of real time scales leases, waits and the sweeper's
+// and lookups' windows alike). Confirm waits stay whole seconds.
+func (c config) scaled(f float64) config {
+	sc := func(d time.Duration) time.Duration { return time.Duration(float64(d) * f) }
+	c.StaleAfter, c.MissedAfter, c.LookSkew, c.ThrottleLimit = sc(c.StaleAfter), sc(c.MissedAfter), sc(c.LookSkew), sc(c.ThrottleLimit)
+	return c
+}
+
 // runtime is the whole pipeline on one SQLite file.
 type runtime struct {
-	cfg       config
-	store     *sqlitestore.Store
-	queue     *sqlitestore.Queue
+	cfg   config
+	store *sqlitestore.Store
+	queue *sqlitestore.Queue
+	// ports are the use cases' view of store, queue, platforms and flows.
+	ports     ports
 	flows     *localflow.Engine
 	cron      *localcron.Runner
 	publisher *publishing.Publisher
 	confirmer *publishing.Confirmer
+	operator  *publishing.Operator
 	trigger   *publishing.Trigger
 	sweeper   *publishing.Sweeper
 	log       *slog.Logger
+	// owner names this process in leases and workflow task claims.
+	owner string
 }
 
 // openRuntime opens the store and builds every component; nothing runs
@@ -119,21 +183,31 @@ func openRuntime(ctx context.Context, cfg config) (*runtime, error) {
 	if err := os.MkdirAll(filepath.Dir(cfg.DBPath), 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", filepath.Dir(cfg.DBPath), err)
 	}
-	store, err := sqlitestore.Open(ctx, cfg.DBPath, sqlitestore.Options{})
+	store, err := sqlitestore.Open(ctx, cfg.DBPath, sqlitestore.Options{Now: cfg.Now})
 	if err != nil {
 		return nil, err
 	}
-	rt := &runtime{cfg: cfg, store: store, queue: store.Queue("publish", cfg.QueueMaxReceives), log: cfg.Logger}
-	// Leases name the worker by process; the workflow engine's claims name
-	// the host, so a restarted runtime re-runs an interrupted task at once.
-	owner := fmt.Sprintf("oncepost-%d", os.Getpid())
+	rt := &runtime{cfg: cfg, store: store, queue: store.Queue("publish", cfg.QueueMaxReceives), log: cfg.Logger, owner: processOwner()}
+	gone := ownerGone
+	if cfg.owner != "" {
+		rt.owner, gone = cfg.owner, cfg.ownerGone
+	}
 	var plat publishing.Platforms = mastodon.Connector{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret}
 	if cfg.Platforms != nil {
 		plat = cfg.Platforms
 	}
+	rt.ports = ports{ledger: store, posts: store, accounts: store, queue: rt.queue, platforms: plat,
+		flows: flowStarter{func() *localflow.Engine { return rt.flows }}, tasks: flowTasks{func() *localflow.Engine { return rt.flows }}}
+	if cfg.wrap != nil {
+		rt.ports = cfg.wrap(rt.ports)
+	}
+	p := rt.ports
+	metrics := &emf.Emitter{W: cfg.Metrics, Namespace: "oncepost", Dimensions: map[string]string{"Runtime": "embedded"}, Now: cfg.Now}
+	creds := &publishing.Credentials{Accounts: p.accounts, Owner: rt.owner, CallTimeout: cfg.CallTimeout, RecordMargin: cfg.RecordMargin,
+		Now: cfg.Now, Metrics: metrics, Logger: cfg.Logger}
 	rt.confirmer = &publishing.Confirmer{
-		Ledger: store, Posts: store, Accounts: store, Platforms: plat, Queue: rt.queue,
-		CallTimeout: cfg.CallTimeout, Logger: cfg.Logger, Now: cfg.Now,
+		Ledger: p.ledger, Posts: p.posts, Accounts: p.accounts, Platforms: p.platforms, Queue: p.queue, Credentials: creds, Tasks: p.tasks,
+		Metrics: metrics, CallTimeout: cfg.LookTimeout, LookSkew: cfg.LookSkew, Logger: cfg.Logger, Now: cfg.Now,
 	}
 	machine, err := localflow.Load(statemachine.Confirm, map[string]string{"ConfirmFunctionArn": confirmFunction})
 	if err != nil {
@@ -141,29 +215,65 @@ func openRuntime(ctx context.Context, cfg config) (*runtime, error) {
 		return nil, fmt.Errorf("load confirm workflow: %w", err)
 	}
 	rt.flows, err = localflow.New(ctx, store.DB(), machine, localflow.Options{
-		Invoker: confirmInvoker{c: rt.confirmer, engine: func() *localflow.Engine { return rt.flows }}, Logger: cfg.Logger, Now: cfg.Now,
+		Invoker: confirmInvoker{c: rt.confirmer}, Logger: cfg.Logger, Now: cfg.Now,
+		Owner: rt.owner, OwnerGone: gone, Concurrency: cfg.Workers,
 	})
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("confirm workflow engine: %w", err)
 	}
 	rt.publisher = &publishing.Publisher{
-		Ledger: store, Posts: store, Accounts: store, Flows: flowStarter{rt.flows}, Platforms: plat,
-		Media: dirMedia{cfg.MediaDir}, Owner: owner, CallTimeout: cfg.CallTimeout, RecordMargin: cfg.RecordMargin,
-		Lease: cfg.Lease, Confirm: publishing.ConfirmSettings{Wait: cfg.ConfirmWait, MaxChecks: cfg.ConfirmChecks}, Logger: cfg.Logger, Now: cfg.Now,
+		Ledger: p.ledger, Posts: p.posts, Accounts: p.accounts, Flows: p.flows, Platforms: p.platforms, Credentials: creds,
+		Media: dirMedia{cfg.MediaDir}, Metrics: metrics, Owner: rt.owner, CallTimeout: cfg.CallTimeout, RecordMargin: cfg.RecordMargin,
+		Lease: cfg.Lease, ThrottleLimit: cfg.ThrottleLimit,
+		Confirm: publishing.ConfirmSettings{Wait: cfg.ConfirmWait, MaxChecks: cfg.ConfirmChecks, QuickWait: cfg.QuickWait},
+		Logger:  cfg.Logger, Now: cfg.Now,
 	}
-	rt.trigger = &publishing.Trigger{Posts: store, Queue: rt.queue, Logger: cfg.Logger, Now: cfg.Now}
+	rt.operator = &publishing.Operator{Ledger: p.ledger, Confirmer: rt.confirmer, Tasks: p.tasks, Now: cfg.Now, Logger: cfg.Logger}
+	rt.trigger = &publishing.Trigger{Posts: p.posts, Queue: p.queue, Logger: cfg.Logger, Now: cfg.Now}
 	rt.cron, err = localcron.NewRunner(ctx, store.DB(), localcron.Options{Fire: rt.fire, Logger: cfg.Logger, Now: cfg.Now})
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
 	rt.sweeper = &publishing.Sweeper{
-		Ledger: store, Posts: store, Queue: rt.queue, Trigger: rt.trigger, Publisher: rt.publisher,
-		Metrics: &emf.Emitter{W: cfg.Metrics, Namespace: "oncepost", Dimensions: map[string]string{"Runtime": "embedded"}, Now: cfg.Now},
-		Logger:  cfg.Logger, Now: cfg.Now,
+		Ledger: p.ledger, Posts: p.posts, Queue: p.queue, Trigger: rt.trigger, Publisher: rt.publisher, Metrics: metrics,
+		StaleAfter: cfg.StaleAfter, MissedAfter: cfg.MissedAfter, Logger: cfg.Logger, Now: cfg.Now,
 	}
 	return rt, nil
+}
+
+// processOwner names this process in leases and in workflow task claims:
+// host and pid, so two runtimes on one host never share claims.
+func processOwner() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return fmt.Sprintf("oncepost/%s/%d", host, os.Getpid())
+}
+
+// ownerGone reports whether the process an owner names (processOwner) is
+// gone: on this host, and no process has its pid. Claims of owners on
+// other hosts are left to expire.
+func ownerGone(owner string) bool {
+	rest, ok := strings.CutPrefix(owner, "oncepost/")
+	if !ok {
+		return false
+	}
+	i := strings.LastIndexByte(rest, '/')
+	if i < 0 {
+		return false
+	}
+	host, err := os.Hostname()
+	if err != nil || rest[:i] != host {
+		return false
+	}
+	pid, err := strconv.Atoi(rest[i+1:])
+	if err != nil || pid <= 0 {
+		return false
+	}
+	return !processAlive(pid)
 }
 
 func (rt *runtime) Close() error { return rt.store.Close() }
@@ -182,7 +292,7 @@ func (rt *runtime) run(ctx context.Context) error {
 		return err
 	}
 	var wg sync.WaitGroup
-	errs := make(chan error, 4+rt.cfg.Workers)
+	errs := make(chan error, 5+rt.cfg.Workers)
 	goLoop := func(name string, f func(context.Context) error) {
 		wg.Add(1)
 		go func() {
@@ -195,11 +305,11 @@ func (rt *runtime) run(ctx context.Context) error {
 	goLoop("scheduler", rt.cron.Run)
 	goLoop("confirm workflows", rt.flows.Run)
 	for i := 0; i < rt.cfg.Workers; i++ {
-		loop := &publishing.Loop{Queue: rt.queue, Publisher: rt.publisher, Batch: 1, Visibility: rt.cfg.Visibility, Idle: 100 * time.Millisecond, Logger: rt.cfg.Logger}
-		goLoop("publisher", loop.Run)
+		goLoop("publisher", rt.newLoop().Run)
 	}
 	goLoop("sweeper", rt.sweepLoop)
-	rt.log.InfoContext(ctx, "runtime started", "db", rt.cfg.DBPath, "workers", rt.cfg.Workers)
+	goLoop("watcher", rt.watch)
+	rt.log.InfoContext(ctx, "runtime started", "db", rt.cfg.DBPath, "workers", rt.cfg.Workers, "owner", rt.owner)
 	<-ctx.Done()
 	wg.Wait()
 	close(errs)
@@ -211,9 +321,15 @@ func (rt *runtime) run(ctx context.Context) error {
 	return errors.Join(all...)
 }
 
+// newLoop is one publisher worker.
+func (rt *runtime) newLoop() *publishing.Loop {
+	return &publishing.Loop{Queue: rt.ports.queue, Publisher: rt.publisher, Batch: 1, Visibility: rt.cfg.Visibility, Idle: 250 * time.Millisecond, Logger: rt.cfg.Logger}
+}
+
 func (rt *runtime) sweepLoop(ctx context.Context) error {
 	t := time.NewTicker(rt.cfg.SweepEvery)
 	defer t.Stop()
+	lastPrune := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -222,7 +338,85 @@ func (rt *runtime) sweepLoop(ctx context.Context) error {
 			if _, err := rt.sweeper.Sweep(ctx); err != nil && ctx.Err() == nil {
 				rt.log.ErrorContext(ctx, "sweep", "err", err)
 			}
+			if time.Since(lastPrune) >= rt.cfg.PruneEvery {
+				lastPrune = time.Now()
+				if err := rt.prune(ctx); err != nil && ctx.Err() == nil {
+					rt.log.ErrorContext(ctx, "prune", "err", err)
+				}
+			}
 		}
+	}
+}
+
+// pruneBatch bounds each delete: the write lock is held briefly.
+const pruneBatch = 500
+
+// prune deletes what is past its retention: finished workflow executions,
+// fired one-time schedules and terminal ledger rows past their TTL, so the
+// file does not grow for ever.
+func (rt *runtime) prune(ctx context.Context) error {
+	now := rt.now()
+	steps := []struct {
+		what string
+		fn   func() (int, error)
+	}{
+		{"workflow executions", func() (int, error) { return rt.flows.Prune(ctx, now.Add(-rt.cfg.ExecutionRetention), pruneBatch) }},
+		{"ended schedules", func() (int, error) { return rt.cron.Prune(ctx, now.Add(-rt.cfg.ScheduleRetention), pruneBatch) }},
+		{"ledger rows", func() (int, error) { return rt.store.PruneLedger(ctx, now, pruneBatch) }},
+	}
+	var errs []error
+	for _, st := range steps {
+		total := 0
+		for {
+			n, err := st.fn()
+			total += n
+			if err != nil {
+				errs = append(errs, fmt.Errorf("prune %s: %w", st.what, err))
+				break
+			}
+			if n < pruneBatch || ctx.Err() != nil {
+				break
+			}
+		}
+		if total > 0 {
+			rt.log.InfoContext(ctx, "pruned", "what", st.what, "rows", total)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// watch notices commits by other processes sharing the file (SQLite's
+// data_version changes only for those) and schedules what they added, so
+// a post added with `oncepost post add` while the runtime runs is
+// scheduled within WatchEvery instead of at the scheduler's next minute.
+func (rt *runtime) watch(ctx context.Context) error {
+	last, err := rt.store.DataVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("data version: %w", err)
+	}
+	t := time.NewTicker(rt.cfg.WatchEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		v, err := rt.store.DataVersion(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				rt.log.ErrorContext(ctx, "watch for changes", "err", err)
+			}
+			continue
+		}
+		if v == last {
+			continue
+		}
+		last = v
+		if err := rt.syncSchedules(ctx); err != nil && ctx.Err() == nil {
+			rt.log.ErrorContext(ctx, "schedule posts added by another process", "err", err)
+		}
+		rt.cron.Wake()
 	}
 }
 
@@ -232,36 +426,65 @@ func scheduleName(ref publishing.TargetRef) string {
 	return "post/" + string(ref.Post) + "/" + string(ref.Account) + "/" + ref.Slot.UTC().Format(time.RFC3339)
 }
 
-// schedule registers a target's at() schedule.
-func (rt *runtime) schedule(ctx context.Context, ref publishing.TargetRef) error {
+// scheduleEntry is a target's at() schedule.
+func scheduleEntry(ref publishing.TargetRef) (localcron.Entry, error) {
 	payload, err := json.Marshal(ref)
 	if err != nil {
-		return fmt.Errorf("encode schedule payload: %w", err)
+		return localcron.Entry{}, fmt.Errorf("encode schedule payload: %w", err)
 	}
-	return rt.cron.Put(ctx, localcron.Entry{
+	return localcron.Entry{
 		Name:       scheduleName(ref),
 		Expression: "at(" + ref.Slot.UTC().Format("2006-01-02T15:04:05") + ")",
 		Timezone:   "UTC",
 		Payload:    payload,
-	})
+	}, nil
 }
 
-// syncSchedules makes sure every scheduled target has its schedule, for
-// posts written into the file by another process.
-func (rt *runtime) syncSchedules(ctx context.Context) error {
-	refs, err := rt.store.Due(ctx, rt.now().AddDate(100, 0, 0), 0)
+// scheduleTx registers a target's at() schedule inside tx.
+func (rt *runtime) scheduleTx(ctx context.Context, tx *sql.Tx, ref publishing.TargetRef) error {
+	e, err := scheduleEntry(ref)
 	if err != nil {
-		return fmt.Errorf("scheduled targets: %w", err)
+		return err
 	}
-	for _, ref := range refs {
-		if _, _, err := rt.cron.Get(ctx, scheduleName(ref)); err == nil {
-			continue
-		}
-		if err := rt.schedule(ctx, ref); err != nil {
-			return err
-		}
+	return rt.cron.PutTx(ctx, tx, e)
+}
+
+// createPost writes a post and the schedules of its targets in one
+// transaction: all or nothing.
+func (rt *runtime) createPost(ctx context.Context, p post.Post) error {
+	err := rt.store.CreatePostScheduled(ctx, p, func(tx *sql.Tx, ref publishing.TargetRef) error {
+		return rt.scheduleTx(ctx, tx, ref)
+	})
+	if err != nil {
+		return err
 	}
+	rt.cron.Wake()
 	return nil
+}
+
+// syncSchedules gives every scheduled target without a schedule its
+// schedule (posts written by another process, or by CreatePost alone). It
+// reads them with one indexed query: its cost does not grow with the
+// number of scheduled posts.
+func (rt *runtime) syncSchedules(ctx context.Context) error {
+	for {
+		refs, err := rt.store.Unscheduled(ctx, 500)
+		if err != nil {
+			return fmt.Errorf("targets without a schedule: %w", err)
+		}
+		for _, ref := range refs {
+			err := rt.store.MarkScheduled(ctx, ref, func(tx *sql.Tx) error { return rt.scheduleTx(ctx, tx, ref) })
+			if err != nil {
+				return fmt.Errorf("schedule %s: %w", scheduleName(ref), err)
+			}
+		}
+		if len(refs) < 500 {
+			if len(refs) > 0 {
+				rt.cron.Wake()
+			}
+			return nil
+		}
+	}
 }
 
 // fire is the scheduler's target: the trigger use case.
@@ -277,19 +500,36 @@ func (rt *runtime) fire(ctx context.Context, name string, _ time.Time, payload j
 }
 
 // flowStarter starts confirm workflows on the local engine.
-type flowStarter struct{ engine *localflow.Engine }
+type flowStarter struct{ engine func() *localflow.Engine }
 
 func (f flowStarter) StartConfirm(ctx context.Context, name string, in publishing.ConfirmInput) error {
 	input, err := json.Marshal(in)
 	if err != nil {
 		return fmt.Errorf("encode confirm input: %w", err)
 	}
-	err = f.engine.Start(ctx, name, input)
-	if errors.Is(err, localflow.ErrExecutionAlreadyExists) {
-		// This attempt's workflow ran already (Step Functions refuses a
-		// closed name too). If its entry is still unknown, the sweeper's
-		// stale-unknown count keeps the alarm up for a human.
+	err = f.engine().Start(ctx, name, input)
+	if !errors.Is(err, localflow.ErrExecutionAlreadyExists) {
+		return err
+	}
+	// Step Functions refuses a name already used; whether that execution
+	// still runs decides between "already started" and "closed".
+	ex, derr := f.engine().Describe(ctx, name)
+	if derr != nil {
+		return fmt.Errorf("describe %s: %w", name, derr)
+	}
+	if ex.Status == localflow.StatusRunning {
 		return nil
+	}
+	return fmt.Errorf("%s is %s: %w", name, strings.ToLower(ex.Status), publishing.ErrConfirmClosed)
+}
+
+// flowTasks answers workflow task tokens on the local engine.
+type flowTasks struct{ engine func() *localflow.Engine }
+
+func (f flowTasks) SendTaskSuccess(ctx context.Context, token string, output json.RawMessage) error {
+	err := f.engine().SendTaskSuccess(ctx, token, output)
+	if errors.Is(err, localflow.ErrTaskDoesNotExist) {
+		return fmt.Errorf("%w: %v", publishing.ErrTaskNotWaiting, err)
 	}
 	return err
 }
@@ -297,8 +537,7 @@ func (f flowStarter) StartConfirm(ctx context.Context, name string, in publishin
 // confirmInvoker binds the workflow's lambda:invoke of the confirm
 // function to the confirm steps, as the confirm Lambda will.
 type confirmInvoker struct {
-	c      *publishing.Confirmer
-	engine func() *localflow.Engine
+	c *publishing.Confirmer
 }
 
 func (i confirmInvoker) Invoke(ctx context.Context, function string, payload json.RawMessage) (json.RawMessage, error) {
@@ -314,13 +553,6 @@ func (i confirmInvoker) Invoke(ctx context.Context, function string, payload jso
 	res, err := i.c.Step(ctx, req)
 	if err != nil {
 		return nil, err
-	}
-	if req.Action == publishing.ActionHold && res.State != string(ledger.Held) {
-		// The entry settled before the hold (a late success, an operator):
-		// nobody will answer this token, so answer it now.
-		if err := i.engine().SendTaskSuccess(ctx, req.Token, json.RawMessage(`{"decision":"resolved"}`)); err != nil {
-			return nil, fmt.Errorf("answer hold of a settled entry: %w", err)
-		}
 	}
 	return json.Marshal(res)
 }

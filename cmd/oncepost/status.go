@@ -22,11 +22,12 @@ import (
 
 // statusReport is what `oncepost status` prints.
 type statusReport struct {
-	At          time.Time                 `json:"at"`
-	Targets     map[post.TargetStatus]int `json:"targets"`
-	Ledger      map[ledger.State]int      `json:"ledger"`
-	Open        []openRow                 `json:"open"`
-	DeadLetters []deadLetterRow           `json:"dead_letters"`
+	At          time.Time                   `json:"at"`
+	Targets     map[post.TargetStatus]int   `json:"targets"`
+	Ledger      map[ledger.State]int        `json:"ledger"`
+	Open        []openRow                   `json:"open"`
+	Waiting     []sqlitestore.WaitingTarget `json:"waiting"`
+	DeadLetters []deadLetterRow             `json:"dead_letters"`
 }
 
 type openRow struct {
@@ -95,7 +96,12 @@ func readStatus(ctx context.Context, store *sqlitestore.Store, now time.Time) (s
 	if err != nil {
 		return statusReport{}, err
 	}
-	rep := statusReport{At: now, Targets: sum.Targets, Ledger: sum.Ledger, Open: []openRow{}, DeadLetters: []deadLetterRow{}}
+	rep := statusReport{At: now, Targets: sum.Targets, Ledger: sum.Ledger, Open: []openRow{}, Waiting: []sqlitestore.WaitingTarget{}, DeadLetters: []deadLetterRow{}}
+	waiting, err := store.Waiting(ctx, 100)
+	if err != nil {
+		return statusReport{}, err
+	}
+	rep.Waiting = append(rep.Waiting, waiting...)
 	for _, e := range open {
 		age := now.Sub(e.OpenSince)
 		rep.Open = append(rep.Open, openRow{Key: e.Key, Action: e.Action, Account: e.Account, Subject: e.Subject, State: e.State,
@@ -114,7 +120,7 @@ func readStatus(ctx context.Context, store *sqlitestore.Store, now time.Time) (s
 func printStatus(w io.Writer, rep statusReport) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TARGETS\tCOUNT")
-	for _, s := range []post.TargetStatus{post.Scheduled, post.Triggered, post.Publishing, post.Published, post.Held, post.Failed, post.Cancelled} {
+	for _, s := range []post.TargetStatus{post.Scheduled, post.Triggered, post.Waiting, post.Publishing, post.Published, post.Held, post.Failed, post.Cancelled} {
 		fmt.Fprintf(tw, "%s\t%d\n", s, rep.Targets[s])
 	}
 	tw.Flush()
@@ -129,6 +135,15 @@ func printStatus(w io.Writer, rep statusReport) {
 				age += " STALE"
 			}
 			fmt.Fprintf(tw, "%s %s\t%s\t%d\t%s\t%s\t%s\t%s\n", o.Action, o.Key[:12], o.State, o.Attempt, o.Account, o.Subject, age, o.Reason)
+		}
+		tw.Flush()
+	}
+	if len(rep.Waiting) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(tw, "WAITING\tACCOUNT\tNEXT TRY (UTC)\tIN\tREASON")
+		for _, wt := range rep.Waiting {
+			in := wt.NextTry.Sub(rep.At).Truncate(time.Second)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", wt.Post, wt.Account, wt.NextTry.UTC().Format(time.RFC3339), max(in, 0), wt.Reason)
 		}
 		tw.Flush()
 	}

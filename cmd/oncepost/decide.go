@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"oncepost/shared/ledger"
+	"oncepost/shared/localflow"
+	"oncepost/shared/publishing"
+)
+
+// heldRow is one entry waiting for an operator, or still unresolved.
+type heldRow struct {
+	Key     ledger.Key    `json:"key"`
+	Action  ledger.Action `json:"action"`
+	State   ledger.State  `json:"state"`
+	Post    string        `json:"post"`
+	Account string        `json:"account"`
+	Attempt int           `json:"attempt"`
+	// MaybeSent counts the sends that may have reached the platform.
+	MaybeSent int       `json:"maybe_sent"`
+	Since     time.Time `json:"since"`
+	Reason    string    `json:"reason,omitempty"`
+	// RemoteID is the evidence: a post pre-publish dedup found with the
+	// same content.
+	RemoteID string `json:"remote_id,omitempty"`
+	// Looks is how many times the attempt's confirm workflows read the platform.
+	Looks int `json:"looks"`
+	// Decision is an operator's decision not yet applied.
+	Decision string `json:"decision,omitempty"`
+}
+
+// cmdHeld is `oncepost held`: entries held for an operator and entries
+// still unresolved, with their reason and evidence.
+func cmdHeld(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("held", flag.ContinueOnError)
+	dbPath := fs.String("db", defaultConfig().DBPath, "SQLite file")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parseFlags(fs, args, stderr, 0); err != nil {
+		return err
+	}
+	rt, err := openTool(ctx, *dbPath)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	rows, err := rt.heldRows(ctx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(stdout, "nothing is held or unresolved")
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tSTATE\tPOST\tACCOUNT\tATTEMPT\tSENT?\tLOOKS\tSINCE\tEVIDENCE\tREASON")
+	for _, r := range rows {
+		evidence := "-"
+		if r.RemoteID != "" {
+			evidence = "remote " + r.RemoteID
+		}
+		state := string(r.State)
+		if r.Decision != "" {
+			state += " (decided)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", r.Key, state, r.Post, r.Account, r.Attempt, r.MaybeSent, r.Looks,
+			r.Since.UTC().Format(time.RFC3339), evidence, r.Reason)
+	}
+	tw.Flush()
+	fmt.Fprintln(stdout, "\ndecide with: oncepost approve KEY | oncepost confirm KEY --remote-id ID | oncepost reject KEY --reason TEXT")
+	return nil
+}
+
+// heldRows lists held publish entries, then open ones, oldest first.
+func (rt *runtime) heldRows(ctx context.Context) ([]heldRow, error) {
+	held, err := rt.store.ByState(ctx, ledger.Held, 0)
+	if err != nil {
+		return nil, err
+	}
+	open, err := rt.store.Open(ctx, rt.now().Add(time.Nanosecond), 0)
+	if err != nil {
+		return nil, err
+	}
+	rows := []heldRow{}
+	for _, e := range append(held, open...) {
+		if e.Action != ledger.Publish {
+			continue
+		}
+		since := e.OpenSince
+		if since.IsZero() {
+			since = e.UpdatedAt
+		}
+		r := heldRow{Key: e.Key, Action: e.Action, State: e.State, Post: e.Subject, Account: e.Account, Attempt: e.Attempt,
+			MaybeSent: e.MaybeSent, Since: since, Reason: e.Reason, RemoteID: e.RemoteID, Decision: e.Decision}
+		r.Looks = rt.looks(ctx, e)
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// looks counts the Look states the attempt's confirm workflows entered.
+func (rt *runtime) looks(ctx context.Context, e ledger.Entry) int {
+	n := 0
+	base := publishing.ConfirmName(e.Key, e.Attempt)
+	for run := 1; run <= publishing.MaxConfirmRuns; run++ {
+		name := base
+		if run > 1 {
+			name = fmt.Sprintf("%s-r%d", base, run)
+		}
+		ex, err := rt.flows.Describe(ctx, name)
+		if errors.Is(err, localflow.ErrExecutionDoesNotExist) || err != nil {
+			break
+		}
+		n += countStates(ex.History, "Look")
+	}
+	return n
+}
+
+func countStates(history []string, state string) int {
+	n := 0
+	for _, h := range history {
+		if h == state {
+			n++
+		}
+	}
+	return n
+}
+
+// cmdDecide is `oncepost approve|confirm|reject KEY`: an operator's
+// decision on a held entry. It works with the runtime stopped: the
+// decision is recorded and reaches the waiting workflow when it runs.
+func cmdDecide(action string) func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		fs := flag.NewFlagSet(verbOf(action), flag.ContinueOnError)
+		dbPath := fs.String("db", defaultConfig().DBPath, "SQLite file")
+		var remoteID, reason string
+		if action == publishing.DecisionConfirm {
+			fs.StringVar(&remoteID, "remote-id", "", "the post's id on the platform (required)")
+		}
+		if action == publishing.DecisionReject {
+			fs.StringVar(&reason, "reason", "", "why the post must not go out")
+		}
+		rest, err := parseInterspersed(fs, args, stderr)
+		if err != nil {
+			return err
+		}
+		switch {
+		case len(rest) != 1:
+			return fmt.Errorf("%w: want exactly one KEY (see `oncepost held`), got %d arguments", errUsage, len(rest))
+		case action == publishing.DecisionConfirm && remoteID == "":
+			return usageError("remote-id", "is required: the id of the post on the platform")
+		}
+		rt, err := openTool(ctx, *dbPath)
+		if err != nil {
+			return err
+		}
+		defer rt.Close()
+		key, err := rt.resolveKey(ctx, rest[0])
+		if err != nil {
+			return err
+		}
+		res, err := rt.operator.Decide(ctx, key, publishing.Decision{Action: action, RemoteID: remoteID, Reason: reason})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s %s: %s\n", verbOf(action), key, res.Message)
+		return nil
+	}
+}
+
+func verbOf(action string) string {
+	if action == publishing.DecisionRelease {
+		return "approve"
+	}
+	return action
+}
+
+// resolveKey accepts a full key or a unique prefix of at least 8
+// characters among held and open entries.
+func (rt *runtime) resolveKey(ctx context.Context, arg string) (ledger.Key, error) {
+	arg = strings.TrimSpace(arg)
+	if _, err := rt.store.Get(ctx, ledger.Key(arg)); err == nil {
+		return ledger.Key(arg), nil
+	}
+	if len(arg) < 8 {
+		return "", fmt.Errorf("%w: key %q: give at least 8 characters of a key listed by `oncepost held`", errUsage, arg)
+	}
+	rows, err := rt.heldRows(ctx)
+	if err != nil {
+		return "", err
+	}
+	var found []ledger.Key
+	for _, r := range rows {
+		if strings.HasPrefix(string(r.Key), arg) {
+			found = append(found, r.Key)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return "", fmt.Errorf("no held or unresolved entry has a key starting with %q (see `oncepost held`)", arg)
+	default:
+		return "", fmt.Errorf("%w: key %q matches %d entries; give more characters", errUsage, arg, len(found))
+	}
+}
+
+// openTool opens the runtime's parts on an existing file for a one-off
+// command; nothing runs.
+func openTool(ctx context.Context, dbPath string) (*runtime, error) {
+	if err := mustExist(dbPath); err != nil {
+		return nil, err
+	}
+	cfg := defaultConfig()
+	cfg.DBPath, cfg.Logger, cfg.Metrics = dbPath, discardLogger(), io.Discard
+	return openRuntime(ctx, cfg)
+}
+
+// parseInterspersed parses flags placed before, between or after the
+// positional arguments (`confirm KEY --remote-id ID`) and returns the
+// positional ones.
+func parseInterspersed(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, error) {
+	var rest []string
+	for {
+		if err := parseFlags(fs, args, stderr, len(args)); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return rest, nil
+		}
+		rest = append(rest, args[0])
+		args = args[1:]
+	}
+}
