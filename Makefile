@@ -41,11 +41,13 @@ $(ASL_VALIDATOR): infra/emulators/package.json infra/emulators/package-lock.json
 asl: $(ASL_VALIDATOR)
 	@for f in infra/statemachine/*.asl.json; do $(ASL_VALIDATOR) --json-path $$f || exit 1; done
 
-## bench: the throughput and write-count benchmarks; median with `benchstat` if installed.
+## bench: throughput, write counts, scheduling lateness, and a restart and an idle runtime on
+## 1,000,000 scheduled posts; median with `benchstat` if installed.
 bench:
 	@mkdir -p var
 	set -o pipefail; { $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./shared/sqlitestore/ ./shared/publishing/ && \
-	$(GO) test -run '^$$' -bench SchedulingLateness -benchtime 500x -count $(BENCHCOUNT) ./cmd/oncepost/; } | tee var/bench.txt
+	$(GO) test -run '^$$' -bench SchedulingLateness -benchtime 500x -count $(BENCHCOUNT) ./cmd/oncepost/ && \
+	$(GO) test -run '^$$' -bench 'RestartWithManyScheduled|IdleRuntimeCPU' -benchtime 1x -count $(BENCHCOUNT) -timeout 30m ./cmd/oncepost/; } | tee var/bench.txt
 
 tidy-check:
 	$(GO) mod tidy && git diff --exit-code go.mod go.sum
