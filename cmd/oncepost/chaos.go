@@ -77,7 +77,7 @@ func cmdChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Float64Var(&p.ResponseLoss, "response-loss", 0.1, "share of creates whose response is lost after the commit")
 	fs.Int64Var(&p.Seed, "seed", 1, "fault plan seed")
 	fs.BoolVar(&p.Naive, "naive", false, "run the seed's naive template instead (3 tries 40 ms apart, no ledger): it must duplicate")
-	fs.DurationVar(&p.Deadline, "deadline", 55*time.Second, "give up waiting for posts to settle after this long")
+	fs.DurationVar(&p.Deadline, "deadline", 0, "give up waiting for posts to settle after this long (default: 100 ms a round, at least 55s)")
 	fs.StringVar(&p.DBPath, "db", "", "keep the drill's SQLite file here (must not exist) for `oncepost status`")
 	if err := parseFlags(fs, args, stderr, 0); err != nil {
 		return err
@@ -209,7 +209,12 @@ func chaosLedger(ctx context.Context, p chaosProfile, stderr io.Writer) (chaosRe
 		final := sum.Targets[post.Published] + sum.Targets[post.Failed] + sum.Targets[post.Held]
 		return final == p.Rounds && sum.Ledger[ledger.Pending]+sum.Ledger[ledger.Unknown] == 0
 	}
-	deadline, cancel := context.WithTimeout(ctx, p.Deadline)
+	wait := p.Deadline
+	if wait <= 0 {
+		// 10,000 rounds on one account settle in about 10 minutes on 2 cores.
+		wait = max(55*time.Second, time.Duration(p.Rounds)*100*time.Millisecond)
+	}
+	deadline, cancel := context.WithTimeout(ctx, wait)
 	waitUntil(deadline, 100*time.Millisecond, settled)
 	cancel()
 	stop()
