@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sync"
 	"testing"
 	"time"
 
@@ -238,17 +237,7 @@ func ledgerCreateRace(t testing.TB, l publishing.Ledger) {
 			t.Fatalf("suite bug: NewEntry reused a handle")
 		}
 	}
-	errs := make([]error, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			errs[i] = l.Create(t.Context(), entries[i])
-		})
-	}
-	close(start)
-	wg.Wait()
+	errs := runTogether(n, func(i int) error { return l.Create(t.Context(), entries[i]) })
 	winner := exactlyOneWinner(t, errs, func(err error) bool { return errors.Is(err, ledger.ErrConflict) })
 	if winner < 0 {
 		return
@@ -552,17 +541,7 @@ func ledgerUpdateRace(t testing.TB, l publishing.Ledger) {
 			t.Fatalf("suite bug: %v", err)
 		}
 	}
-	errs := make([]error, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			errs[i] = l.Update(t.Context(), prev, nexts[i])
-		})
-	}
-	close(start)
-	wg.Wait()
+	errs := runTogether(n, func(i int) error { return l.Update(t.Context(), prev, nexts[i]) })
 	winner := exactlyOneWinner(t, errs, func(err error) bool { return errors.Is(err, ledger.ErrConflict) })
 	if winner < 0 {
 		return
@@ -700,17 +679,7 @@ func ledgerHeldRace(t testing.TB, l publishing.Ledger) {
 			t.Fatalf("suite bug: %v", err)
 		}
 	}
-	errs := make([]error, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			errs[i] = l.Update(t.Context(), h, nexts[i])
-		})
-	}
-	close(start)
-	wg.Wait()
+	errs := runTogether(n, func(i int) error { return l.Update(t.Context(), h, nexts[i]) })
 	winner := exactlyOneWinner(t, errs, func(err error) bool { return errors.Is(err, ledger.ErrConflict) })
 	if winner < 0 {
 		return

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sync"
 	"testing"
 	"time"
 
@@ -293,17 +292,10 @@ func postsUpdateRace(t testing.TB, s publishing.Posts) {
 		}
 	}
 	got := make([]post.Target, n)
-	errs := make([]error, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			got[i], errs[i] = s.UpdateTarget(t.Context(), p.ID, "acct-a", updates[i])
-		})
-	}
-	close(start)
-	wg.Wait()
+	errs := runTogether(n, func(i int) (err error) {
+		got[i], err = s.UpdateTarget(t.Context(), p.ID, "acct-a", updates[i])
+		return err
+	})
 	winner := exactlyOneWinner(t, errs, func(err error) bool { return errors.Is(err, post.ErrConflict) })
 	if winner < 0 {
 		return
@@ -386,17 +378,10 @@ func postsFromRace(t testing.TB, s publishing.Posts) {
 			Reason: fmt.Sprintf("trigger %d", i), At: base.Add(time.Duration(i))}
 	}
 	got := make([]post.Target, n)
-	errs := make([]error, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			got[i], errs[i] = s.UpdateTarget(t.Context(), p.ID, "acct-a", updates[i])
-		})
-	}
-	close(start)
-	wg.Wait()
+	errs := runTogether(n, func(i int) (err error) {
+		got[i], err = s.UpdateTarget(t.Context(), p.ID, "acct-a", updates[i])
+		return err
+	})
 	winner := exactlyOneWinner(t, errs, func(err error) bool { return errors.Is(err, post.ErrConflict) })
 	if winner < 0 {
 		return

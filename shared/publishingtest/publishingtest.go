@@ -26,6 +26,7 @@ package publishingtest
 import (
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -90,6 +91,23 @@ func checkUTC(t testing.TB, what string, times map[string]time.Time) {
 			t.Errorf("%s: %s = %s is in %s, want UTC", what, n, tm.Format(time.RFC3339Nano), tm.Location())
 		}
 	}
+}
+
+// runTogether runs call(0) … call(n-1) in n goroutines released at the same
+// moment, and returns their errors in order.
+func runTogether(n int, call func(i int) error) []error {
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			errs[i] = call(i)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return errs
 }
 
 // exactlyOneWinner checks that exactly one of errs is nil and every other
