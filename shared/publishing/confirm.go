@@ -129,14 +129,10 @@ func (c *Confirmer) Look(ctx context.Context, in ConfirmInput) (LookResult, erro
 	if err != nil {
 		return LookResult{}, fmt.Errorf("look %s: account: %w", in.Key, err)
 	}
-	creds := c.credentials()
-	cred, err := creds.Get(ctx, acc.ID)
+	// A 401 refreshes the credential and looks again, as Publish does.
+	a, err := newAuthed(ctx, c.credentials(), c.Platforms, acc, c.callContext)
 	if err != nil {
 		return LookResult{}, fmt.Errorf("look %s: %w", in.Key, err)
-	}
-	client, err := c.Platforms.Client(ctx, acc, cred)
-	if err != nil {
-		return LookResult{}, fmt.Errorf("look %s: client: %w", in.Key, err)
 	}
 	text, media, err := c.postOf(ctx, e)
 	if err != nil {
@@ -150,8 +146,6 @@ func (c *Confirmer) Look(ctx context.Context, in ConfirmInput) (LookResult, erro
 		rp    platform.RemotePost
 		found bool
 	)
-	// A 401 refreshes the credential and looks again, as Publish does.
-	a := &authedClient{creds: creds, platforms: c.Platforms, acc: acc, client: client, cred: cred, timeout: c.callContext}
 	err = a.do(ctx, func(ctx context.Context, cl platform.Client) (err error) {
 		rp, found, err = cl.Lookup(ctx, q)
 		return err

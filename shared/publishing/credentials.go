@@ -227,6 +227,21 @@ func (c *Credentials) dropLease(ctx context.Context, id post.AccountID, owner st
 	}
 }
 
+// newAuthed returns a platform client for the account, with its current
+// credential, that refreshes it on a 401; timeout bounds each call.
+func newAuthed(ctx context.Context, creds *Credentials, platforms Platforms, acc post.Account,
+	timeout func(context.Context) (context.Context, context.CancelFunc)) (*authedClient, error) {
+	cred, err := creds.Get(ctx, acc.ID)
+	if err != nil {
+		return nil, err
+	}
+	client, err := platforms.Client(ctx, acc, cred)
+	if err != nil {
+		return nil, fmt.Errorf("platform client for %s: %w", acc.ID, err)
+	}
+	return &authedClient{creds: creds, platforms: platforms, acc: acc, client: client, cred: cred, timeout: timeout}, nil
+}
+
 // authedClient runs platform calls for one use case, refreshing the
 // credential once on a 401 and repeating the call that got it. A 401 means
 // the platform did not act, so repeating a create within the same attempt

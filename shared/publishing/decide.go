@@ -225,17 +225,11 @@ func (o *Operator) checkExists(ctx context.Context, e ledger.Entry, remoteID str
 	if err != nil {
 		return fmt.Errorf("confirm %s: account: %w", e.Key, err)
 	}
-	creds := c.credentials()
-	cred, err := creds.Get(ctx, acc.ID)
+	a, err := newAuthed(ctx, c.credentials(), c.Platforms, acc, c.callContext)
 	if err != nil {
 		return fmt.Errorf("confirm %s: %w", e.Key, err)
 	}
-	client, err := c.Platforms.Client(ctx, acc, cred)
-	if err != nil {
-		return fmt.Errorf("confirm %s: client: %w", e.Key, err)
-	}
 	var exists bool
-	a := &authedClient{creds: creds, platforms: c.Platforms, acc: acc, client: client, cred: cred, timeout: c.callContext}
 	err = a.do(ctx, func(ctx context.Context, cl platform.Client) (err error) {
 		exists, err = cl.Exists(ctx, remoteID)
 		return err

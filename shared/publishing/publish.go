@@ -246,16 +246,7 @@ func (p *Publisher) Publish(ctx context.Context, job Job) (Outcome, error) {
 // authed returns a platform client for the account that refreshes its
 // credential on a 401.
 func (p *Publisher) authed(ctx context.Context, acc post.Account) (*authedClient, error) {
-	creds := p.credentials()
-	cred, err := creds.Get(ctx, acc.ID)
-	if err != nil {
-		return nil, err
-	}
-	client, err := p.Platforms.Client(ctx, acc, cred)
-	if err != nil {
-		return nil, fmt.Errorf("platform client for %s: %w", acc.ID, err)
-	}
-	return &authedClient{creds: creds, platforms: p.Platforms, acc: acc, client: client, cred: cred, timeout: p.callContext}, nil
+	return newAuthed(ctx, p.credentials(), p.Platforms, acc, p.callContext)
 }
 
 // acquired is an entry this delivery holds (pending, its lease), with what

@@ -247,6 +247,8 @@ func (s *Sweeper) expire(ctx context.Context, e ledger.Entry) error {
 	if err != nil {
 		return fmt.Errorf("expire %s: account: %w", e.Key, err)
 	}
+	// The client first: a lease is not expired for an account that cannot
+	// be reached to start its confirm workflow.
 	client, err := s.Publisher.clientFor(ctx, acc)
 	if err != nil {
 		return fmt.Errorf("expire %s: %w", e.Key, err)
@@ -263,11 +265,7 @@ func (s *Sweeper) ensureConfirm(ctx context.Context, e ledger.Entry) error {
 	if err != nil {
 		return fmt.Errorf("confirm %s: account: %w", e.Key, err)
 	}
-	client, err := s.Publisher.clientFor(ctx, acc)
-	if err != nil {
-		return fmt.Errorf("confirm %s: %w", e.Key, err)
-	}
-	return s.Publisher.startConfirm(ctx, acc, client, e, false)
+	return s.Publisher.startConfirm(ctx, acc, nil, e, false)
 }
 
 // releaseUpload frees a stale upload entry: an expired lease becomes
