@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -56,9 +55,7 @@ func cmdHeld(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
+		return printJSON(stdout, rows)
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(stdout, "nothing is held or unresolved")

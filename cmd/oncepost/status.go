@@ -70,9 +70,7 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return printJSON(stdout, rep)
 	}
 	printStatus(stdout, rep)
 	return nil
@@ -150,4 +148,11 @@ func printStatus(w io.Writer, rep statusReport) {
 	if len(rep.DeadLetters) > 0 {
 		fmt.Fprintf(w, "\n%d dead letters; newest: %s\n", len(rep.DeadLetters), slices.MaxFunc(rep.DeadLetters, func(a, b deadLetterRow) int { return a.At.Compare(b.At) }).Reason)
 	}
+}
+
+// printJSON writes v as indented JSON: every --json output.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
