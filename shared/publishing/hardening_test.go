@@ -778,3 +778,27 @@ func TestApproveADuplicateHold(t *testing.T) {
 		t.Errorf("%d copies, want 2 (the operator approved a repeat)", len(got))
 	}
 }
+
+// The point a lookup reads from is fixed only while no send may have
+// reached the platform: an entry whose first attempt went out without one
+// (a dead owner of an older version) never gets a point after it, which
+// would hide that attempt's post from every later look.
+func TestNoPointAfterASendThatMayHaveLanded(t *testing.T) {
+	e := newEnv(t, sandbox.Options{DisableIdempotency: true})
+	job := e.schedule("no-point", "Posted by a worker that died.")
+	ctx := context.Background()
+	dead := ledger.NewEntry(ledger.PublishKey(string(job.Account), string(job.Post), job.Slot), ledger.Publish,
+		string(job.Account), string(job.Post), job.Slot, platform.Fingerprint("Posted by a worker that died.", nil), "dead", e.clock.Now(), time.Minute)
+	if err := e.store.Create(ctx, dead); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Minute)
+	if out := e.publish(job); out.Result != publishing.Confirming {
+		t.Fatalf("after the lease = %+v, want confirming", out)
+	}
+	e.runConfirm(publishing.ConfirmName(dead.Key, 1)) // not found: released
+	e.drain()                                          // attempt 2 goes out
+	if en := e.entry(job); en.Attempt != 2 || en.LookAfter != "" {
+		t.Errorf("entry attempt %d looks after %q, want attempt 2 without a point", en.Attempt, en.LookAfter)
+	}
+}
