@@ -797,7 +797,7 @@ func TestNoPointAfterASendThatMayHaveLanded(t *testing.T) {
 		t.Fatalf("after the lease = %+v, want confirming", out)
 	}
 	e.runConfirm(publishing.ConfirmName(dead.Key, 1)) // not found: released
-	e.drain()                                          // attempt 2 goes out
+	e.drain()                                         // attempt 2 goes out
 	if en := e.entry(job); en.Attempt != 2 || en.LookAfter != "" {
 		t.Errorf("entry attempt %d looks after %q, want attempt 2 without a point", en.Attempt, en.LookAfter)
 	}
