@@ -132,6 +132,10 @@ type Credential struct {
 	RefreshToken string
 	// ExpiresAt is zero when the access token does not expire.
 	ExpiresAt time.Time
+	// ClientID and ClientSecret are the OAuth app that issued the tokens
+	// (registered when the account was connected); refresh grants must use
+	// it. Empty means the deployment's default app.
+	ClientID, ClientSecret string
 	// RefreshLostAt is set when a refresh with RefreshToken was sent and
 	// its answer lost: the platform may have rotated the tokens, so the
 	// stored refresh token may already be spent. The next refresh tries it

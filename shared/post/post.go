@@ -64,6 +64,10 @@ type Account struct {
 	// reason in StatusReason.
 	Status       AccountStatus `json:"status,omitempty"`
 	StatusReason string        `json:"status_reason,omitempty"`
+	// Limits are the instance's content limits, read when the account was
+	// added; a zero field means "not known" and the platform's default
+	// applies.
+	Limits Limits `json:"limits"`
 }
 
 // AccountStatus says whether an account can publish.

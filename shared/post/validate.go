@@ -42,10 +42,26 @@ type DraftTarget struct {
 	At string `json:"at"`
 }
 
-// Limits are a platform's content limits.
+// Limits are a platform's (or one instance's) content limits.
 type Limits struct {
-	MaxTextGraphemes int
-	MaxMedia         int
+	MaxTextGraphemes int `json:"max_characters,omitempty"`
+	MaxMedia         int `json:"max_media,omitempty"`
+	// MaxMediaBytes is the largest image the instance accepts; 0 = unknown.
+	MaxMediaBytes int64 `json:"max_media_bytes,omitempty"`
+}
+
+// Or fills every unknown (zero) field of l from def.
+func (l Limits) Or(def Limits) Limits {
+	if l.MaxTextGraphemes == 0 {
+		l.MaxTextGraphemes = def.MaxTextGraphemes
+	}
+	if l.MaxMedia == 0 {
+		l.MaxMedia = def.MaxMedia
+	}
+	if l.MaxMediaBytes == 0 {
+		l.MaxMediaBytes = def.MaxMediaBytes
+	}
+	return l
 }
 
 // Rules is what validation checks a draft against.

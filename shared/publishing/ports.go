@@ -140,6 +140,28 @@ type Queue interface {
 	DeadLetters(ctx context.Context, limit int) ([]DeadLetter, error)
 }
 
+// ErrMessageNotFound is returned by DeadLetterAdmin for an id that is not
+// in the dead-letter queue.
+var ErrMessageNotFound = errors.New("no dead letter with that id")
+
+// DeadLetterAdmin is the operator's hand on a dead-letter queue. Every
+// adapter passes publishingtest.TestQueue.
+type DeadLetterAdmin interface {
+	// Redrive moves the dead letter with the message id back to the queue,
+	// visible at once, its receive count reset; ErrMessageNotFound if there
+	// is none (a second redrive of the same id finds none).
+	Redrive(ctx context.Context, id string) error
+	// Drop deletes the dead letter with the message id for good;
+	// ErrMessageNotFound if there is none.
+	Drop(ctx context.Context, id string) error
+}
+
+// Blocklist lists the workspace's blocked words and phrases: a post naming
+// one is refused when added and held instead of sent.
+type Blocklist interface {
+	BlockedTerms(ctx context.Context) ([]post.BlockedTerm, error)
+}
+
 // ConfirmInput starts a confirm workflow for one ledger entry attempt.
 type ConfirmInput struct {
 	Key     ledger.Key `json:"key"`

@@ -58,6 +58,7 @@ func sampleAccount(id post.AccountID) post.Account {
 type cred struct {
 	AccessToken, RefreshToken string
 	ExpiresAt                 time.Time
+	ClientID, ClientSecret    string
 	RefreshLostAt             time.Time
 }
 
