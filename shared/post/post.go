@@ -9,6 +9,7 @@
 //	                      → waiting (the platform did not act, e.g. throttled; NextTry says when it is asked again)
 //	                      → failed | held
 //	scheduled|triggered|waiting → cancelled
+//	published → deleted (an operator deleted it from the platform)
 //
 // On the happy path a target goes from triggered straight to published: the
 // ledger, not the post, records that a call is in flight.
@@ -106,12 +107,15 @@ const (
 	Failed    TargetStatus = "failed"
 	Held      TargetStatus = "held"
 	Cancelled TargetStatus = "cancelled"
+	// Deleted: the published post was deleted from the platform through
+	// the ledger (RemoteID keeps the id it had).
+	Deleted TargetStatus = "deleted"
 )
 
 // Terminal reports whether no automatic move leaves the status. Held waits
 // for an operator, which is not automatic.
 func (s TargetStatus) Terminal() bool {
-	return s == Published || s == Failed || s == Cancelled
+	return s == Published || s == Failed || s == Cancelled || s == Deleted
 }
 
 var targetMoves = map[TargetStatus][]TargetStatus{
@@ -120,10 +124,11 @@ var targetMoves = map[TargetStatus][]TargetStatus{
 	Waiting:    {Triggered, Publishing, Waiting, Published, Failed, Held, Cancelled},
 	Publishing: {Publishing, Published, Failed, Held},
 	Held:       {Triggered, Publishing, Published, Failed, Cancelled},
+	Published:  {Deleted},
 }
 
 // CanMove reports whether a target may go from one status to another.
-// Published, failed and cancelled are final. A cancelled target is never
+// Failed, cancelled and deleted are final; published only moves to deleted. A cancelled target is never
 // published: the publisher re-reads the post before sending.
 func CanMove(from, to TargetStatus) bool {
 	return slices.Contains(targetMoves[from], to)
