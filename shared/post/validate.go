@@ -72,6 +72,8 @@ type Rules struct {
 	Limits func(platform string) (l Limits, ok bool)
 	// Now is the current time; a planned time before it is refused.
 	Now time.Time
+	// Blocked is the workspace's blocklist: a body naming one is refused.
+	Blocked []BlockedTerm
 }
 
 var (
@@ -93,6 +95,8 @@ func (d Draft) Validate(r Rules) (Post, error) {
 		bad("body", fmt.Sprintf("byte %d is not valid UTF-8", off), "save the text as UTF-8")
 	} else if strings.TrimSpace(d.Body) == "" && len(d.Media) == 0 {
 		bad("body", "is empty", "write the text of the post")
+	} else if m, found := FindBlocked(d.Body, r.Blocked); found {
+		bad("body", m.Error(), fmt.Sprintf("rewrite the post, or take the term off the blocklist (oncepost blocklist remove %q)", m.Term.Term))
 	}
 	for i, m := range d.Media {
 		f := fmt.Sprintf("media[%d]", i)
