@@ -116,27 +116,26 @@ func drop(w http.ResponseWriter) {
 	_ = conn.Close()
 }
 
-// writeReject answers a before-commit fault and returns the status sent.
-func (s *Server) writeReject(w http.ResponseWriter, p plan) int {
+// rejectReply is the answer to a before-commit fault.
+func (s *Server) rejectReply(p plan) reply {
 	switch p.reject {
 	case Fault401:
-		writeUnauthorized(w)
-		return http.StatusUnauthorized
+		h := http.Header{}
+		h.Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+		return reply{status: http.StatusUnauthorized, header: h, body: errorBody("The access token is invalid")}
 	case Fault429:
 		ra := p.retryAfter
 		if ra <= 0 {
 			ra = time.Second
 		}
 		secs := int((ra + time.Second - 1) / time.Second)
-		h := w.Header()
+		h := http.Header{}
 		h.Set("Retry-After", strconv.Itoa(secs))
 		h.Set("X-RateLimit-Limit", "300")
 		h.Set("X-RateLimit-Remaining", "0")
 		h.Set("X-RateLimit-Reset", s.opts.Now().Add(ra).UTC().Format(timeFormat))
-		writeJSON(w, http.StatusTooManyRequests, errorBody("Too many requests"))
-		return http.StatusTooManyRequests
+		return reply{status: http.StatusTooManyRequests, header: h, body: errorBody("Too many requests")}
 	default:
-		writeJSON(w, http.StatusServiceUnavailable, errorBody("There was a temporary problem serving your request, please try again"))
-		return http.StatusServiceUnavailable
+		return errorReply(http.StatusServiceUnavailable, "There was a temporary problem serving your request, please try again")
 	}
 }

@@ -62,10 +62,17 @@ func (s *Server) routes() http.Handler {
 	api(RouteInstance, authNone, s.instanceV1)
 	api(RouteInstanceV2, authNone, s.instanceV2)
 	api(RouteOAuthToken, authNone, s.oauthToken)
+	api(RouteCreateApp, authNone, s.createApp)
+	mux.Handle("GET /oauth/authorize", s.plain(s.authorizePage))
+	mux.Handle("POST /oauth/authorize", s.plain(s.authorize))
 	mux.Handle("GET /{$}", s.plain(s.timelinePage))
 	mux.Handle("GET /sandbox/stats", s.plain(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.Stats())
 	}))
+	mux.Handle("POST /sandbox/accounts", s.control(s.controlCreateAccount))
+	mux.Handle("POST /sandbox/faults", s.control(s.controlScriptFaults))
+	mux.Handle("GET /sandbox/statuses", s.control(s.controlStatuses))
+	mux.Handle("GET /sandbox/creates", s.control(s.controlCreates))
 	mux.Handle("GET /media/{id}", s.plain(s.mediaFile))
 	mux.Handle("/", s.plain(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, errorBody("Not found"))
@@ -92,7 +99,9 @@ func (s *Server) plain(h http.HandlerFunc) http.Handler {
 // create's body is still read, to record what it would have posted); the
 // body is read in full before a delay so the commit can happen even after
 // the client has gone; the handler's work is never tied to the request's
-// context.
+// context. Every answer, a dropped one included, is preceded by settle:
+// with a DataDir the changes are on disk before the client can learn of
+// them.
 func (s *Server) api(route string, mode authMode, h apiHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.enter() {
@@ -102,15 +111,23 @@ func (s *Server) api(route string, mode authMode, h apiHandler) http.Handler {
 		defer s.inflight.Done()
 		start := time.Now()
 		p, rec := s.planFor(route, r)
-		logDone := func(status int) {
-			s.updateCreate(rec, func(cr *CreateRecord) { cr.HTTPStatus = status })
+		// answer records the status on the request's create record, makes
+		// every change durable, then writes the answer (or drops the
+		// connection). A change that could not be saved is answered 500.
+		answer := func(status int, write func()) {
+			if err := s.settle(rec, status); err != nil {
+				s.log.Error("sandbox: saving the sandbox's state failed", "route", route, "err", err)
+				status = http.StatusInternalServerError
+				writeJSON(w, status, errorBody(errSaveFailed))
+			} else {
+				write()
+			}
 			s.log.Debug("sandbox: request", "route", route, "status", status,
 				"fault", p.String(), "elapsed", time.Since(start))
 		}
 		if p.dropRequest {
 			// Headers only: the idempotency key is already recorded.
-			logDone(0)
-			drop(w)
+			answer(0, func() { drop(w) })
 			return
 		}
 		if p.reject != "" {
@@ -119,15 +136,17 @@ func (s *Server) api(route string, mode authMode, h apiHandler) http.Handler {
 				// wants to know what the request would have posted.
 				s.recordWouldBe(rec, r)
 			}
-			logDone(s.writeReject(w, p))
+			rep := s.rejectReply(p)
+			answer(rep.status, func() { writeReply(w, rep) })
 			return
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 		if err != nil {
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
-				writeJSON(w, http.StatusRequestEntityTooLarge, errorBody("Request body too large"))
-				logDone(http.StatusRequestEntityTooLarge)
+				answer(http.StatusRequestEntityTooLarge, func() {
+					writeJSON(w, http.StatusRequestEntityTooLarge, errorBody("Request body too large"))
+				})
 				return
 			}
 			s.log.Debug("sandbox: reading request body failed", "route", route, "err", err)
@@ -140,29 +159,56 @@ func (s *Server) api(route string, mode authMode, h apiHandler) http.Handler {
 				if rec >= 0 {
 					s.recordWouldBeFromBody(rec, c)
 				}
-				writeUnauthorized(w)
-				logDone(http.StatusUnauthorized)
+				answer(http.StatusUnauthorized, func() { writeUnauthorized(w) })
 				return
 			}
 			c.account = acct
 		}
+		if p.delayBefore > 0 && s.testHookDelay != nil {
+			s.testHookDelay()
+		}
 		s.sleep(p.delayBefore)
 		rep := h(c)
 		if p.dropResponse {
-			logDone(0)
-			drop(w)
+			answer(0, func() { drop(w) })
 			return
 		}
 		if p.fail500 {
 			rep = reply{status: http.StatusInternalServerError, body: errorBody("We're sorry, but something went wrong on our end.")}
 		}
 		s.sleep(p.delayAfter)
-		for k, v := range rep.header {
-			w.Header()[k] = v
-		}
-		writeJSON(w, rep.status, rep.body)
-		logDone(rep.status)
+		answer(rep.status, func() { writeReply(w, rep) })
 	})
+}
+
+// errSaveFailed is the error answered when a change cannot be journaled.
+const errSaveFailed = "sandbox: the change could not be saved to the data directory"
+
+// settle sets the HTTP status of create record rec (none when rec < 0)
+// and makes every change made so far durable. On failure the record says
+// 500, the answer the client gets instead.
+func (s *Server) settle(rec, status int) error {
+	if rec >= 0 {
+		s.mu.Lock()
+		if cr := &s.creates[rec]; cr.HTTPStatus != status {
+			cr.HTTPStatus = status
+			s.journalCreateUpdateLocked(cr.Seq, nil, &status)
+		}
+		s.mu.Unlock()
+	}
+	err := s.sync()
+	if err != nil && rec >= 0 {
+		s.updateCreate(rec, func(cr *CreateRecord) { cr.HTTPStatus = http.StatusInternalServerError })
+	}
+	return err
+}
+
+// writeReply writes an API handler's answer.
+func writeReply(w http.ResponseWriter, rep reply) {
+	for k, v := range rep.header {
+		w.Header()[k] = v
+	}
+	writeJSON(w, rep.status, rep.body)
 }
 
 // recordWouldBe reads a rejected create's body (bounded) to record the
@@ -185,7 +231,9 @@ func (s *Server) recordWouldBeFromBody(rec int, c *call) {
 	a, _, _ := s.authenticate(c.r)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.creates[rec].Fingerprint = s.wouldBeFingerprintLocked(a, p)
+	cr := &s.creates[rec]
+	cr.Fingerprint = s.wouldBeFingerprintLocked(a, p)
+	s.journalCreateUpdateLocked(cr.Seq, &cr.Fingerprint, nil)
 }
 
 // baseURL is the URL statuses and media links are built on.

@@ -33,6 +33,12 @@ func (s *Server) uploadMedia(c *call) reply {
 		pollsLeft:   max(s.opts.MediaProcessingPolls, 0),
 	}
 	s.media[m.id] = m
+	if s.j != nil {
+		s.j.add(record{Op: opMedia, Media: &mediaRec{
+			ID: m.id, Account: m.accountID, Data: m.data, ContentType: m.contentType,
+			Description: m.description, SHA256: m.sha256, PollsLeft: m.pollsLeft,
+		}})
+	}
 	status := http.StatusAccepted
 	if m.pollsLeft == 0 {
 		status = http.StatusOK
@@ -54,6 +60,7 @@ func (s *Server) getMedia(c *call) reply {
 		// This poll is answered "still processing"; once all of them have
 		// been, the media is processed and can be attached.
 		m.pollsLeft--
+		s.journalLocked(record{Op: opMediaPoll, MediaPoll: &idRef{ID: m.id}})
 		j := s.mediaJSONLocked(m, c.base)
 		j.URL, j.PreviewURL = nil, nil
 		return reply{status: http.StatusPartialContent, body: j}

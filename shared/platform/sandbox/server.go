@@ -19,7 +19,23 @@
 // sandbox accounts rewritten to their usernames, "content" HTML with links
 // shortened, mentions and hashtags linked, paragraphs and <br />.
 //
-// The server binds 127.0.0.1 only and keeps everything in memory.
+// New keeps everything in memory. Open with Options.DataDir keeps the state
+// in an append-only journal in that directory instead (persist.go), so a
+// sandbox run as a separate process survives restarts: every change is on
+// disk before the response that reports it is written.
+//
+// Besides the API a client uses, the server offers Mastodon's OAuth app
+// flow (POST /api/v1/apps, GET and POST /oauth/authorize, the
+// authorization_code and refresh_token grants of POST /oauth/token; the
+// sandbox has no login, the authorize page lets you pick the account) and a
+// control API for tests that run it as a separate process (control.go):
+// POST /sandbox/accounts, POST /sandbox/faults, GET /sandbox/statuses,
+// GET /sandbox/creates and GET /sandbox/stats. The control API is
+// unauthenticated: the server only ever binds a loopback address
+// (127.0.0.1 or ::1, see Options.Addr), and the control endpoints refuse
+// requests whose Host is not a loopback name, against DNS rebinding. Named
+// random fault profiles (Profile) give a standalone sandbox realistic
+// failures without code.
 package sandbox
 
 import (
@@ -30,6 +46,7 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,6 +88,17 @@ type Options struct {
 	// Logger receives one debug line per request (route, status, fault)
 	// and never tokens or post text; default discards.
 	Logger *slog.Logger
+	// DataDir, when set, is the directory Open keeps the server's state in
+	// (created with mode 0700 if missing): a server opened again on it has
+	// every account, token, status, media, idempotency key, OAuth app and
+	// code, counter and create record of the previous run. Scripted faults
+	// are not kept. New refuses it: use Open.
+	DataDir string
+	// Addr is the address Start listens on, "127.0.0.1:PORT" or
+	// "[::1]:PORT" (port 0 picks a free one); default "127.0.0.1:0". Any
+	// other host, including "localhost" and the unspecified address, is
+	// refused: the control API has no authentication.
+	Addr string
 }
 
 // RandomFaults are probabilistic faults drawn for every status create from
@@ -152,11 +180,16 @@ const (
 	RouteInstance = "GET /api/v1/instance"
 	// RouteInstanceV2 describes the instance and its limits (v2 shape).
 	RouteInstanceV2 = "GET /api/v2/instance"
-	// RouteOAuthToken is the OAuth token endpoint (refresh grant).
+	// RouteOAuthToken is the OAuth token endpoint (authorization code and
+	// refresh grants).
 	RouteOAuthToken = "POST /oauth/token"
+	// RouteCreateApp registers an OAuth application.
+	RouteCreateApp = "POST /api/v1/apps"
 )
 
-// Account is one sandbox user and its initial OAuth credential.
+// Account is one sandbox user and an OAuth credential of it: the one
+// AddAccount issued or, from Accounts, the latest the sandbox issued on
+// its own (not through an app's authorization code).
 type Account struct {
 	ID           string
 	Username     string
@@ -221,7 +254,8 @@ type Stats struct {
 	Deleted int `json:"deleted"`
 }
 
-// Server is the sandbox. Create it with New; it is safe for concurrent use.
+// Server is the sandbox. Create it with New, or Open to keep its state on
+// disk; it is safe for concurrent use.
 type Server struct {
 	opts   Options
 	log    *slog.Logger
@@ -242,6 +276,16 @@ type Server struct {
 	scripts      map[string][]Fault
 	stats        Stats
 	creates      []CreateRecord
+	apps         map[string]*app      // client id → registered OAuth app
+	codes        map[string]*authCode // authorization code → what it grants
+
+	// j is the journal of a server opened with a DataDir, nil otherwise.
+	// Changes are added to it with s.mu held, in the order they are made,
+	// and made durable by s.sync before any response reports them.
+	j *journal
+	// testHookDelay, when set, is called as a request starts a fault delay
+	// (its body has been read), so tests can act without sleeping.
+	testHookDelay func()
 
 	life      sync.Mutex
 	closing   bool
@@ -260,6 +304,10 @@ type account struct {
 	createdAt time.Time
 	statuses  []*status // in commit order, deleted ones included
 	live      int       // statuses not deleted
+	// access and refresh are the latest tokens issued for the account
+	// not bound to a registered app (Accounts); they may since have been
+	// revoked or rotated.
+	access, refresh string
 }
 
 type accessToken struct {
@@ -268,12 +316,20 @@ type accessToken struct {
 	revoked   bool
 }
 
-// refreshGrant is what a refresh token stands for: the account and the
-// access token issued with it, which the rotation revokes.
+// refreshGrant is what a refresh token stands for: the account, the access
+// token issued with it (which the rotation revokes), the OAuth client it
+// was issued to ("" for the sandbox's own tokens, which any known client
+// may refresh) and its scope.
 type refreshGrant struct {
 	accountID   string
 	accessToken string
+	clientID    string
+	scope       string
 }
+
+// defaultScope is the scope of the tokens the sandbox issues itself
+// (AddAccount, RestoreAccount).
+const defaultScope = "read write"
 
 type status struct {
 	Status
@@ -306,9 +362,19 @@ type idempotencyEntry struct {
 // idempotencyTTL is how long Mastodon remembers an Idempotency-Key.
 const idempotencyTTL = time.Hour
 
-// New returns a server configured by opts. Call Start to serve it on a
-// loopback port, or mount Handler yourself.
+// New returns an in-memory server configured by opts. Call Start to serve
+// it on a loopback port, or mount Handler yourself. It panics when
+// opts.DataDir is set, which only Open can honour.
 func New(opts Options) *Server {
+	if opts.DataDir != "" {
+		panic("sandbox: New: Options.DataDir needs Open")
+	}
+	return newServer(opts)
+}
+
+// newServer is New without the DataDir check: the empty server Open loads
+// the journal into.
+func newServer(opts Options) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -345,14 +411,28 @@ func New(opts Options) *Server {
 		idempotency:  map[string]idempotencyEntry{},
 		fingerprints: map[string]map[string]bool{},
 		scripts:      map[string][]Fault{},
+		apps:         map[string]*app{},
+		codes:        map[string]*authCode{},
 		done:         make(chan struct{}),
 	}
 	s.router = s.routes()
 	return s
 }
 
-// Start listens on 127.0.0.1 on a free port and serves in the background.
+// defaultAddr is where Start listens without Options.Addr.
+const defaultAddr = "127.0.0.1:0"
+
+// Start listens on Options.Addr (default 127.0.0.1 on a free port) and
+// serves in the background. It refuses an address whose host is not
+// 127.0.0.1 or ::1.
 func (s *Server) Start() error {
+	addr := s.opts.Addr
+	if addr == "" {
+		addr = defaultAddr
+	}
+	if err := checkLoopbackAddr(addr); err != nil {
+		return fmt.Errorf("sandbox: start: %w", err)
+	}
 	s.life.Lock()
 	defer s.life.Unlock()
 	if s.closing {
@@ -361,9 +441,9 @@ func (s *Server) Start() error {
 	if s.listener != nil {
 		return errors.New("sandbox: start: already started")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("sandbox: start: listen on 127.0.0.1: %w", err)
+		return fmt.Errorf("sandbox: start: listen on %s: %w", addr, err)
 	}
 	s.listener = ln
 	s.httpSrv = &http.Server{
@@ -379,6 +459,23 @@ func (s *Server) Start() error {
 		}
 	}()
 	s.log.Info("sandbox: listening", "url", s.urlLocked())
+	return nil
+}
+
+// checkLoopbackAddr accepts "HOST:PORT" where HOST is the IP literal
+// 127.0.0.1 or ::1 and PORT a number (0 for a free port).
+func checkLoopbackAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("address %q: %w (want 127.0.0.1:PORT or [::1]:PORT)", addr, err)
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || (ip != netip.AddrFrom4([4]byte{127, 0, 0, 1}) && ip != netip.IPv6Loopback()) {
+		return fmt.Errorf("address %q: host %q is not 127.0.0.1 or ::1; the sandbox's control API is unauthenticated, so it binds a loopback IP literal only", addr, host)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("address %q: port %q is not a number from 0 to 65535", addr, port)
+	}
 	return nil
 }
 
@@ -398,7 +495,10 @@ func (s *Server) urlLocked() string {
 
 // Close stops the listener, closes every connection and waits for the
 // handlers in flight. Pending fault delays are cut short: a delayed commit
-// happens at once, so Stats after Close are final. Close is idempotent.
+// happens at once, so Stats after Close are final. With a DataDir, every
+// change, such a commit included, is on disk when Close returns, and the
+// journal is closed: an error saving any change since Open is returned
+// here too. Close is idempotent.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.life.Lock()
@@ -406,13 +506,22 @@ func (s *Server) Close() error {
 		srv, serveDone := s.httpSrv, s.serveDone
 		s.life.Unlock()
 		close(s.done)
+		var errs []error
 		if srv != nil {
 			if err := srv.Close(); err != nil {
-				s.closeErr = fmt.Errorf("sandbox: close: %w", err)
+				errs = append(errs, err)
 			}
 			<-serveDone
 		}
 		s.inflight.Wait()
+		if s.j != nil {
+			if err := s.j.close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			s.closeErr = fmt.Errorf("sandbox: close: %w", err)
+		}
 	})
 	return s.closeErr
 }
@@ -448,42 +557,83 @@ func (s *Server) sleep(d time.Duration) {
 
 // AddAccount creates an account with a fresh access and refresh token.
 // Every call creates a new account, even for a username already taken.
+// With a DataDir the account is on disk when AddAccount returns; a failure
+// to save it is logged and returned by Close.
 func (s *Server) AddAccount(username string) Account {
+	a, err := s.addAccount(username)
+	if err != nil {
+		s.log.Error("sandbox: saving a new account failed", "account", a.ID, "err", err)
+	}
+	return a
+}
+
+// addAccount is AddAccount, returning the error of saving the account.
+func (s *Server) addAccount(username string) (Account, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	now := s.opts.Now()
 	a := &account{id: s.nextIDLocked(now), username: username, createdAt: now}
 	s.addAccountLocked(a)
-	access, refresh := s.issueTokensLocked(a.id, now)
-	return Account{ID: a.id, Username: username, AccessToken: access, RefreshToken: refresh}
+	access, refresh := s.issueTokensLocked(a.id, now, "", defaultScope)
+	s.journalAccountLocked(a)
+	s.mu.Unlock()
+	return Account{ID: a.id, Username: username, AccessToken: access, RefreshToken: refresh}, s.sync()
+}
+
+// Accounts returns every account, in creation order, with the latest
+// access and refresh token the sandbox issued for it on its own account
+// (AddAccount, RestoreAccount, POST /sandbox/accounts, and refreshes of
+// those); tokens an app obtained through an authorization code are the
+// app's and are not reported. Either token may since have been revoked or
+// have expired. A standalone server prints or saves them at start.
+func (s *Server) Accounts() []Account {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Account, 0, len(s.accountOrder))
+	for _, a := range s.accountOrder {
+		out = append(out, Account{ID: a.id, Username: a.username, AccessToken: a.access, RefreshToken: a.refresh})
+	}
+	return out
 }
 
 // RestoreAccount registers an account with a known id, username and
 // tokens, as a restarted sandbox must for a client that stored them (the
 // demo workspace survives restarts of `oncepost run --demo`; the sandbox's
-// timeline does not). It fails if the id is taken or a field is empty.
+// timeline does not). It fails if the id or a token is taken, if a field
+// is empty, or if the account cannot be saved in the DataDir.
 func (s *Server) RestoreAccount(a Account) error {
 	if a.ID == "" || a.Username == "" || a.AccessToken == "" || a.RefreshToken == "" {
 		return fmt.Errorf("sandbox: restore account %q: id, username and both tokens are required", a.ID)
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if _, taken := s.accounts[a.ID]; taken {
+		s.mu.Unlock()
 		return fmt.Errorf("sandbox: restore account %q: id is taken", a.ID)
+	}
+	_, accessTaken := s.access[a.AccessToken]
+	_, refreshTaken := s.refresh[a.RefreshToken]
+	if accessTaken || refreshTaken {
+		s.mu.Unlock()
+		return fmt.Errorf("sandbox: restore account %q: a token is already in use", a.ID)
 	}
 	now := s.opts.Now()
 	acct := &account{id: a.ID, username: a.Username, createdAt: now}
 	s.addAccountLocked(acct)
-	tok := &accessToken{accountID: a.ID}
-	if s.opts.TokenTTL > 0 {
-		tok.expiresAt = now.Add(s.opts.TokenTTL)
-	}
-	s.access[a.AccessToken] = tok
-	s.refresh[a.RefreshToken] = refreshGrant{accountID: a.ID, accessToken: a.AccessToken}
-	if id, err := strconv.ParseUint(a.ID, 10, 64); err == nil && id > s.lastID {
-		s.lastID = id
+	s.grantTokensLocked(acct, a.AccessToken, a.RefreshToken, s.accessExpiry(now), "", defaultScope)
+	s.bumpIDLocked(a.ID)
+	s.journalAccountLocked(acct)
+	s.mu.Unlock()
+	if err := s.sync(); err != nil {
+		return fmt.Errorf("sandbox: restore account %q: %w", a.ID, err)
 	}
 	return nil
+}
+
+// bumpIDLocked raises the id counter to a numeric id, so ids issued later
+// are larger.
+func (s *Server) bumpIDLocked(id string) {
+	if n, err := strconv.ParseUint(id, 10, 64); err == nil && n > s.lastID {
+		s.lastID = n
+	}
 }
 
 // addAccountLocked registers a new account. A mention of a username
@@ -525,16 +675,31 @@ func (s *Server) RenderContent(text string) string {
 	return renderContent(rewriteMentions(stripText(text), s.resolveLocked), base, s.resolveLocked)
 }
 
-// issueTokensLocked makes a new access and refresh token for the account.
-func (s *Server) issueTokensLocked(accountID string, now time.Time) (access, refresh string) {
+// issueTokensLocked makes a new access and refresh token for the account,
+// the refresh token bound to clientID ("" for any client) with scope.
+func (s *Server) issueTokensLocked(accountID string, now time.Time, clientID, scope string) (access, refresh string) {
 	access, refresh = rand.Text(), rand.Text()
-	tok := &accessToken{accountID: accountID}
-	if s.opts.TokenTTL > 0 {
-		tok.expiresAt = now.Add(s.opts.TokenTTL)
-	}
-	s.access[access] = tok
-	s.refresh[refresh] = refreshGrant{accountID: accountID, accessToken: access}
+	s.grantTokensLocked(s.accounts[accountID], access, refresh, s.accessExpiry(now), clientID, scope)
 	return access, refresh
+}
+
+// accessExpiry is when an access token issued at now expires; zero for
+// never.
+func (s *Server) accessExpiry(now time.Time) time.Time {
+	if s.opts.TokenTTL > 0 {
+		return now.Add(s.opts.TokenTTL)
+	}
+	return time.Time{}
+}
+
+// grantTokensLocked registers an access and a refresh token for the
+// account; unless they are bound to an app, they become its latest.
+func (s *Server) grantTokensLocked(a *account, access, refresh string, expiresAt time.Time, clientID, scope string) {
+	s.access[access] = &accessToken{accountID: a.id, expiresAt: expiresAt}
+	s.refresh[refresh] = refreshGrant{accountID: a.id, accessToken: access, clientID: clientID, scope: scope}
+	if clientID == "" {
+		a.access, a.refresh = access, refresh
+	}
 }
 
 // nextIDLocked returns a snowflake-like id: milliseconds since the epoch
@@ -562,7 +727,8 @@ func (s *Server) Script(faults ...Fault) { s.ScriptRoute(RouteCreateStatus, faul
 // /api/v1/accounts/:id/statuses", "POST /oauth/token"). On reads and on the
 // token grant "commit" means doing the work (the token grant rotates the
 // tokens before a drop-response). It panics on an unknown route or fault
-// kind, which are programming errors.
+// kind, which are programming errors (the control API's POST
+// /sandbox/faults checks both before calling it).
 func (s *Server) ScriptRoute(route string, faults ...Fault) {
 	if !knownRoutes[route] {
 		panic(fmt.Sprintf("sandbox: ScriptRoute: unknown route %q", route))
@@ -586,6 +752,7 @@ var knownRoutes = map[string]bool{
 	RouteCreateStatus: true, RouteGetStatus: true, RouteStatusSource: true, RouteDeleteStatus: true,
 	RouteAccountStatuses: true, RouteVerifyCredentials: true, RouteUploadMedia: true,
 	RouteGetMedia: true, RouteInstance: true, RouteInstanceV2: true, RouteOAuthToken: true,
+	RouteCreateApp: true,
 }
 
 // Stats returns a snapshot of the counters.
@@ -620,21 +787,35 @@ func (s *Server) Statuses(accountID string) []Status {
 func (s *Server) InjectStatus(accountID, text string) Status {
 	base := s.contentBase()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	a := s.accounts[accountID]
 	if a == nil {
+		s.mu.Unlock()
 		panic(fmt.Sprintf("sandbox: InjectStatus: unknown account %q", accountID))
 	}
 	st := s.commitLocked(a, s.prepareTextLocked(text), "public", nil, "", base)
 	st.Injected = true
-	return st.clone()
+	s.journalStatusLocked(st, time.Time{}, 0)
+	out := st.clone()
+	s.mu.Unlock()
+	if err := s.sync(); err != nil {
+		s.log.Error("sandbox: saving an injected status failed", "status", out.ID, "err", err)
+	}
+	return out
 }
 
 // ExpireAccessToken makes every access token of the account invalid (401);
 // the refresh token keeps working.
 func (s *Server) ExpireAccessToken(accountID string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.expireAccessLocked(accountID)
+	s.journalLocked(record{Op: opExpireAccess, ExpireAccess: &accountRef{Account: accountID}})
+	s.mu.Unlock()
+	if err := s.sync(); err != nil {
+		s.log.Error("sandbox: saving an access token expiry failed", "account", accountID, "err", err)
+	}
+}
+
+func (s *Server) expireAccessLocked(accountID string) {
 	for _, tok := range s.access {
 		if tok.accountID == accountID {
 			tok.revoked = true
@@ -646,7 +827,15 @@ func (s *Server) ExpireAccessToken(accountID string) {
 // refresh grant then fails with 400 invalid_grant.
 func (s *Server) RevokeRefreshToken(accountID string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.revokeRefreshLocked(accountID)
+	s.journalLocked(record{Op: opRevokeRefresh, RevokeRefresh: &accountRef{Account: accountID}})
+	s.mu.Unlock()
+	if err := s.sync(); err != nil {
+		s.log.Error("sandbox: saving a refresh token revocation failed", "account", accountID, "err", err)
+	}
+}
+
+func (s *Server) revokeRefreshLocked(accountID string) {
 	for tok, g := range s.refresh {
 		if g.accountID == accountID {
 			delete(s.refresh, tok)
@@ -677,11 +866,22 @@ func (s *Server) commitLocked(a *account, text, visibility string, ms []*media, 
 	st.CreatedAt = now.UTC().Truncate(time.Millisecond)
 	st.IdempotencyKey = idemKey
 	for _, m := range ms {
-		m.statusID = id
 		st.MediaIDs = append(st.MediaIDs, m.id)
 		st.MediaSHA256 = append(st.MediaSHA256, m.sha256)
 	}
 	st.Fingerprint = platform.Fingerprint(text, st.MediaSHA256)
+	s.storeStatusLocked(a, st, ms)
+	return st
+}
+
+// storeStatusLocked adds a new status of account a with its attached
+// media ms, sets its Duplicate flag from the fingerprints the account has
+// committed, and updates the counters; commits and replayed commits share
+// it.
+func (s *Server) storeStatusLocked(a *account, st *status, ms []*media) {
+	for _, m := range ms {
+		m.statusID = st.ID
+	}
 	seen := s.fingerprints[a.id]
 	if seen == nil {
 		seen = map[string]bool{}
@@ -692,11 +892,10 @@ func (s *Server) commitLocked(a *account, text, visibility string, ms []*media, 
 		s.stats.Duplicates++
 	}
 	seen[st.Fingerprint] = true
-	s.statuses[num] = st
+	s.statuses[st.num] = st
 	a.statuses = append(a.statuses, st)
 	a.live++
 	s.stats.Committed++
-	return st
 }
 
 func (st *status) clone() Status {

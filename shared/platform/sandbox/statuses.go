@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 const (
@@ -141,6 +142,14 @@ func (s *Server) createStatus(c *call) reply {
 		rec = &s.creates[c.createRec]
 		rec.Fingerprint = s.wouldBeFingerprintLocked(a, p)
 	}
+	// refuse answers a create that commits nothing, journaling the
+	// fingerprint it would have committed.
+	refuse := func(msg string) reply {
+		if rec != nil {
+			s.journalCreateUpdateLocked(rec.Seq, &rec.Fingerprint, nil)
+		}
+		return errorReply(http.StatusUnprocessableEntity, msg)
+	}
 	now := s.opts.Now()
 	idemKey := a.id + "\x00" + key
 	useKey := key != "" && !s.opts.DisableIdempotency
@@ -149,12 +158,19 @@ func (s *Server) createStatus(c *call) reply {
 			if now.Before(e.expires) {
 				if st := s.statuses[e.statusID]; st != nil && !st.deleted {
 					s.stats.IdempotentReplays++
+					rr := replayRec{StatusID: st.ID}
 					if rec != nil {
 						rec.StatusID = st.ID
+						rr.Seq, rr.Fingerprint = rec.Seq, rec.Fingerprint
+					}
+					if s.j != nil {
+						s.j.add(record{Op: opReplay, Replay: &rr})
 					}
 					return reply{status: http.StatusOK, body: s.statusJSONLocked(st, c.base, false)}
 				}
 			} else {
+				// Not journaled: a replayed journal keeps the expired
+				// entry, which is never answered from either.
 				delete(s.idempotency, idemKey)
 			}
 		}
@@ -165,27 +181,31 @@ func (s *Server) createStatus(c *call) reply {
 		visibility = "public"
 	}
 	if !visibilities[visibility] {
-		return errorReply(http.StatusUnprocessableEntity, "Validation failed: Visibility is not included in the list")
+		return refuse("Validation failed: Visibility is not included in the list")
 	}
 	ms, msg := s.attachableMediaLocked(a, p.mediaIDs)
 	if msg != "" {
-		return errorReply(http.StatusUnprocessableEntity, msg)
+		return refuse(msg)
 	}
 	text := s.prepareTextLocked(p.text)
 	if isBlank(text) && len(ms) == 0 {
-		return errorReply(http.StatusUnprocessableEntity, "Validation failed: Text can't be blank")
+		return refuse("Validation failed: Text can't be blank")
 	}
 	if countCharacters(text) > s.opts.MaxCharacters {
-		return errorReply(http.StatusUnprocessableEntity,
-			fmt.Sprintf("Validation failed: Text character limit of %d exceeded", s.opts.MaxCharacters))
+		return refuse(fmt.Sprintf("Validation failed: Text character limit of %d exceeded", s.opts.MaxCharacters))
 	}
 	st := s.commitLocked(a, text, visibility, ms, key, c.base)
+	var idemExpires time.Time
 	if useKey {
-		s.idempotency[idemKey] = idempotencyEntry{statusID: st.num, expires: now.Add(idempotencyTTL)}
+		idemExpires = now.Add(idempotencyTTL)
+		s.idempotency[idemKey] = idempotencyEntry{statusID: st.num, expires: idemExpires}
 	}
+	seq := 0
 	if rec != nil {
 		rec.Committed, rec.StatusID = true, st.ID
+		seq = rec.Seq
 	}
+	s.journalStatusLocked(st, idemExpires, seq)
 	return reply{status: http.StatusOK, body: s.statusJSONLocked(st, c.base, false)}
 }
 
@@ -268,10 +288,16 @@ func (s *Server) deleteStatus(c *call) reply {
 	if st == nil || st.AccountID != c.account.id {
 		return errorReply(http.StatusNotFound, "Record not found")
 	}
+	s.deleteLocked(st)
+	s.journalLocked(record{Op: opDelete, Delete: &idRef{ID: st.ID}})
+	return reply{status: http.StatusOK, body: s.statusJSONLocked(st, c.base, true)}
+}
+
+// deleteLocked marks a live status deleted and counts it.
+func (s *Server) deleteLocked(st *status) {
 	st.deleted = true
 	s.accounts[st.AccountID].live--
 	s.stats.Deleted++
-	return reply{status: http.StatusOK, body: s.statusJSONLocked(st, c.base, true)}
 }
 
 // accountStatuses is GET /api/v1/accounts/:id/statuses, newest first, with
