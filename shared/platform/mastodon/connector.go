@@ -13,7 +13,11 @@ import (
 // settings; it is what the publishing use cases consume as their Platforms
 // port for accounts on Mastodon (and on the sandbox).
 type Connector struct {
-	// ClientID and ClientSecret are the OAuth app used for refresh grants.
+	// ClientID and ClientSecret are the deployment's default OAuth app,
+	// used for the refresh grants of credentials that name no app of their
+	// own (platform.Credential.ClientID empty). A credential from
+	// ExchangeCode names the app registered when its account was
+	// connected, and is refreshed with that one (see Client.Refresh).
 	ClientID, ClientSecret string
 	// HTTPClient is shared by every Client; nil means one with no Timeout
 	// on the default transport (deadlines come from ctx).

@@ -10,6 +10,11 @@
 // classified the same way (see Refresh). Reads
 // (account statuses, single status, status source, media polling) are
 // retried a few times on transient failures.
+//
+// Connecting an account takes, in order:
+// InstanceLimits (the server's limits, no credential needed), RegisterApp,
+// AuthorizeURL and ExchangeCode (Mastodon's OAuth authorization-code
+// flow), then Client.VerifyCredentials (whose account the token is).
 package mastodon
 
 import (
@@ -52,8 +57,10 @@ type Config struct {
 	// Credential holds the bearer token and, when the server issued one, the
 	// refresh token.
 	Credential platform.Credential
-	// ClientID and ClientSecret identify the OAuth application; Refresh
-	// needs them. The token URL is BaseURL + "/oauth/token".
+	// ClientID and ClientSecret identify the deployment's default OAuth
+	// application, which Refresh uses when the credential names no app of
+	// its own (platform.Credential.ClientID). The token URL is
+	// BaseURL + "/oauth/token".
 	ClientID     string
 	ClientSecret string
 	// HTTPClient is used for every call. The default has no Timeout:
@@ -91,21 +98,43 @@ var _ platform.Client = (*Client)(nil)
 
 // New validates cfg and returns a Client. It makes no network call.
 func New(cfg Config) (*Client, error) {
-	base := strings.TrimRight(strings.TrimSpace(cfg.BaseURL), "/")
+	return build(cfg, true)
+}
+
+// baseURL validates and normalises a server's root URL.
+func baseURL(raw string) (string, error) {
+	base := strings.TrimRight(strings.TrimSpace(raw), "/")
 	if base == "" {
-		return nil, errors.New("mastodon: config BaseURL is required")
+		return "", errors.New("mastodon: BaseURL is required")
 	}
 	u, err := url.Parse(base)
 	if err != nil {
-		return nil, fmt.Errorf("mastodon: config BaseURL is not a URL: %w", err)
+		return "", fmt.Errorf("mastodon: BaseURL is not a URL: %w", err)
 	}
 	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("mastodon: config BaseURL %q must be an absolute http or https URL", base)
+		return "", fmt.Errorf("mastodon: BaseURL %q must be an absolute http or https URL", base)
 	}
 	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return nil, fmt.Errorf("mastodon: config BaseURL %q must not carry user info, a query or a fragment", base)
+		return "", fmt.Errorf("mastodon: BaseURL %q must not carry user info, a query or a fragment", base)
 	}
-	if cfg.Credential.AccessToken == "" {
+	return base, nil
+}
+
+// anonymous returns a client without a credential, for the public
+// endpoints used before an account is connected (instance, apps, token).
+// Its calls send no Authorization header.
+func anonymous(hc *http.Client, rawBase string) (*Client, error) {
+	return build(Config{BaseURL: rawBase, HTTPClient: hc}, false)
+}
+
+// build validates cfg and returns a Client; needToken requires an access
+// token (every client but the anonymous one).
+func build(cfg Config, needToken bool) (*Client, error) {
+	base, err := baseURL(cfg.BaseURL)
+	if err != nil {
+		return nil, err
+	}
+	if needToken && cfg.Credential.AccessToken == "" {
 		return nil, errors.New("mastodon: config Credential.AccessToken is required")
 	}
 	if cfg.MaxCharacters < 0 {
@@ -132,6 +161,7 @@ func New(cfg Config) (*Client, error) {
 			ClientID:     cfg.ClientID,
 			ClientSecret: cfg.ClientSecret,
 			Endpoint: oauth2.Endpoint{
+				AuthURL:   base + "/oauth/authorize",
 				TokenURL:  base + "/oauth/token",
 				AuthStyle: oauth2.AuthStyleInParams,
 			},
@@ -259,8 +289,21 @@ func mediaConsumed(msg string, mediaIDs []string) bool {
 	return false
 }
 
-// Delete removes a status, sent exactly once. A status that is not there
-// (404) is Rejected with Reason "not_found".
+// Delete removes a status (DELETE /api/v1/statuses/:id), sent exactly
+// once. It is one step of an idempotent delete (check it exists, delete,
+// read back until gone), so its answers are told apart for that caller:
+//
+//   - 2xx: nil, the server's word that the status is gone;
+//   - 404: Rejected with Reason "not_found". Mastodon answers 404 both for
+//     a status already gone and for one that is not the account's
+//     (Status.where(account: current_account).find), so the caller reads
+//     back with Exists rather than take it as "deleted";
+//   - 403: Rejected with Reason "forbidden" (the token lacks the write
+//     scope, or the account may not act);
+//   - 401: Unauthorized; 429 (and 408/425): NotPerformed with the server's
+//     RetryAfter;
+//   - 5xx, or no answer after the request was written: Ambiguous (see
+//     classify and write): the status may be gone.
 func (c *Client) Delete(ctx context.Context, remoteID string) error {
 	const op = "delete status"
 	if remoteID == "" {
@@ -279,11 +322,24 @@ func (c *Client) Delete(ctx context.Context, remoteID string) error {
 		// 2xx is the server's word that the status is gone.
 		return nil
 	}
-	if resp.status == http.StatusNotFound {
-		return &platform.Rejected{Status: resp.status, Reason: "not_found", Message: errorText(resp)}
+	switch resp.status {
+	case http.StatusNotFound:
+		return &platform.Rejected{Status: resp.status, Reason: ReasonNotFound, Message: errorText(resp)}
+	case http.StatusForbidden:
+		return &platform.Rejected{Status: resp.status, Reason: ReasonForbidden, Message: errorText(resp)}
 	}
 	return c.classify(op, resp, true)
 }
+
+// Rejected reasons this package sets besides the generic "http_<status>".
+const (
+	// ReasonNotFound: the server answered 404 to a delete; the status is
+	// gone or not the account's (read back with Exists to tell).
+	ReasonNotFound = "not_found"
+	// ReasonForbidden: the server answered 403 to a delete or to
+	// VerifyCredentials (missing scope, disabled or unconfirmed login).
+	ReasonForbidden = "forbidden"
+)
 
 // MediaPendingError is the cause inside the *platform.Ambiguous returned by
 // UploadMedia when the server accepted the file but it could not be seen
@@ -432,6 +488,12 @@ var quoteEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\r", "", "\n", "")
 // grant. A response without a refresh token keeps the old one. On success
 // the client uses the new credential from then on.
 //
+// The grant is made as the OAuth app that issued the tokens: the
+// credential's ClientID and ClientSecret when set (cred's, else the
+// client's own credential's), otherwise Config.ClientID and ClientSecret,
+// the deployment's default app. The new credential keeps the app fields
+// it was refreshed with (empty for the default app).
+//
 // The grant is a write: a server that rotates refresh tokens (Mastodon's
 // Doorkeeper with refresh-token rotation, the sandbox) spends the old one
 // when it answers. So its outcome is classified like a create's (see
@@ -442,26 +504,32 @@ var quoteEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\r", "", "\n", "")
 // by net/http.
 func (c *Client) Refresh(ctx context.Context, cred platform.Credential) (platform.Credential, error) {
 	const op = "refresh token"
+	own := c.Credential()
 	refresh := cred.RefreshToken
 	if refresh == "" {
-		refresh = c.Credential().RefreshToken
+		refresh = own.RefreshToken
 	}
 	if refresh == "" {
 		return platform.Credential{}, &platform.Rejected{Reason: "reconnect_needed", Message: op + ": no refresh token; the account must be connected again"}
 	}
-	if c.oauth.ClientID == "" {
+	conf := c.oauth
+	app := cred
+	if app.ClientID == "" {
+		app = own
+	}
+	if app.ClientID != "" {
+		// The pair is taken together: a secret never goes with another
+		// app's id.
+		conf.ClientID, conf.ClientSecret = app.ClientID, app.ClientSecret
+	} else {
+		app = platform.Credential{}
+	}
+	if conf.ClientID == "" {
 		return platform.Credential{}, &platform.Rejected{Reason: "reconnect_needed", Message: op + ": no OAuth client configured"}
 	}
-	var written atomic.Bool
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		WroteRequest: func(info httptrace.WroteRequestInfo) {
-			if info.Err == nil {
-				written.Store(true)
-			}
-		},
-	})
+	ctx, written := traceWritten(ctx)
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, c.httpClient)
-	tok, err := c.oauth.TokenSource(ctx, &oauth2.Token{RefreshToken: refresh}).Token()
+	tok, err := conf.TokenSource(ctx, &oauth2.Token{RefreshToken: refresh}).Token()
 	if err != nil {
 		return platform.Credential{}, c.classifyRefresh(op, err, written.Load(), cred)
 	}
@@ -469,6 +537,8 @@ func (c *Client) Refresh(ctx context.Context, cred platform.Credential) (platfor
 		AccessToken:  tok.AccessToken,
 		RefreshToken: tok.RefreshToken,
 		ExpiresAt:    tok.Expiry,
+		ClientID:     app.ClientID,
+		ClientSecret: app.ClientSecret,
 	}
 	if next.RefreshToken == "" {
 		next.RefreshToken = refresh
@@ -477,6 +547,20 @@ func (c *Client) Refresh(ctx context.Context, cred platform.Credential) (platfor
 	c.cred = next
 	c.mu.Unlock()
 	return next, nil
+}
+
+// traceWritten returns ctx with an httptrace that records whether a
+// request was completely written: what tells "not performed" from
+// "ambiguous" when a token grant fails without an answer.
+func traceWritten(ctx context.Context) (context.Context, *atomic.Bool) {
+	written := new(atomic.Bool)
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				written.Store(true)
+			}
+		},
+	}), written
 }
 
 // classifyRefresh maps the outcome of a failed refresh grant:

@@ -172,30 +172,17 @@ func (c *Client) eachStatus(ctx context.Context, want int, fn func(status) bool)
 // account returns the account id, resolving it once through
 // verify_credentials when the config did not name it.
 func (c *Client) account(ctx context.Context) (string, error) {
-	const op = "verify credentials"
 	c.mu.Lock()
 	id := c.accountID
 	c.mu.Unlock()
 	if id != "" {
 		return id, nil
 	}
-	resp, err := c.read(ctx, op, "/api/v1/accounts/verify_credentials", nil)
+	p, err := c.VerifyCredentials(ctx)
 	if err != nil {
 		return "", err
 	}
-	if resp.status != http.StatusOK {
-		return "", c.classify(op, resp, false)
-	}
-	var a struct {
-		ID string `json:"id"`
-	}
-	if err := json.Unmarshal(resp.body, &a); err != nil || a.ID == "" {
-		return "", &platform.NotPerformed{Status: resp.status, Message: op + ": no account id in the answer"}
-	}
-	c.mu.Lock()
-	c.accountID = a.ID
-	c.mu.Unlock()
-	return a.ID, nil
+	return p.ID, nil
 }
 
 // Lookup looks for a status carrying q.Fingerprint. Mastodon keeps no
@@ -547,8 +534,19 @@ func (c *Client) source(ctx context.Context, id string) (text string, exists boo
 	return *src.Text, true, nil
 }
 
-// Exists reports whether the status is on the server: 200 true, 404 (or
-// 410) false; any other answer is an error.
+// Exists reports whether the status is on the server, reading it with
+// GET /api/v1/statuses/:id as the account (which sees all of its own
+// statuses, whatever their visibility). It is the read-back of an
+// idempotent delete, so "no" is said only when the server says so:
+//
+//   - 200 with the status (a JSON entity with this id): true;
+//   - 404 or 410 with a JSON error body, as Mastodon and compatible
+//     servers answer for a missing record ({"error":"Record not found"}):
+//     false;
+//   - a 404 without one (an HTML page from a proxy, a wrong BaseURL), a 200
+//     that is not the status, and any other answer: an error. A 5xx, 429
+//     or transport failure is retried as every read and then returned as
+//     NotPerformed; it never means false.
 func (c *Client) Exists(ctx context.Context, remoteID string) (bool, error) {
 	const op = "read status"
 	if remoteID == "" {
@@ -560,9 +558,32 @@ func (c *Client) Exists(ctx context.Context, remoteID string) (bool, error) {
 	}
 	switch resp.status {
 	case http.StatusOK:
+		var s struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(resp.body, &s); err != nil {
+			return false, &platform.NotPerformed{Status: resp.status, Message: fmt.Sprintf("%s %s: decode answer: %v", op, remoteID, err)}
+		}
+		if s.ID != remoteID {
+			return false, &platform.NotPerformed{Status: resp.status, Message: fmt.Sprintf("%s %s: the server answered with status %q", op, remoteID, s.ID)}
+		}
 		return true, nil
 	case http.StatusNotFound, http.StatusGone:
+		if !apiError(resp) {
+			return false, &platform.Rejected{Status: resp.status, Reason: fmt.Sprintf("http_%d", resp.status), Message: fmt.Sprintf(
+				"%s %s: %d without the API's JSON error body (a proxy's page? check BaseURL); cannot tell whether the status exists",
+				op, remoteID, resp.status)}
+		}
 		return false, nil
 	}
 	return false, c.classify(op, resp, false)
+}
+
+// apiError reports whether the answer's body is the API's JSON error
+// entity, {"error": "..."}.
+func apiError(resp *response) bool {
+	var e struct {
+		Error *string `json:"error"`
+	}
+	return json.Unmarshal(resp.body, &e) == nil && e.Error != nil
 }

@@ -212,3 +212,84 @@ func TestRefreshFailuresWithoutAnswer(t *testing.T) {
 		}
 	})
 }
+
+// TestRefreshUsesTheCredentialsApp: a refresh grant is made as the OAuth
+// app that issued the tokens (the credential's ClientID/ClientSecret),
+// falling back to the configured default app. Shapes from
+// https://docs.joinmastodon.org/methods/oauth/#token (POST /oauth/token,
+// client_id and client_secret as form data, 200 with a Token) with
+// grant_type=refresh_token as Doorkeeper serves it (RFC 6749 §6).
+func TestRefreshUsesTheCredentialsApp(t *testing.T) {
+	ownApp := platform.Credential{ClientID: "own-id", ClientSecret: "own-secret"}
+	tests := []struct {
+		name       string
+		configured platform.Credential // the client's own credential
+		defaultApp [2]string           // Config.ClientID, ClientSecret
+		in         platform.Credential
+		wantApp    [2]string // client_id, client_secret sent
+		wantCred   platform.Credential
+	}{
+		{"the argument's app",
+			platform.Credential{AccessToken: "access-1", RefreshToken: "refresh-1"}, [2]string{"client-id", "client-secret"},
+			platform.Credential{AccessToken: "access-1", RefreshToken: "refresh-1", ClientID: "app-id", ClientSecret: "app-secret"},
+			[2]string{"app-id", "app-secret"},
+			platform.Credential{AccessToken: "access-2", RefreshToken: "refresh-2", ClientID: "app-id", ClientSecret: "app-secret"}},
+		{"the client's own credential's app when the argument names none",
+			platform.Credential{AccessToken: "access-1", RefreshToken: "refresh-1", ClientID: ownApp.ClientID, ClientSecret: ownApp.ClientSecret}, [2]string{"client-id", "client-secret"},
+			platform.Credential{RefreshToken: "refresh-1"},
+			[2]string{"own-id", "own-secret"},
+			platform.Credential{AccessToken: "access-2", RefreshToken: "refresh-2", ClientID: "own-id", ClientSecret: "own-secret"}},
+		{"the default app when no credential names one",
+			platform.Credential{AccessToken: "access-1", RefreshToken: "refresh-1"}, [2]string{"client-id", "client-secret"},
+			platform.Credential{RefreshToken: "refresh-1"},
+			[2]string{"client-id", "client-secret"},
+			platform.Credential{AccessToken: "access-2", RefreshToken: "refresh-2"}},
+		{"the credential's app without a default app",
+			platform.Credential{AccessToken: "access-1", RefreshToken: "refresh-1"}, [2]string{"", ""},
+			platform.Credential{RefreshToken: "refresh-1", ClientID: "app-id", ClientSecret: "app-secret"},
+			[2]string{"app-id", "app-secret"},
+			platform.Credential{AccessToken: "access-2", RefreshToken: "refresh-2", ClientID: "app-id", ClientSecret: "app-secret"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := &tokenServer{t: t, status: 200, answer: map[string]any{
+				"access_token": "access-2", "refresh_token": "refresh-2", "token_type": "Bearer", "scope": "read write", "created_at": 1573979017}}
+			srv := newServer(t, ts)
+			c := newClient(t, srv.URL, func(cfg *Config) {
+				cfg.Credential = tt.configured
+				cfg.ClientID, cfg.ClientSecret = tt.defaultApp[0], tt.defaultApp[1]
+			})
+			got, err := c.Refresh(context.Background(), tt.in)
+			if err != nil {
+				t.Fatalf("Refresh: %v", err)
+			}
+			wantForm := []url.Values{{
+				"grant_type": {"refresh_token"}, "refresh_token": {"refresh-1"},
+				"client_id": {tt.wantApp[0]}, "client_secret": {tt.wantApp[1]},
+			}}
+			ts.mu.Lock()
+			forms := ts.forms
+			ts.mu.Unlock()
+			if diff := cmp.Diff(wantForm, forms); diff != "" {
+				t.Errorf("token request (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantCred, got); diff != "" {
+				t.Errorf("credential (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(got, c.Credential()); diff != "" {
+				t.Errorf("stored credential (-returned +stored):\n%s", diff)
+			}
+		})
+	}
+
+	t.Run("a refused app is reconnect_needed and names no secret", func(t *testing.T) {
+		ts := &tokenServer{t: t, status: 401, answer: map[string]any{
+			"error": "invalid_client", "error_description": "Client authentication failed due to unknown client, no client authentication included, or unsupported authentication method."}}
+		srv := newServer(t, ts)
+		_, err := newClient(t, srv.URL).Refresh(context.Background(), platform.Credential{RefreshToken: "refresh-1", ClientID: "app-id", ClientSecret: "app-secret"})
+		if got := outcomeOf(t, err); got.Class != "rejected" || got.Reason != "reconnect_needed" {
+			t.Errorf("outcome = %+v, want rejected reconnect_needed", got)
+		}
+		assertNoSecrets(t, err, "refresh-1", "app-secret", "client-secret", "access-1")
+	})
+}

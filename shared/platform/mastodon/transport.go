@@ -111,7 +111,10 @@ func (c *Client) do(ctx context.Context, hc *http.Client, r request) (resp *resp
 		req.ContentLength = int64(len(r.body))
 		req.GetBody = nil
 	}
-	req.Header.Set("Authorization", "Bearer "+c.accessToken())
+	if token := c.accessToken(); token != "" {
+		// Only the anonymous client (see anonymous) has none.
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "oncepost")
 	if r.contentType != "" {
