@@ -173,7 +173,10 @@ type TargetUpdate struct {
 	Status TargetStatus
 	// From, when set, are the only statuses the move may start from (the
 	// caller's expectation, e.g. the trigger marks only a scheduled target).
-	From     []TargetStatus
+	From []TargetStatus
+	// Slot, when set, is the slot the caller read: the move is refused if
+	// the target was moved to another time since.
+	Slot     time.Time
 	RemoteID string
 	Reason   string
 	// NextTry is when a waiting target is tried again (Status Waiting only).
@@ -187,6 +190,9 @@ type TargetUpdate struct {
 func (t Target) Apply(u TargetUpdate) (Target, error) {
 	if len(u.From) > 0 && !slices.Contains(u.From, t.Status) {
 		return t, fmt.Errorf("target %s: is %s, not %v: %w", t.Account, t.Status, u.From, ErrConflict)
+	}
+	if !u.Slot.IsZero() && !u.Slot.Equal(t.Slot) {
+		return t, fmt.Errorf("target %s: moved from %s to %s: %w", t.Account, u.Slot.UTC().Format(time.RFC3339), t.Slot.UTC().Format(time.RFC3339), ErrConflict)
 	}
 	if !CanMove(t.Status, u.Status) {
 		return t, fmt.Errorf("target %s: %s → %s: %w", t.Account, t.Status, u.Status, ErrConflict)

@@ -31,8 +31,17 @@ func (e *FieldError) Error() string {
 type Draft struct {
 	ID      string        `json:"id"`
 	Body    string        `json:"body"`
-	Media   []Media       `json:"media,omitempty"`
+	Media   []DraftMedia  `json:"media,omitempty"`
 	Targets []DraftTarget `json:"targets"`
+}
+
+// DraftMedia is an attachment as an operator names it: a file Path the
+// CLI imports (hashes, copies into the workspace, sniffs the content
+// type), or an already imported Ref with its SHA256.
+type DraftMedia struct {
+	Media
+	// Path is a file to import; relative paths are relative to the draft.
+	Path string `json:"path,omitempty"`
 }
 
 // DraftTarget is one account and the time to publish there.
@@ -101,7 +110,8 @@ func (d Draft) Validate(r Rules) (Post, error) {
 	for i, m := range d.Media {
 		f := fmt.Sprintf("media[%d]", i)
 		if m.Ref == "" {
-			bad(f+".ref", "is empty", "name the file to attach")
+			bad(f+".path", "is empty", "name the file to attach")
+			continue
 		}
 		if !shaPattern.MatchString(m.SHA256) {
 			bad(f+".sha256", "is not a lowercase hex SHA-256", "use the 64-character hex SHA-256 of the file")
@@ -110,7 +120,10 @@ func (d Draft) Validate(r Rules) (Post, error) {
 	if len(d.Targets) == 0 {
 		bad("targets", "is empty", "add at least one {account, at}")
 	}
-	p := Post{ID: ID(d.ID), Body: d.Body, Media: d.Media}
+	p := Post{ID: ID(d.ID), Body: d.Body}
+	for _, m := range d.Media {
+		p.Media = append(p.Media, m.Media)
+	}
 	seen := map[AccountID]bool{}
 	graphemes := uniseg.GraphemeClusterCount(d.Body)
 	for i, t := range d.Targets {
@@ -133,6 +146,7 @@ func (d Draft) Validate(r Rules) (Post, error) {
 		}
 		if ok {
 			lim, known := r.Limits(acc.Platform)
+			lim = acc.Limits.Or(lim)
 			switch {
 			case !known:
 				bad(f+".account", fmt.Sprintf("account %q is on unknown platform %q", t.Account, acc.Platform), "fix the account's platform")

@@ -15,6 +15,8 @@ func TestValidate(t *testing.T) {
 		Accounts: map[AccountID]Account{
 			"news": {ID: "news", Platform: "mastodon"},
 			"odd":  {ID: "odd", Platform: "fax"},
+			// An instance with a lower limit than the platform's default.
+			"small": {ID: "small", Platform: "mastodon", Limits: Limits{MaxTextGraphemes: 3}},
 		},
 		Limits: func(p string) (Limits, bool) {
 			if p == "mastodon" {
@@ -39,9 +41,10 @@ func TestValidate(t *testing.T) {
 		{"graphemes not bytes", with(ok, func(d *Draft) { d.Body = strings.Repeat("👨‍👩‍👧‍👦", 10) }), nil},
 		{"combining marks", with(ok, func(d *Draft) { d.Body = strings.Repeat("e\u0301", 10) }), nil},
 		{"too many media", with(ok, func(d *Draft) {
-			d.Media = []Media{{Ref: "a", SHA256: sha}, {Ref: "b", SHA256: sha}, {Ref: "c", SHA256: sha}}
+			d.Media = []DraftMedia{{Media: Media{Ref: "a", SHA256: sha}}, {Media: Media{Ref: "b", SHA256: sha}}, {Media: Media{Ref: "c", SHA256: sha}}}
 		}), []string{"media"}},
-		{"bad media sha", with(ok, func(d *Draft) { d.Media = []Media{{Ref: "a", SHA256: "xyz"}} }), []string{"media[0].sha256"}},
+		{"bad media sha", with(ok, func(d *Draft) { d.Media = []DraftMedia{{Media: Media{Ref: "a", SHA256: "xyz"}}} }), []string{"media[0].sha256"}},
+		{"account's own limit is lower", with(ok, func(d *Draft) { d.Targets[0].Account = "small" }), []string{"body"}},
 		{"unknown account", with(ok, func(d *Draft) { d.Targets[0].Account = "ghost" }), []string{"targets[0].account"}},
 		{"unknown platform", with(ok, func(d *Draft) { d.Targets[0].Account = "odd" }), []string{"targets[0].account"}},
 		{"no offset", with(ok, func(d *Draft) { d.Targets[0].At = "2026-12-01T10:00:00" }), []string{"targets[0].at"}},
@@ -102,6 +105,17 @@ func with(d Draft, f func(*Draft)) Draft {
 	return d
 }
 
+func TestTargetMoveOnlyAtTheSlotRead(t *testing.T) {
+	slot := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	tg := Target{Account: "a", Status: Scheduled, Slot: slot}
+	if _, err := tg.Apply(TargetUpdate{Status: Triggered, Slot: slot.Add(-time.Hour), At: slot}); !errors.Is(err, ErrConflict) {
+		t.Errorf("move of a target read at another slot: %v, want ErrConflict", err)
+	}
+	if got, err := tg.Apply(TargetUpdate{Status: Triggered, Slot: slot, At: slot}); err != nil || got.Status != Triggered {
+		t.Errorf("move at the slot read: %v, %s", err, got.Status)
+	}
+}
+
 func TestTargetMoves(t *testing.T) {
 	at := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	tests := []struct {
@@ -120,6 +134,9 @@ func TestTargetMoves(t *testing.T) {
 		{Cancelled, Triggered, false},
 		{Publishing, Cancelled, false},
 		{Failed, Published, false},
+		{Published, Deleted, true},
+		{Deleted, Published, false},
+		{Scheduled, Deleted, false},
 	}
 	for _, tt := range tests {
 		got, err := Target{Account: "a", Status: tt.from}.Apply(TargetUpdate{Status: tt.to, RemoteID: "r", At: at})
