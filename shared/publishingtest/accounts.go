@@ -14,11 +14,11 @@ import (
 	"oncepost/shared/publishing"
 )
 
-// TestAccounts checks that an account store keeps accounts and
-// credentials, never loses a refresh token, lets one owner at a time
-// refresh an account's credential, and records a refresh whose answer was
-// lost (RefreshLostAt) until a new credential is stored. newAccounts must
-// return an empty store.
+// TestAccounts checks that an account store keeps accounts (with their
+// limits) and credentials (with their OAuth client), never loses a refresh
+// token, lets one owner at a time refresh an account's credential, and
+// records a refresh whose answer was lost (RefreshLostAt) until a new
+// credential is stored. newAccounts must return an empty store.
 //
 // ListAccounts may return accounts in any order.
 func TestAccounts(t *testing.T, newAccounts func(t *testing.T) publishing.Accounts) {
@@ -50,6 +50,7 @@ func sampleAccount(id post.AccountID) post.Account {
 	return post.Account{
 		ID: id, Platform: "mastodon", Handle: "@" + string(id) + "@example.social", BaseURL: "https://example.social",
 		RemoteID: "1098" + string(id), CredentialRef: "oncepost/" + string(id), Gate: post.GateManual,
+		Limits: post.Limits{MaxTextGraphemes: 500, MaxMedia: 4, MaxMediaBytes: 16 << 20},
 	}
 }
 
@@ -95,7 +96,8 @@ func wantCredential(t testing.TB, s publishing.Accounts, id post.AccountID, want
 func accountWithCredential(t testing.TB, s publishing.Accounts, id post.AccountID) platform.Credential {
 	t.Helper()
 	mustPutAccount(t, s, sampleAccount(id))
-	c := platform.Credential{AccessToken: "access-1-" + string(id), RefreshToken: "refresh-1-" + string(id), ExpiresAt: base.Add(2*time.Hour + 1)}
+	c := platform.Credential{AccessToken: "access-1-" + string(id), RefreshToken: "refresh-1-" + string(id), ExpiresAt: base.Add(2*time.Hour + 1),
+		ClientID: "client-1-" + string(id), ClientSecret: "secret-1-" + string(id)}
 	mustPutCredential(t, s, id, c)
 	return c
 }
@@ -107,6 +109,8 @@ func accountsPutGetList(t testing.TB, s publishing.Accounts) {
 	}
 	a, b, c := sampleAccount("acct-a"), sampleAccount("acct-b"), sampleAccount("acct-c")
 	b.Platform, b.Gate, b.RemoteID = "bluesky", post.GateAuto, ""
+	b.Limits = post.Limits{MaxTextGraphemes: 300} // the other limits unknown
+	c.Limits = post.Limits{}
 	a.Status, a.StatusReason = post.AccountReconnectNeeded, "refresh refused: 400 invalid_grant"
 	rv := reflect.ValueOf(a)
 	for i := range rv.NumField() {
@@ -122,9 +126,11 @@ func accountsPutGetList(t testing.TB, s publishing.Accounts) {
 	} else if diff := cmp.Diff(a, got); diff != "" {
 		t.Errorf("GetAccount(%s) mismatch (-want +got):\n%s", a.ID, diff)
 	}
-	// Putting an account again replaces it (here: reconnected, renamed).
+	// Putting an account again replaces it (here: reconnected, renamed,
+	// on an instance with other limits).
 	a.Handle, a.BaseURL = "@renamed@other.example", "https://other.example"
 	a.Status, a.StatusReason = post.AccountOK, ""
+	a.Limits = post.Limits{MaxTextGraphemes: 5000, MaxMediaBytes: 40 << 20}
 	mustPutAccount(t, s, a)
 	for _, want := range []post.Account{a, b, c} {
 		got, err := s.GetAccount(t.Context(), want.ID)
@@ -163,10 +169,17 @@ func credentialRoundTrip(t testing.TB, s publishing.Accounts) {
 	wantCredential(t, s, "acct-a", c, "after PutCredential of another account")
 	wantCredential(t, s, "acct-b", other, "after PutCredential")
 
-	// A token that does not expire, and a replacement of both tokens.
-	next := platform.Credential{AccessToken: "access-2 with spaces/+=", RefreshToken: "refresh-2"}
+	// A token that does not expire, a replacement of both tokens, and
+	// another OAuth app.
+	next := platform.Credential{AccessToken: "access-2 with spaces/+=", RefreshToken: "refresh-2",
+		ClientID: "client-2", ClientSecret: "secret-2 ✓"}
 	mustPutCredential(t, s, "acct-a", next)
 	wantCredential(t, s, "acct-a", next, "after a second PutCredential")
+	// The deployment's default app: no client stored.
+	def := platform.Credential{AccessToken: "access-3", RefreshToken: "refresh-3"}
+	mustPutCredential(t, s, "acct-a", def)
+	wantCredential(t, s, "acct-a", def, "after a PutCredential without a client")
+	wantCredential(t, s, "acct-b", other, "after PutCredentials of another account")
 }
 
 func credentialMissing(t testing.TB, s publishing.Accounts) {
@@ -224,7 +237,8 @@ func refreshExclusive(t testing.TB, s publishing.Accounts) {
 	// Leases are per account.
 	mustLease(t, s, "acct-b", "owner-2", base.Add(time.Second), base.Add(time.Minute))
 
-	refreshed := platform.Credential{AccessToken: "access-2", RefreshToken: "refresh-2", ExpiresAt: base.Add(4*time.Hour + 4)}
+	refreshed := platform.Credential{AccessToken: "access-2", RefreshToken: "refresh-2", ExpiresAt: base.Add(4*time.Hour + 4),
+		ClientID: "client-2", ClientSecret: "secret-2"}
 	if err := s.SaveRefreshed(t.Context(), "acct-a", "owner-1", &refreshed); err != nil {
 		t.Fatalf("SaveRefreshed(owner) = %v, want nil", err)
 	}

@@ -392,6 +392,8 @@ type accountsBugs struct {
 	markLostKeepsLease    bool
 	saveKeepsLost         bool // SaveRefreshed leaves RefreshLostAt as it was
 	putKeepsLost          bool // PutCredential leaves RefreshLostAt as it was
+	dropsLimits           bool // an adapter from before schema 3
+	dropsClientApp        bool // ClientID and ClientSecret not stored
 }
 
 type refreshLease struct {
@@ -419,6 +421,9 @@ func (m *memAccounts) PutAccount(_ context.Context, a post.Account) error {
 	defer m.mu.Unlock()
 	if m.bugs.dropsAccountStatus {
 		a.Status, a.StatusReason = "", ""
+	}
+	if m.bugs.dropsLimits {
+		a.Limits = post.Limits{}
 	}
 	m.accounts[a.ID] = a
 	return nil
@@ -461,6 +466,9 @@ func (m *memAccounts) store(id post.AccountID, c platform.Credential, keepRefres
 		c.RefreshToken = m.creds[id].RefreshToken
 	}
 	c.ExpiresAt = c.ExpiresAt.UTC()
+	if m.bugs.dropsClientApp {
+		c.ClientID, c.ClientSecret = "", ""
+	}
 	c.RefreshLostAt = time.Time{}
 	if keepLost {
 		c.RefreshLostAt = m.creds[id].RefreshLostAt
@@ -534,6 +542,9 @@ type queueBugs struct {
 	acceptsOversized  bool
 	reasonUncut       bool
 	reasonCutMidRune  bool
+	redriveKeepsCount bool // the redriven message keeps its receive count
+	redriveKeepsDead  bool // Redrive leaves the dead letter listed
+	dropKeeps         bool // Drop answers nil and deletes nothing
 }
 
 type memMsg struct {
@@ -555,7 +566,10 @@ type memQueue struct {
 	dead        []publishing.DeadLetter
 }
 
-var _ publishing.Queue = (*memQueue)(nil)
+var (
+	_ publishing.Queue           = (*memQueue)(nil)
+	_ publishing.DeadLetterAdmin = (*memQueue)(nil)
+)
 
 func newMemQueue(b queueBugs, maxReceives int) *memQueue {
 	return &memQueue{bugs: b, maxReceives: maxReceives}
@@ -682,4 +696,46 @@ func (q *memQueue) DeadLetters(_ context.Context, limit int) ([]publishing.DeadL
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return slices.Clone(q.dead[:min(limit, len(q.dead))]), nil
+}
+
+// deadIndex returns the index of the dead letter with id; the caller holds mu.
+func (q *memQueue) deadIndex(id string) (int, error) {
+	i := slices.IndexFunc(q.dead, func(d publishing.DeadLetter) bool { return d.ID == id })
+	if i < 0 {
+		return -1, fmt.Errorf("no dead letter %s: %w", id, publishing.ErrMessageNotFound)
+	}
+	return i, nil
+}
+
+func (q *memQueue) Redrive(_ context.Context, id string) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	i, err := q.deadIndex(id)
+	if err != nil {
+		return err
+	}
+	d := q.dead[i]
+	now := time.Now()
+	m := &memMsg{id: d.ID, body: slices.Clone(d.Body), sentAt: now.UTC(), visibleAt: now}
+	if q.bugs.redriveKeepsCount {
+		m.count = d.ReceiveCount
+	}
+	q.msgs = append(q.msgs, m)
+	if !q.bugs.redriveKeepsDead {
+		q.dead = slices.Delete(q.dead, i, i+1)
+	}
+	return nil
+}
+
+func (q *memQueue) Drop(_ context.Context, id string) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	i, err := q.deadIndex(id)
+	if err != nil {
+		return err
+	}
+	if !q.bugs.dropKeeps {
+		q.dead = slices.Delete(q.dead, i, i+1)
+	}
+	return nil
 }

@@ -2,8 +2,10 @@ package publishingtest
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +22,12 @@ type QueueOptions struct {
 	// timeouts (e.g. 20ms for sqlitestore, 1s for SQS emulators). Tests wait a few Units.
 	// Zero means one second.
 	Unit time.Duration
+	// Sibling returns another queue (another name) of the same backend as
+	// q: the same store, the same SQS account. The dead-letter admin
+	// checks use it to show that a queue's Redrive and Drop never act on
+	// another queue's dead letters. Nil: they use a second queue from
+	// newQueue, which proves less for a backend that holds many queues.
+	Sibling func(q publishing.Queue) publishing.Queue
 }
 
 // TestQueue checks that a queue adapter has the SQS semantics the
@@ -47,6 +55,14 @@ type QueueOptions struct {
 // refused; a dead-letter reason longer than publishing.MaxReasonBytes is
 // cut to at most that many bytes, keeping its start and valid UTF-8 (how
 // the cut is marked is the adapter's choice).
+//
+// Every queue must also implement publishing.DeadLetterAdmin: Redrive
+// puts a dead letter back, visible at once, with the same id and body,
+// whose next delivery counts as its first, and it is no longer listed
+// (a second Redrive finds nothing); Drop deletes it for good; both give
+// publishing.ErrMessageNotFound for an id that is not among this queue's
+// dead letters (unknown, still queued, already redriven or dropped, or
+// another queue's: see QueueOptions.Sibling).
 func TestQueue(t *testing.T, newQueue func(t *testing.T, maxReceives int) publishing.Queue, opts QueueOptions) {
 	t.Helper()
 	runChecks(t, queueChecks(opts), func(t *testing.T) queueFactory {
@@ -55,7 +71,8 @@ func TestQueue(t *testing.T, newQueue func(t *testing.T, maxReceives int) publis
 }
 
 // queueFactory returns the check's queue; each check calls it once, with
-// the maximum number of deliveries it needs.
+// the maximum number of deliveries it needs (the dead-letter admin check of
+// another queue calls it twice when QueueOptions.Sibling is nil).
 type queueFactory func(maxReceives int) publishing.Queue
 
 // defaultMaxReceives is more deliveries than any check makes of one
@@ -68,7 +85,7 @@ func queueChecks(opts QueueOptions) []check[queueFactory] {
 		u = time.Second
 	}
 	with := func(f func(x *qt)) func(t testing.TB, newQ queueFactory) {
-		return func(t testing.TB, newQ queueFactory) { f(&qt{t: t, u: u, newQ: newQ}) }
+		return func(t testing.TB, newQ queueFactory) { f(&qt{t: t, u: u, newQ: newQ, sibling: opts.Sibling}) }
 	}
 	return []check[queueFactory]{
 		{"Receive/empty_queue", with(queueEmpty)},
@@ -83,15 +100,19 @@ func queueChecks(opts QueueOptions) []check[queueFactory] {
 		{"DeadLetter/after_max_receives", with(queueMaxReceives)},
 		{"DeadLetter/explicit_reason", with(queueDeadLetter)},
 		{"DeadLetter/long_reason_cut", with(queueLongReason)},
+		{"DeadLetterAdmin/redrive", with(queueRedrive)},
+		{"DeadLetterAdmin/drop", with(queueDrop)},
+		{"DeadLetterAdmin/not_found", with(queueAdminNotFound)},
 	}
 }
 
 // qt is one queue check: the queue and the time unit.
 type qt struct {
-	t    testing.TB
-	u    time.Duration
-	newQ queueFactory
-	q    publishing.Queue
+	t       testing.TB
+	u       time.Duration
+	newQ    queueFactory
+	sibling func(publishing.Queue) publishing.Queue
+	q       publishing.Queue
 }
 
 func (x *qt) queue(maxReceives int) publishing.Queue {
@@ -608,4 +629,131 @@ func queueLongReason(x *qt) {
 			x.t.Errorf("reason %d stored as %d bytes %q…, want the first %d bytes of the reason kept", i, len(got), trim([]byte(got)), keep)
 		}
 	}
+}
+
+// admin is q's dead-letter admin; a queue without one fails the check.
+func (x *qt) admin(q publishing.Queue) publishing.DeadLetterAdmin {
+	x.t.Helper()
+	a, ok := q.(publishing.DeadLetterAdmin)
+	if !ok {
+		x.t.Fatalf("queue %T does not implement publishing.DeadLetterAdmin", q)
+	}
+	return a
+}
+
+// bury sends body, has it delivered deliveries times and dead-letters it
+// with DeadLetter; it returns the message id.
+func (x *qt) bury(body []byte, deliveries int) string {
+	x.t.Helper()
+	id := x.send(body, 0)
+	vis := 30 * x.u
+	for i := 1; i <= deliveries; i++ {
+		m, _ := x.one(vis, 5*x.u, fmt.Sprintf("delivery %d of %q", i, body))
+		if m.ID != id {
+			x.t.Fatalf("delivery %d: got message %s, want %s", i, m.ID, id)
+		}
+		var err error
+		if i < deliveries {
+			err = x.q.Retry(x.t.Context(), m.Receipt, 0)
+		} else {
+			err = x.q.DeadLetter(x.t.Context(), m.Receipt, "poison: "+string(body))
+		}
+		if err != nil {
+			x.t.Fatalf("delivery %d of %q: %v", i, body, err)
+		}
+	}
+	return id
+}
+
+// wantDeadIDs checks that DeadLetters lists exactly ids, in order.
+func (x *qt) wantDeadIDs(q publishing.Queue, what string, ids ...string) {
+	x.t.Helper()
+	dl, err := q.DeadLetters(x.t.Context(), 10)
+	if err != nil {
+		x.t.Fatalf("%s: DeadLetters = %v", what, err)
+	}
+	var got []string
+	for _, d := range dl {
+		got = append(got, d.ID)
+	}
+	if !slices.Equal(got, ids) {
+		x.t.Errorf("%s: DeadLetters lists %v, want %v", what, got, ids)
+	}
+}
+
+// wantNotFound checks that err wraps publishing.ErrMessageNotFound.
+func (x *qt) wantNotFound(err error, what string) {
+	x.t.Helper()
+	if !errors.Is(err, publishing.ErrMessageNotFound) {
+		x.t.Errorf("%s = %v, want publishing.ErrMessageNotFound", what, err)
+	}
+}
+
+// A redriven dead letter is delivered again at once, with its id and body,
+// as if for the first time; it is no longer a dead letter, and the others
+// stay.
+func queueRedrive(x *qt) {
+	a := x.admin(x.queue(defaultMaxReceives))
+	keep := x.bury([]byte("stays dead"), 1)
+	body := []byte("redrive me")
+	id := x.bury(body, 2)
+	x.wantDeadIDs(x.q, "before Redrive", keep, id)
+	if err := a.Redrive(x.t.Context(), id); err != nil {
+		x.t.Fatalf("Redrive(%s) = %v, want nil", id, err)
+	}
+	x.wantDeadIDs(x.q, "after Redrive", keep)
+	vis := 30 * x.u
+	m, _ := x.one(vis, 5*x.u, "after Redrive")
+	wantDelivery(x.t, m, id, body, 1, "first delivery after Redrive")
+	x.wantNotFound(a.Redrive(x.t.Context(), id), "second Redrive of "+id)
+	x.ack(m.Receipt, "delivery after Redrive")
+	x.none(vis, "after the redriven message was acked")
+	x.wantDeadIDs(x.q, "after the redriven message was acked", keep)
+}
+
+// A dropped dead letter is gone: not listed, not delivered, not found again.
+func queueDrop(x *qt) {
+	a := x.admin(x.queue(defaultMaxReceives))
+	keep := x.bury([]byte("stays dead"), 1)
+	id := x.bury([]byte("drop me"), 1)
+	if err := a.Drop(x.t.Context(), id); err != nil {
+		x.t.Fatalf("Drop(%s) = %v, want nil", id, err)
+	}
+	x.wantDeadIDs(x.q, "after Drop", keep)
+	x.wantNotFound(a.Drop(x.t.Context(), id), "second Drop of "+id)
+	x.wantNotFound(a.Redrive(x.t.Context(), id), "Redrive after Drop of "+id)
+	x.quiet(x.u, 2*x.u, "after Drop")
+	x.wantDeadIDs(x.q, "after Drop and a Redrive of the dropped id", keep)
+}
+
+// Redrive and Drop act only on this queue's dead letters: not on an
+// unknown id, a message still queued, or another queue's dead letter.
+func queueAdminNotFound(x *qt) {
+	q := x.queue(defaultMaxReceives)
+	a := x.admin(q)
+	x.wantNotFound(a.Redrive(x.t.Context(), "no-such-message"), "Redrive(unknown id) on an empty queue")
+	x.wantNotFound(a.Drop(x.t.Context(), "no-such-message"), "Drop(unknown id) on an empty queue")
+	dead := x.bury([]byte("dead here"), 1)
+	live := x.send([]byte("still queued"), 0)
+	x.wantNotFound(a.Redrive(x.t.Context(), live), "Redrive(id of a queued message)")
+	x.wantNotFound(a.Drop(x.t.Context(), live), "Drop(id of a queued message)")
+	x.wantNotFound(a.Redrive(x.t.Context(), "no-such-message"), "Redrive(unknown id)")
+
+	var other publishing.Queue
+	if x.sibling != nil {
+		other = x.sibling(q)
+	} else {
+		other = x.newQ(defaultMaxReceives)
+	}
+	oa := x.admin(other)
+	x.wantNotFound(oa.Redrive(x.t.Context(), dead), "another queue's Redrive(this queue's dead letter)")
+	x.wantNotFound(oa.Drop(x.t.Context(), dead), "another queue's Drop(this queue's dead letter)")
+	x.wantDeadIDs(q, "after another queue's Redrive and Drop", dead)
+	x.wantDeadIDs(other, "the other queue")
+	ms, err := other.Receive(x.t.Context(), 10, x.u)
+	if err != nil || len(ms) != 0 {
+		x.t.Errorf("the other queue's Receive = %d messages, %v; want none, nil", len(ms), err)
+	}
+	m, _ := x.one(30*x.u, 5*x.u, "the queued message")
+	wantDelivery(x.t, m, live, []byte("still queued"), 1, "the queued message after Redrive and Drop of its id")
 }

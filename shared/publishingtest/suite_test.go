@@ -232,6 +232,10 @@ func TestAccountsSuiteCatchesBrokenAdapters(t *testing.T) {
 			[]string{"Refresh/lost_refresh_cleared_by_save"}},
 		{"PutCredential keeps RefreshLostAt", a(accountsBugs{putKeepsLost: true}),
 			[]string{"Credential/lost_refresh_cleared_by_put"}},
+		{"PutAccount drops the limits", a(accountsBugs{dropsLimits: true}),
+			[]string{"Account/put_get_list"}},
+		{"does not store the OAuth client", a(accountsBugs{dropsClientApp: true}),
+			[]string{"Credential/round_trip", "Refresh/lease_exclusive_until_saved"}},
 	}, false)
 }
 
@@ -256,6 +260,9 @@ func TestQueueSuiteCatchesBrokenAdapters(t *testing.T) {
 		{"Send accepts an oversized body", q(queueBugs{acceptsOversized: true}), []string{"Send/oversized_refused"}},
 		{"DeadLetter keeps a long reason whole", q(queueBugs{reasonUncut: true}), []string{"DeadLetter/long_reason_cut"}},
 		{"DeadLetter cuts a reason inside a rune", q(queueBugs{reasonCutMidRune: true}), []string{"DeadLetter/long_reason_cut"}},
+		{"Redrive keeps the receive count", q(queueBugs{redriveKeepsCount: true}), []string{"DeadLetterAdmin/redrive"}},
+		{"Redrive keeps the dead letter", q(queueBugs{redriveKeepsDead: true}), []string{"DeadLetterAdmin/redrive"}},
+		{"Drop deletes nothing", q(queueBugs{dropKeeps: true}), []string{"DeadLetterAdmin/drop"}},
 	}
 	testBroken(t, checks, cases, true)
 }

@@ -16,11 +16,12 @@ import (
 // token is stored.
 var ErrNoAccessToken = errors.New("credential has no access token")
 
-// PutAccount stores an account, replacing one with the same id. Its
-// credential, stored apart, is untouched.
+// PutAccount stores an account with its limits, replacing one with the
+// same id. Its credential, stored apart, is untouched.
 func (s *Store) PutAccount(ctx context.Context, a post.Account) error {
 	_, err := s.ws.accountPut.ExecContext(ctx, string(a.ID), a.Platform, a.Handle, a.BaseURL,
-		a.RemoteID, a.CredentialRef, string(a.Gate), string(a.Status), a.StatusReason)
+		a.RemoteID, a.CredentialRef, string(a.Gate), string(a.Status), a.StatusReason,
+		a.Limits.MaxTextGraphemes, a.Limits.MaxMedia, a.Limits.MaxMediaBytes)
 	if err != nil {
 		return fmt.Errorf("put account %s: %w", a.ID, err)
 	}
@@ -65,25 +66,69 @@ func scanAccount(sc scanner) (post.Account, error) {
 	var a post.Account
 	var id, gate, status string
 	if err := sc.Scan(&id, &a.Platform, &a.Handle, &a.BaseURL, &a.RemoteID, &a.CredentialRef, &gate,
-		&status, &a.StatusReason); err != nil {
+		&status, &a.StatusReason, &a.Limits.MaxTextGraphemes, &a.Limits.MaxMedia, &a.Limits.MaxMediaBytes); err != nil {
 		return post.Account{}, err
 	}
 	a.ID, a.Gate, a.Status = post.AccountID(id), post.GatePolicy(gate), post.AccountStatus(status)
 	return a, nil
 }
 
+// DeleteAccount removes an account and its credential (with any refresh
+// lease) in one transaction, or returns an error wrapping post.ErrNotFound
+// when there is no such account (a credential row without its account is
+// then left as it is). Posts targeting the account and ledger entries are
+// untouched.
+func (s *Store) DeleteAccount(ctx context.Context, id post.AccountID) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.StmtContext(ctx, s.ws.credentialDelete).ExecContext(ctx, string(id)); err != nil {
+			return err
+		}
+		res, err := tx.StmtContext(ctx, s.ws.accountDelete).ExecContext(ctx, string(id))
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n != 1 {
+			return post.ErrNotFound // rolls the credential's deletion back
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("delete account %s: %w", id, err)
+	}
+	s.accountWrites.Add(1)
+	return nil
+}
+
 // Credential reads an account's credential, with the time its last refresh
 // was lost if MarkRefreshLost recorded one, or returns an error wrapping
-// post.ErrNotFound. Tokens never appear in errors.
+// post.ErrNotFound. The stored values are decrypted; one that does not
+// decrypt (the key file was replaced, or the value was copied from another
+// account or column) gives an error wrapping ErrCredentialUndecryptable
+// that names the account and the key file. Tokens never appear in errors.
 func (s *Store) Credential(ctx context.Context, id post.AccountID) (platform.Credential, error) {
 	var c platform.Credential
-	var expires, lost string
-	err := s.rs.credential.QueryRowContext(ctx, string(id)).Scan(&c.AccessToken, &c.RefreshToken, &expires, &lost)
+	var access, refresh, clientID, clientSecret, expires, lost string
+	err := s.rs.credential.QueryRowContext(ctx, string(id)).Scan(&access, &refresh, &expires, &lost, &clientID, &clientSecret)
 	if errors.Is(err, sql.ErrNoRows) {
 		return platform.Credential{}, fmt.Errorf("credential %s: %w", id, post.ErrNotFound)
 	}
 	if err != nil {
 		return platform.Credential{}, fmt.Errorf("credential %s: %w", id, err)
+	}
+	for _, v := range []struct {
+		dst           *string
+		column, value string
+	}{
+		{&c.AccessToken, colAccessToken, access},
+		{&c.RefreshToken, colRefreshToken, refresh},
+		{&c.ClientID, colClientID, clientID},
+		{&c.ClientSecret, colClientSecret, clientSecret},
+	} {
+		if *v.dst, err = s.seal.open(id, v.column, v.value); err != nil {
+			return platform.Credential{}, err
+		}
 	}
 	var d decoder
 	c.ExpiresAt, c.RefreshLostAt = d.time(expires), d.time(lost)
@@ -94,15 +139,19 @@ func (s *Store) Credential(ctx context.Context, id post.AccountID) (platform.Cre
 }
 
 // PutCredential stores an account's credential (an operator connected the
-// account). An empty access token is refused (ErrNoAccessToken); an empty
-// refresh token keeps the stored one. A lost refresh recorded by
-// MarkRefreshLost is cleared (c.RefreshLostAt is not stored: only
-// MarkRefreshLost sets it). A refresh lease, if any, is untouched.
+// account), its values encrypted. An empty access token is refused
+// (ErrNoAccessToken); an empty refresh token keeps the stored one; the
+// client id and secret are stored as given (empty: the deployment's
+// default app). A lost refresh recorded by MarkRefreshLost is cleared
+// (c.RefreshLostAt is not stored: only MarkRefreshLost sets it). A refresh
+// lease, if any, is untouched.
 func (s *Store) PutCredential(ctx context.Context, id post.AccountID, c platform.Credential) error {
 	if c.AccessToken == "" {
 		return fmt.Errorf("put credential %s: %w", id, ErrNoAccessToken)
 	}
-	_, err := s.ws.credentialPut.ExecContext(ctx, string(id), c.AccessToken, c.RefreshToken, sqltime.Encode(c.ExpiresAt))
+	_, err := s.ws.credentialPut.ExecContext(ctx, string(id), s.seal.seal(id, colAccessToken, c.AccessToken),
+		s.seal.seal(id, colRefreshToken, c.RefreshToken), sqltime.Encode(c.ExpiresAt),
+		s.seal.seal(id, colClientID, c.ClientID), s.seal.seal(id, colClientSecret, c.ClientSecret))
 	if err != nil {
 		return fmt.Errorf("put credential %s: %w", id, err)
 	}
@@ -133,9 +182,10 @@ func (s *Store) LeaseRefresh(ctx context.Context, id post.AccountID, owner strin
 	return nil
 }
 
-// SaveRefreshed stores a refreshed credential and drops the lease, only if
-// owner still holds it; an error wrapping post.ErrConflict otherwise. An
-// empty refresh token keeps the stored one; a lost refresh recorded by
+// SaveRefreshed stores a refreshed credential, its values encrypted, and
+// drops the lease, only if owner still holds it; an error wrapping
+// post.ErrConflict otherwise. An empty refresh token keeps the stored one;
+// the client id and secret are stored as given; a lost refresh recorded by
 // MarkRefreshLost is cleared (c.RefreshLostAt is not stored). A nil
 // credential only drops the lease; a credential without an access token is
 // refused (ErrNoAccessToken) and the lease kept.
@@ -151,7 +201,9 @@ func (s *Store) SaveRefreshed(ctx context.Context, id post.AccountID, owner stri
 	case c.AccessToken == "":
 		return fmt.Errorf("save refreshed %s: %w", id, ErrNoAccessToken)
 	default:
-		res, err = s.ws.credentialSave.ExecContext(ctx, c.AccessToken, c.RefreshToken, sqltime.Encode(c.ExpiresAt), string(id), owner)
+		res, err = s.ws.credentialSave.ExecContext(ctx, s.seal.seal(id, colAccessToken, c.AccessToken),
+			s.seal.seal(id, colRefreshToken, c.RefreshToken), sqltime.Encode(c.ExpiresAt), string(id), owner,
+			s.seal.seal(id, colClientID, c.ClientID), s.seal.seal(id, colClientSecret, c.ClientSecret))
 	}
 	if err != nil {
 		return fmt.Errorf("save refreshed %s: %w", id, err)

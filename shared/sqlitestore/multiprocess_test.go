@@ -30,6 +30,9 @@ import (
 const (
 	helperEnvPath = "SQLITESTORE_HELPER_DB"
 	helperEnvName = "SQLITESTORE_HELPER_NAME"
+	// helperEnvMode "key" makes the helper open a new store and store one
+	// credential (TestKeyAcrossProcesses) instead of racing on the ledger.
+	helperEnvMode = "SQLITESTORE_HELPER_MODE"
 	raceKeys      = 50
 	raceTargets   = 30
 	raceMessages  = 200
@@ -116,6 +119,15 @@ func TestHelperProcess(t *testing.T) {
 		t.Skip("helper process for TestTwoProcesses")
 	}
 	in := bufio.NewReader(os.Stdin)
+	if os.Getenv(helperEnvMode) == "key" {
+		fmt.Println("ready")
+		<-waitStart(in)
+		if err := openAndPutCredential(path, post.AccountID("acct-child-"+os.Getenv(helperEnvName))); err != nil {
+			fmt.Fprintf(os.Stderr, "helper %s: %v\n", os.Getenv(helperEnvName), err)
+			os.Exit(3)
+		}
+		os.Exit(0)
+	}
 	r, err := race(path, func() { fmt.Println("ready") }, waitStart(in))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "helper %s: %v\n", os.Getenv(helperEnvName), err)
@@ -329,3 +341,83 @@ func TestTwoProcesses(t *testing.T) {
 
 // raceAccount is the account of the i-th target of racePost.
 func raceAccount(i int) post.AccountID { return post.AccountID(fmt.Sprintf("acct-%02d", i)) }
+
+// openAndPutCredential opens the store at path and stores secretCred(id).
+func openAndPutCredential(path string, id post.AccountID) error {
+	s, err := Open(context.Background(), path, Options{})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return s.PutCredential(context.Background(), id, secretCred(string(id)))
+}
+
+// Processes opening one new store at the same moment end with one key:
+// each stores a credential, and every credential decrypts afterwards.
+func TestKeyAcrossProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	path := filepath.Join(t.TempDir(), "fresh.db")
+	type child struct {
+		cmd    *exec.Cmd
+		stdin  io.WriteCloser
+		stderr strings.Builder
+	}
+	var children []*child
+	for i := range raceChildren {
+		c := &child{cmd: exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")}
+		c.cmd.Env = append(os.Environ(), helperEnvPath+"="+path, helperEnvName+"="+strconv.Itoa(i), helperEnvMode+"=key")
+		c.cmd.Stderr = &c.stderr
+		var err error
+		if c.stdin, err = c.cmd.StdinPipe(); err != nil {
+			t.Fatal(err)
+		}
+		out, err := c.cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if c.cmd.ProcessState == nil {
+				_ = c.cmd.Process.Kill()
+				_ = c.cmd.Wait()
+			}
+		}()
+		if line, err := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "ready" {
+			t.Fatalf("child %d: first line %q (%v), stderr:\n%s", i, line, err, c.stderr.String())
+		}
+		children = append(children, c)
+	}
+	if _, err := os.Stat(path + ".key"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("key file exists before any Open: %v", err)
+	}
+	at := time.Now().Add(100 * time.Millisecond)
+	for _, c := range children {
+		if _, err := fmt.Fprintf(c.stdin, "%d\n", at.UnixNano()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(time.Until(at))
+	if err := openAndPutCredential(path, "acct-parent"); err != nil {
+		t.Fatalf("parent: %v", err)
+	}
+	for i, c := range children {
+		if err := c.cmd.Wait(); err != nil {
+			t.Fatalf("child %d: %v, stderr:\n%s", i, err, c.stderr.String())
+		}
+	}
+	s := openAt(t, path)
+	ids := []post.AccountID{"acct-parent"}
+	for i := range raceChildren {
+		ids = append(ids, post.AccountID(fmt.Sprint("acct-child-", i)))
+	}
+	for _, id := range ids {
+		if c, err := s.Credential(context.Background(), id); err != nil || c.AccessToken != secretCred(string(id)).AccessToken {
+			t.Errorf("Credential(%s) after the race = %v", id, err)
+		}
+	}
+	wantKeyFile(t, path+".key")
+}

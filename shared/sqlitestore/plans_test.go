@@ -23,8 +23,9 @@ func queryPlan(t *testing.T, db *sql.DB, query string, args ...any) []string {
 	return plan
 }
 
-// fullScan matches a plan line that reads a whole table, not an index.
-var fullScan = regexp.MustCompile(`SCAN (targets|ledger)\s*$`)
+// fullScan matches a plan line that reads a whole table, or the whole of
+// an index that holds every row of its table (not a partial one).
+var fullScan = regexp.MustCompile(`SCAN (targets|ledger)(\s*$| USING (COVERING )?INDEX targets_by_account\b)`)
 
 // The periodic and start-up queries read only their partial indexes: no
 // scan of a whole table, no sort of every matching row.
@@ -43,12 +44,16 @@ func TestQueryPlans(t *testing.T) {
 		{"Unscheduled", unscheduledQuery, []any{10}, []string{"targets_unscheduled"}},
 		{"PruneLedger", expiredQuery, []any{"2026", 10}, []string{"ledger_expires"}},
 		{"ByState(held)", heldQuery, []any{10}, []string{"ledger_held"}},
+		{"ListPosts(held)", listQuery([]post.TargetStatus{post.Held}, false), nil, []string{"targets_settled"}},
+		{"ListPosts(scheduled, held, failed; account)", listQuery([]post.TargetStatus{post.Scheduled, post.Held, post.Failed}, true),
+			[]any{"acct"}, []string{"targets_due", "targets_settled"}},
+		{"ListPosts(account)", listQuery(nil, true), []any{"acct"}, []string{"targets_by_account"}},
 	}
 	statuses := []post.TargetStatus{post.Scheduled, post.Triggered, post.Publishing, post.Waiting,
-		post.Published, post.Failed, post.Held, post.Cancelled}
+		post.Published, post.Failed, post.Held, post.Cancelled, post.Deleted}
 	index := map[post.TargetStatus]string{post.Scheduled: "targets_due", post.Triggered: "targets_unfinished",
 		post.Publishing: "targets_unfinished", post.Waiting: "targets_waiting", post.Published: "targets_settled",
-		post.Failed: "targets_settled", post.Held: "targets_settled", post.Cancelled: "targets_settled"}
+		post.Failed: "targets_settled", post.Held: "targets_settled", post.Cancelled: "targets_settled", post.Deleted: "targets_settled"}
 	for _, st := range statuses {
 		cases = append(cases, want{fmt.Sprintf("CountTargets(%s)", st), targetCounts[st], nil, []string{index[st]}})
 	}
@@ -58,6 +63,21 @@ func TestQueryPlans(t *testing.T) {
 	// The check itself: counting every status is a scan, and is seen as one.
 	if plan := queryPlan(t, s.r, `SELECT status, count(*) FROM targets GROUP BY status`); !slices.ContainsFunc(plan, fullScan.MatchString) {
 		t.Errorf("the scan of every target is not recognised as one:\n%s", strings.Join(plan, "\n"))
+	}
+	// Listing every status (or the transient ones) sorts the triggered,
+	// publishing and waiting targets, and only those.
+	all := queryPlan(t, s.r, listQuery(allStatuses, false))
+	t.Logf("ListPosts(every status):\n%s", strings.Join(all, "\n"))
+	for _, ix := range []string{"targets_due", "targets_unfinished", "targets_waiting", "targets_settled"} {
+		if !slices.ContainsFunc(all, func(l string) bool { return strings.Contains(l, "INDEX "+ix) }) {
+			t.Errorf("ListPosts(every status) does not use index %s", ix)
+		}
+	}
+	if slices.ContainsFunc(all, fullScan.MatchString) {
+		t.Errorf("ListPosts(every status) scans a table")
+	}
+	if n := len(slices.DeleteFunc(slices.Clone(all), func(l string) bool { return !strings.Contains(l, "TEMP B-TREE") })); n != 3 {
+		t.Errorf("ListPosts(every status) sorts %d ranges, want 3 (triggered, publishing, waiting)", n)
 	}
 	for _, tc := range cases {
 		plan := queryPlan(t, s.r, tc.query, tc.args...)

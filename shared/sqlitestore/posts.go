@@ -143,7 +143,12 @@ func (s *Store) MarkScheduled(ctx context.Context, ref publishing.TargetRef, sch
 // GetPost reads a post and its targets in one statement (one snapshot), or
 // returns an error wrapping post.ErrNotFound.
 func (s *Store) GetPost(ctx context.Context, id post.ID) (post.Post, error) {
-	rows, err := s.rs.postGet.QueryContext(ctx, string(id))
+	return readPost(ctx, s.rs.postGet, id)
+}
+
+// readPost runs the postGet statement (on its own or in a transaction).
+func readPost(ctx context.Context, stmt *sql.Stmt, id post.ID) (post.Post, error) {
+	rows, err := stmt.QueryContext(ctx, string(id))
 	if err != nil {
 		return post.Post{}, fmt.Errorf("get post %s: %w", id, err)
 	}

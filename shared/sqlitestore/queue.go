@@ -385,6 +385,63 @@ func (q *Queue) DeadLetters(ctx context.Context, limit int) ([]publishing.DeadLe
 	return out, nil
 }
 
+// Redrive moves the dead letter with message id id back to this queue, in
+// one transaction: a new message with the same id and body, visible at
+// once, with receive count 0 (its next delivery is its first) and SentAt
+// the time of the redrive; the dead letter is deleted. A crash leaves it
+// either dead-lettered or queued, never both and never neither. An id that
+// is not among this queue's dead letters (another queue's, or redriven or
+// dropped already) gives an error wrapping publishing.ErrMessageNotFound.
+func (q *Queue) Redrive(ctx context.Context, id string) error {
+	now := sqltime.Encode(q.s.now())
+	err := q.s.write(ctx, func(tx *sql.Tx) error {
+		seq, err := q.deadSeq(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.StmtContext(ctx, q.s.ws.deadRedrive).ExecContext(ctx, now, seq); err != nil {
+			return err
+		}
+		_, err = tx.StmtContext(ctx, q.s.ws.deadDelete).ExecContext(ctx, seq)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("queue %s redrive %s: %w", q.name, id, err)
+	}
+	q.s.queueWrites.Add(1)
+	return nil
+}
+
+// Drop deletes the dead letter with message id id for good. An id that is
+// not among this queue's dead letters gives an error wrapping
+// publishing.ErrMessageNotFound.
+func (q *Queue) Drop(ctx context.Context, id string) error {
+	err := q.s.write(ctx, func(tx *sql.Tx) error {
+		seq, err := q.deadSeq(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		_, err = tx.StmtContext(ctx, q.s.ws.deadDelete).ExecContext(ctx, seq)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("queue %s drop %s: %w", q.name, id, err)
+	}
+	q.s.queueWrites.Add(1)
+	return nil
+}
+
+// deadSeq finds this queue's dead letter with message id id (the oldest,
+// should there ever be two).
+func (q *Queue) deadSeq(ctx context.Context, tx *sql.Tx, id string) (int64, error) {
+	var seq int64
+	err := tx.StmtContext(ctx, q.s.ws.deadFind).QueryRowContext(ctx, q.name, id).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, publishing.ErrMessageNotFound
+	}
+	return seq, err
+}
+
 // receiptSeq is the row a receipt ("seq.count.random") belongs to. The
 // receipt itself must still match the row's: seq alone proves nothing.
 func receiptSeq(receipt string) (int64, error) {

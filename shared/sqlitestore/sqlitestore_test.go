@@ -23,5 +23,8 @@ func TestAccountsConformance(t *testing.T) {
 func TestQueueConformance(t *testing.T) {
 	publishingtest.TestQueue(t, func(t *testing.T, maxReceives int) publishing.Queue {
 		return openTest(t, Options{}).Queue("conformance", maxReceives)
-	}, publishingtest.QueueOptions{Unit: 20 * time.Millisecond})
+	}, publishingtest.QueueOptions{Unit: 20 * time.Millisecond, Sibling: func(q publishing.Queue) publishing.Queue {
+		sq := q.(*Queue)
+		return sq.s.Queue(sq.name+"-sibling", sq.maxReceives)
+	}})
 }

@@ -14,20 +14,34 @@ const ledgerColumns = `key, action, account, subject, slot, state, attempt, hand
 	lease_owner, lease_until, open_since, sent_at, remote_id, reason, task_token, updated_at, expires_at,
 	maybe_sent, look_after, retry_at, deferred_since, decision`
 
-// targetCounts says, for every target status, how CountTargets counts it:
-// through the partial index that holds that status. The WHERE clause
+// statusTargets says, for every target status, how to read the targets in
+// that status: through the partial index that holds it. The WHERE clause
 // repeats the index's own condition, which is what lets SQLite use a
-// partial index, and INDEXED BY makes Open fail if it cannot.
-var targetCounts = map[post.TargetStatus]string{
-	post.Scheduled:  `SELECT count(*) FROM targets INDEXED BY targets_due WHERE status = 'scheduled'`,
-	post.Triggered:  `SELECT count(*) FROM targets INDEXED BY targets_unfinished WHERE status IN ('triggered', 'publishing') AND status = 'triggered'`,
-	post.Publishing: `SELECT count(*) FROM targets INDEXED BY targets_unfinished WHERE status IN ('triggered', 'publishing') AND status = 'publishing'`,
-	post.Waiting:    `SELECT count(*) FROM targets INDEXED BY targets_waiting WHERE status = 'waiting'`,
-	post.Published:  `SELECT count(*) FROM targets INDEXED BY targets_settled WHERE status IN ('published', 'failed', 'held', 'cancelled') AND status = 'published'`,
-	post.Failed:     `SELECT count(*) FROM targets INDEXED BY targets_settled WHERE status IN ('published', 'failed', 'held', 'cancelled') AND status = 'failed'`,
-	post.Held:       `SELECT count(*) FROM targets INDEXED BY targets_settled WHERE status IN ('published', 'failed', 'held', 'cancelled') AND status = 'held'`,
-	post.Cancelled:  `SELECT count(*) FROM targets INDEXED BY targets_settled WHERE status IN ('published', 'failed', 'held', 'cancelled') AND status = 'cancelled'`,
+// partial index, and INDEXED BY makes Open (or the query) fail if it
+// cannot. Within one status, targets_due and targets_settled are in slot
+// order; targets_unfinished and targets_waiting are not (their statuses
+// are transient and few).
+var statusTargets = map[post.TargetStatus]string{
+	post.Scheduled:  `targets INDEXED BY targets_due WHERE status = 'scheduled'`,
+	post.Triggered:  `targets INDEXED BY targets_unfinished WHERE status IN ('triggered', 'publishing') AND status = 'triggered'`,
+	post.Publishing: `targets INDEXED BY targets_unfinished WHERE status IN ('triggered', 'publishing') AND status = 'publishing'`,
+	post.Waiting:    `targets INDEXED BY targets_waiting WHERE status = 'waiting'`,
+	post.Published:  `targets INDEXED BY targets_settled WHERE status IN ('published', 'failed', 'held', 'cancelled', 'deleted') AND status = 'published'`,
+	post.Failed:     `targets INDEXED BY targets_settled WHERE status IN ('published', 'failed', 'held', 'cancelled', 'deleted') AND status = 'failed'`,
+	post.Held:       `targets INDEXED BY targets_settled WHERE status IN ('published', 'failed', 'held', 'cancelled', 'deleted') AND status = 'held'`,
+	post.Cancelled:  `targets INDEXED BY targets_settled WHERE status IN ('published', 'failed', 'held', 'cancelled', 'deleted') AND status = 'cancelled'`,
+	post.Deleted:    `targets INDEXED BY targets_settled WHERE status IN ('published', 'failed', 'held', 'cancelled', 'deleted') AND status = 'deleted'`,
 }
+
+// targetCounts says, for every target status, how CountTargets counts it:
+// through the partial index that holds that status (statusTargets).
+var targetCounts = func() map[post.TargetStatus]string {
+	out := make(map[post.TargetStatus]string, len(statusTargets))
+	for st, from := range statusTargets {
+		out[st] = `SELECT count(*) FROM ` + from
+	}
+	return out
+}()
 
 // Queries whose plans the tests check (TestQueryPlans).
 const (
@@ -62,11 +76,16 @@ type writeStmts struct {
 	ledgerExpired, ledgerDelete, historyDelete              *sql.Stmt
 
 	postInsert, targetInsert, targetSelect, targetUpdate, targetMarkScheduled *sql.Stmt
+	postExists, targetReschedule, ledgerSendState                             *sql.Stmt
 
 	accountPut, credentialPut, leaseTake, credentialSave, leaseRelease, refreshLost *sql.Stmt
+	accountDelete, credentialDelete                                                 *sql.Stmt
+
+	blockedAdd, blockedRemove *sql.Stmt
 
 	queueInsert, queueVisible, queueDeliver, queueToDead, queueDelete *sql.Stmt
 	queueAck, queueRetry, queueByReceipt, queueCurrent                *sql.Stmt
+	deadFind, deadRedrive, deadDelete                                 *sql.Stmt
 }
 
 func (w *writeStmts) all() []*sql.Stmt {
@@ -74,9 +93,12 @@ func (w *writeStmts) all() []*sql.Stmt {
 		w.ledgerInsert, w.ledgerUpdate, w.ledgerExists, w.historyInsert,
 		w.ledgerExpired, w.ledgerDelete, w.historyDelete,
 		w.postInsert, w.targetInsert, w.targetSelect, w.targetUpdate, w.targetMarkScheduled,
+		w.postExists, w.targetReschedule, w.ledgerSendState,
 		w.accountPut, w.credentialPut, w.leaseTake, w.credentialSave, w.leaseRelease, w.refreshLost,
+		w.accountDelete, w.credentialDelete, w.blockedAdd, w.blockedRemove,
 		w.queueInsert, w.queueVisible, w.queueDeliver, w.queueToDead, w.queueDelete,
 		w.queueAck, w.queueRetry, w.queueByReceipt, w.queueCurrent,
+		w.deadFind, w.deadRedrive, w.deadDelete,
 	}
 }
 
@@ -88,6 +110,7 @@ type readStmts struct {
 	countAll                              *sql.Stmt
 	count                                 map[post.TargetStatus]*sql.Stmt
 	accountGet, accountList, credential   *sql.Stmt
+	blocked                               *sql.Stmt
 	deadLetters, queueAnyVisible          *sql.Stmt
 }
 
@@ -95,7 +118,7 @@ func (r *readStmts) all() []*sql.Stmt {
 	out := []*sql.Stmt{
 		r.ledgerGet, r.ledgerOpen, r.ledgerHistory, r.ledgerHeld, r.ledgerByState,
 		r.postGet, r.due, r.unfinished, r.unscheduled, r.countAll,
-		r.accountGet, r.accountList, r.credential,
+		r.accountGet, r.accountList, r.credential, r.blocked,
 		r.deadLetters, r.queueAnyVisible,
 	}
 	for _, st := range r.count {
@@ -147,6 +170,11 @@ func (s *Store) prepare(ctx context.Context) error {
 			WHERE post_id = ? AND account = ? AND status = ?`},
 		{&w.targetMarkScheduled, s.w, `UPDATE targets SET has_schedule = 1
 			WHERE post_id = ? AND account = ? AND status = 'scheduled' AND slot = ?`},
+		{&w.postExists, s.w, `SELECT 1 FROM posts WHERE id = ?`},
+		{&w.targetReschedule, s.w, `UPDATE targets SET slot = ?, status = 'scheduled', reason = '', next_try = '',
+			updated_at = ?, has_schedule = 1
+			WHERE post_id = ? AND account = ? AND status = ? AND slot = ?`},
+		{&w.ledgerSendState, s.w, `SELECT state, maybe_sent FROM ledger WHERE key = ?`},
 		{&r.postGet, s.r, `SELECT p.body, p.media, p.created_at,
 			t.account, t.slot, t.status, t.remote_id, t.reason, t.updated_at, t.next_try
 			FROM posts p LEFT JOIN targets t ON t.post_id = p.id
@@ -158,35 +186,52 @@ func (s *Store) prepare(ctx context.Context) error {
 
 		// Accounts and credentials.
 		{&w.accountPut, s.w, `INSERT INTO accounts (id, platform, handle, base_url, remote_id, credential_ref, gate,
-			status, status_reason)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+			status, status_reason, max_characters, max_media, max_media_bytes)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET platform = excluded.platform, handle = excluded.handle,
 			base_url = excluded.base_url, remote_id = excluded.remote_id,
 			credential_ref = excluded.credential_ref, gate = excluded.gate,
-			status = excluded.status, status_reason = excluded.status_reason`},
-		{&w.credentialPut, s.w, `INSERT INTO credentials (account_id, access_token, refresh_token, expires_at)
-			VALUES (?1, ?2, ?3, ?4)
+			status = excluded.status, status_reason = excluded.status_reason,
+			max_characters = excluded.max_characters, max_media = excluded.max_media,
+			max_media_bytes = excluded.max_media_bytes`},
+		{&w.accountDelete, s.w, `DELETE FROM accounts WHERE id = ?`},
+		{&w.credentialDelete, s.w, `DELETE FROM credentials WHERE account_id = ?`},
+		// Token values are encrypted (sealer); an empty value is stored
+		// empty, so the comparisons with '' below still see it.
+		{&w.credentialPut, s.w, `INSERT INTO credentials (account_id, access_token, refresh_token, expires_at,
+			client_id, client_secret)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6)
 			ON CONFLICT (account_id) DO UPDATE SET access_token = excluded.access_token,
 			refresh_token = CASE WHEN excluded.refresh_token = '' THEN credentials.refresh_token ELSE excluded.refresh_token END,
-			expires_at = excluded.expires_at, refresh_lost_at = ''`},
+			expires_at = excluded.expires_at, refresh_lost_at = '',
+			client_id = excluded.client_id, client_secret = excluded.client_secret`},
 		{&w.leaseTake, s.w, `INSERT INTO credentials (account_id, access_token, refresh_token, expires_at, lease_owner, lease_until)
 			VALUES (?1, '', '', '', ?2, ?3)
 			ON CONFLICT (account_id) DO UPDATE SET lease_owner = ?2, lease_until = ?3
 			WHERE credentials.lease_owner = '' OR credentials.lease_owner = ?2 OR credentials.lease_until <= ?4`},
 		{&w.credentialSave, s.w, `UPDATE credentials SET access_token = ?1,
 			refresh_token = CASE WHEN ?2 = '' THEN refresh_token ELSE ?2 END,
-			expires_at = ?3, refresh_lost_at = '', lease_owner = '', lease_until = ''
+			expires_at = ?3, refresh_lost_at = '', lease_owner = '', lease_until = '',
+			client_id = ?6, client_secret = ?7
 			WHERE account_id = ?4 AND lease_owner = ?5`},
 		{&w.leaseRelease, s.w, `UPDATE credentials SET lease_owner = '', lease_until = ''
 			WHERE account_id = ? AND lease_owner = ?`},
 		{&w.refreshLost, s.w, `UPDATE credentials SET refresh_lost_at = ?, lease_owner = '', lease_until = ''
 			WHERE account_id = ? AND lease_owner = ?`},
-		{&r.accountGet, s.r, `SELECT id, platform, handle, base_url, remote_id, credential_ref, gate, status, status_reason
+		{&r.accountGet, s.r, `SELECT id, platform, handle, base_url, remote_id, credential_ref, gate, status, status_reason,
+			max_characters, max_media, max_media_bytes
 			FROM accounts WHERE id = ?`},
-		{&r.accountList, s.r, `SELECT id, platform, handle, base_url, remote_id, credential_ref, gate, status, status_reason
+		{&r.accountList, s.r, `SELECT id, platform, handle, base_url, remote_id, credential_ref, gate, status, status_reason,
+			max_characters, max_media, max_media_bytes
 			FROM accounts ORDER BY id`},
-		{&r.credential, s.r, `SELECT access_token, refresh_token, expires_at, refresh_lost_at FROM credentials
-			WHERE account_id = ? AND access_token != ''`},
+		{&r.credential, s.r, `SELECT access_token, refresh_token, expires_at, refresh_lost_at, client_id, client_secret
+			FROM credentials WHERE account_id = ? AND access_token != ''`},
+
+		// Blocklist.
+		{&w.blockedAdd, s.w, `INSERT INTO blocklist (key, term, added_at) VALUES (?, ?, ?)
+			ON CONFLICT (key) DO NOTHING`},
+		{&w.blockedRemove, s.w, `DELETE FROM blocklist WHERE key = ?`},
+		{&r.blocked, s.r, `SELECT key, term, added_at FROM blocklist ORDER BY key`},
 
 		// Queues. Fields another process may have written in a form this
 		// build cannot decode are read as they are stored (receive_count
@@ -207,6 +252,13 @@ func (s *Store) prepare(ctx context.Context) error {
 		{&w.queueRetry, s.w, `UPDATE queue_messages SET visible_at = ? WHERE seq = ? AND queue = ? AND receipt = ?`},
 		{&w.queueByReceipt, s.w, `SELECT 1 FROM queue_messages WHERE seq = ? AND queue = ? AND receipt = ?`},
 		{&w.queueCurrent, s.w, `SELECT receive_count FROM queue_messages WHERE seq = ? AND queue = ?`},
+		// Dead-letter admin: a queue's dead letters are found by message
+		// id through dead_letters_queue (they are few); a redriven message
+		// is a new row, visible at once, never delivered yet.
+		{&w.deadFind, s.w, `SELECT seq FROM dead_letters WHERE queue = ? AND id = ? ORDER BY seq LIMIT 1`},
+		{&w.deadRedrive, s.w, `INSERT INTO queue_messages (queue, id, body, sent_at, visible_at, receive_count, receipt)
+			SELECT queue, id, body, ?1, ?1, 0, '' FROM dead_letters WHERE seq = ?2`},
+		{&w.deadDelete, s.w, `DELETE FROM dead_letters WHERE seq = ?`},
 		{&r.queueAnyVisible, s.r, `SELECT 1 FROM queue_messages WHERE queue = ? AND visible_at <= ? LIMIT 1`},
 		{&r.deadLetters, s.r, `SELECT id, body, receive_count, reason, at FROM dead_letters
 			WHERE queue = ? ORDER BY seq LIMIT ?`},

@@ -40,6 +40,36 @@
 // ("2006-01-02T15:04:05.000000000Z"), which sorts like the times it encodes;
 // the zero time is stored as the empty string. The file (and its -wal and
 // -shm companions) has mode 0600 because it holds platform credentials.
+//
+// # Credentials at rest
+//
+// The credential values (access token, refresh token, OAuth client id and
+// client secret) are encrypted with AES-256-GCM under a key kept in a
+// separate file, Options.KeyFile (by default the database path + ".key"),
+// and stored as "v1:" + base64(nonce ‖ ciphertext), a random 12-byte nonce
+// per value. The additional data names the account and the column, so a
+// value copied to another account's row or another column does not
+// decrypt. Empty values are stored empty.
+//
+// Open creates the key file, 32 random bytes with mode 0600, when there is
+// none (race-free between processes opening a new store at once: the key
+// is written to a temporary file that is hard-linked to the final name,
+// and whichever link won is read). It refuses a key file that group or
+// others may read or write (the error says to run chmod 600), one of the
+// wrong size, and a missing key file when the database already holds
+// encrypted values (a new key could not decrypt them). A value that does
+// not decrypt is an error naming the account and the key file, never the
+// value (ErrCredentialUndecryptable). Opening a version 2 file encrypts
+// its plaintext credentials in the migration, then rewrites the file
+// (VACUUM) and empties the WAL so that no old page keeps a token.
+//
+// What this protects: a copy of the database file without its key file (a
+// backup, a file attached to a bug report, a disk image of the database
+// alone); keep the key file out of such copies, or set KeyFile to a path
+// elsewhere. What it does not protect: anyone who can read both files,
+// which includes every process running as the same user as the store
+// (and root); nor tokens in the memory of a running process. Losing the
+// key file loses the credentials: the accounts must be connected again.
 package sqlitestore
 
 import (
@@ -59,6 +89,7 @@ import (
 	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"oncepost/shared/post"
 	"oncepost/shared/publishing"
 	"oncepost/shared/sqlitetx"
 	"oncepost/shared/sqltime"
@@ -70,13 +101,20 @@ var (
 	_ publishing.Posts    = (*Store)(nil)
 	_ publishing.Accounts = (*Store)(nil)
 	_ publishing.Queue    = (*Queue)(nil)
+
+	_ publishing.Blocklist       = (*Store)(nil)
+	_ publishing.DeadLetterAdmin = (*Queue)(nil)
 )
 
 // schemaVersion is the version of the schema this build creates and reads.
 // Version 2 added the ledger's maybe_sent, look_after, retry_at,
 // deferred_since and decision, the targets' next_try and has_schedule, the
 // accounts' status and status_reason and the credentials' refresh_lost_at.
-const schemaVersion = 2
+// Version 3 encrypts the credential values (see "Credentials at rest"), adds
+// the credentials' client_id and client_secret, the accounts' limits
+// (max_characters, max_media, max_media_bytes), the blocklist table, the
+// index targets_by_account and slot to targets_settled (for ListPosts).
+const schemaVersion = 3
 
 // walCheckpointPages is the WAL size, in pages, at which a commit
 // checkpoints it into the database file (4 KiB pages: 32 MiB).
@@ -90,6 +128,9 @@ type Options struct {
 	// Now is the clock for queue visibility and delays and for audit
 	// timestamps; default time.Now.
 	Now func() time.Time
+	// KeyFile is the file holding the key that encrypts the credentials
+	// (see "Credentials at rest"); default: the database path + ".key".
+	KeyFile string
 }
 
 // Stats counts, since Open, the writes that changed data, per port. One port
@@ -101,20 +142,27 @@ type Stats struct {
 	AccountWrites uint64
 	QueueWrites   uint64
 	AuditRows     uint64
+	// BlocklistWrites counts blocked terms added or removed.
+	BlocklistWrites uint64
 }
 
 // Store is the embedded SQLite store. It implements publishing.Ledger,
-// publishing.Posts and publishing.Accounts; Queue returns its queues. It is
-// safe for concurrent use, also by several processes sharing the file.
+// publishing.Posts, publishing.Accounts and publishing.Blocklist; Queue
+// returns its queues. It is safe for concurrent use, also by several
+// processes sharing the file.
 type Store struct {
 	w   *sql.DB // writes: one connection, BEGIN IMMEDIATE
 	r   *sql.DB // reads: query_only connections
 	now func() time.Time
 
+	// keyFile holds the credentials' key; seal is set by migrate.
+	keyFile string
+	seal    *sealer
+
 	ws writeStmts
 	rs readStmts
 
-	ledgerWrites, postWrites, accountWrites, queueWrites, auditRows atomic.Uint64
+	ledgerWrites, postWrites, accountWrites, queueWrites, auditRows, blocklistWrites atomic.Uint64
 }
 
 // Open opens the store file at path, creating the file and its schema if
@@ -122,7 +170,8 @@ type Store struct {
 // schemaVersion (in one transaction; see migrate). A file of a newer
 // version is refused. A new file is created with mode 0600; an existing
 // file, -wal or -shm file that group or others may access is tightened to
-// 0600. The caller must Close the store.
+// 0600. The credentials' key file is read, or created if there is none
+// (see "Credentials at rest"). The caller must Close the store.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if path == "" || strings.ContainsRune(path, '?') || strings.HasPrefix(path, "file:") || strings.HasPrefix(path, ":memory:") {
 		return nil, fmt.Errorf("sqlitestore: open %q: need a plain file path", path)
@@ -137,9 +186,12 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 		}
 	}
-	s := &Store{now: opts.Now}
+	s := &Store{now: opts.Now, keyFile: opts.KeyFile}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.keyFile == "" {
+		s.keyFile = path + ".key"
 	}
 	var err error
 	if s.w, err = sql.Open("sqlite", dsn(path, true)); err != nil {
@@ -150,6 +202,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	s.w.SetConnMaxLifetime(0)
 	s.w.SetConnMaxIdleTime(0)
 	if err := retryBusy(ctx, func() error { return s.migrate(ctx) }); err != nil {
+		s.w.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	if err := s.scrub(ctx); err != nil {
 		s.w.Close()
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
@@ -249,11 +305,12 @@ func (s *Store) Close() error {
 // Stats returns the write counters since Open.
 func (s *Store) Stats() Stats {
 	return Stats{
-		LedgerWrites:  s.ledgerWrites.Load(),
-		PostWrites:    s.postWrites.Load(),
-		AccountWrites: s.accountWrites.Load(),
-		QueueWrites:   s.queueWrites.Load(),
-		AuditRows:     s.auditRows.Load(),
+		LedgerWrites:    s.ledgerWrites.Load(),
+		PostWrites:      s.postWrites.Load(),
+		AccountWrites:   s.accountWrites.Load(),
+		QueueWrites:     s.queueWrites.Load(),
+		AuditRows:       s.auditRows.Load(),
+		BlocklistWrites: s.blocklistWrites.Load(),
 	}
 }
 
@@ -328,17 +385,22 @@ var tables = []string{
 	) WITHOUT ROWID`,
 
 	`CREATE TABLE IF NOT EXISTS accounts (
-		id             TEXT PRIMARY KEY,
-		platform       TEXT NOT NULL,
-		handle         TEXT NOT NULL,
-		base_url       TEXT NOT NULL,
-		remote_id      TEXT NOT NULL,
-		credential_ref TEXT NOT NULL,
-		gate           TEXT NOT NULL,
-		status         TEXT NOT NULL DEFAULT '',
-		status_reason  TEXT NOT NULL DEFAULT ''
+		id              TEXT PRIMARY KEY,
+		platform        TEXT NOT NULL,
+		handle          TEXT NOT NULL,
+		base_url        TEXT NOT NULL,
+		remote_id       TEXT NOT NULL,
+		credential_ref  TEXT NOT NULL,
+		gate            TEXT NOT NULL,
+		status          TEXT NOT NULL DEFAULT '',
+		status_reason   TEXT NOT NULL DEFAULT '',
+		max_characters  INTEGER NOT NULL DEFAULT 0,
+		max_media       INTEGER NOT NULL DEFAULT 0,
+		max_media_bytes INTEGER NOT NULL DEFAULT 0
 	) WITHOUT ROWID`,
 	// Credentials live apart from accounts; a row may carry only a lease.
+	// access_token, refresh_token, client_id and client_secret hold
+	// encrypted values (sealer), or the empty string.
 	`CREATE TABLE IF NOT EXISTS credentials (
 		account_id      TEXT PRIMARY KEY,
 		access_token    TEXT NOT NULL,
@@ -346,7 +408,15 @@ var tables = []string{
 		expires_at      TEXT NOT NULL,
 		lease_owner     TEXT NOT NULL DEFAULT '',
 		lease_until     TEXT NOT NULL DEFAULT '',
-		refresh_lost_at TEXT NOT NULL DEFAULT ''
+		refresh_lost_at TEXT NOT NULL DEFAULT '',
+		client_id       TEXT NOT NULL DEFAULT '',
+		client_secret   TEXT NOT NULL DEFAULT ''
+	) WITHOUT ROWID`,
+	// The workspace's blocked terms, by their normalised key.
+	`CREATE TABLE IF NOT EXISTS blocklist (
+		key      TEXT PRIMARY KEY,
+		term     TEXT NOT NULL,
+		added_at TEXT NOT NULL
 	) WITHOUT ROWID`,
 
 	// Messages are addressed by seq (receipts carry it); the random id is
@@ -390,6 +460,22 @@ var migrations = map[int][]string{
 		`ALTER TABLE accounts ADD COLUMN status_reason TEXT NOT NULL DEFAULT ''`,
 		`ALTER TABLE credentials ADD COLUMN refresh_lost_at TEXT NOT NULL DEFAULT ''`,
 	},
+	// The blocklist table is created with the other tables; the plaintext
+	// credentials are encrypted by migrateSteps[2].
+	2: {
+		// Recreated below as (status, slot).
+		`DROP INDEX IF EXISTS targets_settled`,
+		`ALTER TABLE accounts ADD COLUMN max_characters INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE accounts ADD COLUMN max_media INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE accounts ADD COLUMN max_media_bytes INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE credentials ADD COLUMN client_id TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE credentials ADD COLUMN client_secret TEXT NOT NULL DEFAULT ''`,
+	},
+}
+
+// migrateSteps[v] runs, in the same transaction, after migrations[v].
+var migrateSteps = map[int]func(s *Store, ctx context.Context, tx *sql.Tx) error{
+	2: (*Store).encryptPlaintextCredentials,
 }
 
 // indexes are created after the tables are at the current version. Every
@@ -408,10 +494,15 @@ var indexes = []string{
 	`CREATE INDEX IF NOT EXISTS targets_due ON targets (slot) WHERE status = 'scheduled'`,
 	`CREATE INDEX IF NOT EXISTS targets_unfinished ON targets (updated_at) WHERE status IN ('triggered', 'publishing')`,
 	`CREATE INDEX IF NOT EXISTS targets_waiting ON targets (next_try) WHERE status = 'waiting'`,
-	// The statuses no other index covers, for CountTargets.
-	`CREATE INDEX IF NOT EXISTS targets_settled ON targets (status) WHERE status IN ('published', 'failed', 'held', 'cancelled')`,
+	// The statuses no other index covers, for CountTargets, and by slot
+	// within a status for ListPosts (version 3 added slot).
+	`CREATE INDEX IF NOT EXISTS targets_settled ON targets (status, slot) WHERE status IN ('published', 'failed', 'held', 'cancelled', 'deleted')`,
 	// Scheduled targets whose schedule was never made, for Unscheduled.
 	`CREATE INDEX IF NOT EXISTS targets_unscheduled ON targets (slot) WHERE status = 'scheduled' AND has_schedule = 0`,
+	// ListPosts of one account's targets, in slot order. A status change
+	// leaves it alone (SQLite updates only the indexes whose columns
+	// change): only adding or moving a target writes it.
+	`CREATE INDEX IF NOT EXISTS targets_by_account ON targets (account, slot)`,
 
 	`CREATE INDEX IF NOT EXISTS queue_messages_visible ON queue_messages (queue, visible_at, seq)`,
 	`CREATE INDEX IF NOT EXISTS dead_letters_queue ON dead_letters (queue, seq)`,
@@ -436,6 +527,9 @@ func (s *Store) migrate(ctx context.Context) error {
 		case v < 1:
 			return fmt.Errorf("schema version %d is not a version this build knows", v)
 		}
+		if err := s.loadSealer(ctx, tx, v); err != nil {
+			return err
+		}
 		for _, stmt := range tables {
 			if _, err := tx.ExecContext(ctx, stmt); err != nil {
 				return fmt.Errorf("create schema: %w", err)
@@ -446,6 +540,11 @@ func (s *Store) migrate(ctx context.Context) error {
 		for from := v; v > 0 && from < schemaVersion; from++ {
 			for _, stmt := range migrations[from] {
 				if _, err := tx.ExecContext(ctx, stmt); err != nil {
+					return fmt.Errorf("migrate schema from version %d: %w", from, err)
+				}
+			}
+			if step := migrateSteps[from]; step != nil {
+				if err := step(s, ctx, tx); err != nil {
 					return fmt.Errorf("migrate schema from version %d: %w", from, err)
 				}
 			}
@@ -469,6 +568,107 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 		return nil
 	})
+}
+
+// loadSealer reads the credentials' key file, or creates it if there is
+// none and the file (at schema version v, 0 for a new file) holds no
+// encrypted value, which a new key could never decrypt. It runs inside
+// migrate's transaction, so processes opening one new file at once create
+// the key one after the other (and createKey is race-free anyway).
+func (s *Store) loadSealer(ctx context.Context, tx *sql.Tx, v int) error {
+	key, err := loadKey(s.keyFile, func() error {
+		if v < 3 {
+			return nil // a new file, or one whose credentials are still plaintext
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM credentials
+			WHERE access_token != '' OR refresh_token != '' OR client_id != '' OR client_secret != ''`).Scan(&n); err != nil {
+			return fmt.Errorf("key file %s is missing; counting the credentials it encrypted: %w", s.keyFile, err)
+		}
+		if n > 0 {
+			return fmt.Errorf("key file %s is missing, but the database holds %d encrypted credentials that only that key decrypts: "+
+				"restore the key file (a new key cannot read them); to start over instead, delete the credentials "+
+				"(DELETE FROM credentials) and connect the accounts again", s.keyFile, n)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.seal, err = newSealer(key, s.keyFile)
+	return err
+}
+
+// scrubPending is the bit of SQLite's user_version that the migration to
+// version 3 sets when it encrypted plaintext credentials: the old values
+// may remain in free pages of the file and in WAL frames until scrub has
+// rewritten the file.
+const scrubPending = 1
+
+// encryptPlaintextCredentials encrypts the credentials of a version 2 file
+// (client_id and client_secret are new, hence empty) and marks the file
+// for scrub.
+func (s *Store) encryptPlaintextCredentials(ctx context.Context, tx *sql.Tx) error {
+	rows, err := tx.QueryContext(ctx, `SELECT account_id, access_token, refresh_token FROM credentials
+		WHERE access_token != '' OR refresh_token != ''`)
+	if err != nil {
+		return fmt.Errorf("encrypt credentials: %w", err)
+	}
+	type plain struct{ id, access, refresh string }
+	var all []plain
+	for rows.Next() {
+		var p plain
+		if err := rows.Scan(&p.id, &p.access, &p.refresh); err != nil {
+			rows.Close()
+			return fmt.Errorf("encrypt credentials: %w", err)
+		}
+		all = append(all, p)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return fmt.Errorf("encrypt credentials: %w", err)
+	}
+	for _, p := range all {
+		id := post.AccountID(p.id)
+		if _, err := tx.ExecContext(ctx, `UPDATE credentials SET access_token = ?, refresh_token = ? WHERE account_id = ?`,
+			s.seal.seal(id, colAccessToken, p.access), s.seal.seal(id, colRefreshToken, p.refresh), p.id); err != nil {
+			return fmt.Errorf("encrypt credential %s: %w", id, err)
+		}
+	}
+	if len(all) > 0 {
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, scrubPending)); err != nil {
+			return fmt.Errorf("mark the file for scrubbing: %w", err)
+		}
+	}
+	return nil
+}
+
+// scrub rewrites the file (VACUUM) and empties the WAL after the migration
+// encrypted plaintext credentials, so that no free page or old WAL frame
+// still holds a token. Until it has succeeded, every Open tries again: a
+// checkpoint that another process's reader keeps from finishing leaves
+// the mark in place.
+func (s *Store) scrub(ctx context.Context) error {
+	var flags int
+	if err := s.w.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&flags); err != nil {
+		return fmt.Errorf("read user_version: %w", err)
+	}
+	if flags&scrubPending == 0 {
+		return nil
+	}
+	if _, err := s.w.ExecContext(ctx, `VACUUM`); err != nil {
+		return fmt.Errorf("rewrite the file after encrypting its credentials: %w", err)
+	}
+	var busy, frames, copied int
+	if err := s.w.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &copied); err != nil {
+		return fmt.Errorf("empty the WAL after encrypting the credentials: %w", err)
+	}
+	if busy != 0 {
+		return nil
+	}
+	if _, err := s.w.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, flags&^scrubPending)); err != nil {
+		return fmt.Errorf("clear the scrub mark: %w", err)
+	}
+	return nil
 }
 
 // retryBusy runs fn until it succeeds, fails with something other than

@@ -466,9 +466,11 @@ func TestCredentials(t *testing.T) {
 		t.Errorf("after PutCredential without refresh token: access %q refresh %q expires %v; want access-2, refresh-1 kept, no expiry",
 			got.AccessToken, got.RefreshToken, got.ExpiresAt)
 	}
-	// The credential lives in its own table, not with the account.
+	// The credential lives in its own table, not with the account, and
+	// encrypted.
 	var n int
-	if err := s.r.QueryRow(`SELECT count(*) FROM credentials WHERE account_id = 'a' AND refresh_token = 'refresh-1'`).Scan(&n); err != nil || n != 1 {
+	if err := s.r.QueryRow(`SELECT count(*) FROM credentials WHERE account_id = 'a' AND refresh_token LIKE 'v1:%'
+		AND access_token LIKE 'v1:%'`).Scan(&n); err != nil || n != 1 {
 		t.Errorf("credentials table row count %d (%v), want 1", n, err)
 	}
 

@@ -1,0 +1,240 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"oncepost/shared/ledger"
+	"oncepost/shared/post"
+	"oncepost/shared/publishing"
+	"oncepost/shared/sqltime"
+)
+
+// DefaultListLimit is how many posts ListPosts returns when
+// PostFilter.Limit is not set.
+const DefaultListLimit = 100
+
+// PostFilter selects the posts ListPosts returns: those with at least one
+// target that matches every condition given.
+type PostFilter struct {
+	// Statuses, if any, are the statuses a matching target may have.
+	Statuses []post.TargetStatus
+	// Account, if set, is the account a matching target goes to.
+	Account post.AccountID
+	// Limit is the most posts returned; ≤ 0 means DefaultListLimit.
+	Limit int
+}
+
+// allStatuses are the target statuses, in the order ListPosts reads them.
+var allStatuses = []post.TargetStatus{post.Scheduled, post.Triggered, post.Publishing, post.Waiting,
+	post.Published, post.Failed, post.Held, post.Cancelled, post.Deleted}
+
+// listQuery is the query behind ListPosts: the post id and slot of every
+// matching target, ordered by slot then post id. With statuses, one range
+// per status of the partial index that holds it (statusTargets), merged;
+// scheduled and settled targets come from their index already in that
+// order, triggered, publishing and waiting ones are sorted (they are
+// few). The account, if any, is ?1 and filters each range. With an account
+// only, one range of targets_by_account, in order.
+func listQuery(statuses []post.TargetStatus, byAccount bool) string {
+	if len(statuses) == 0 {
+		return `SELECT post_id, slot FROM targets INDEXED BY targets_by_account WHERE account = ?1 ORDER BY slot, post_id`
+	}
+	arms := make([]string, len(statuses))
+	for i, st := range statuses {
+		arms[i] = `SELECT post_id, slot FROM ` + statusTargets[st]
+		if byAccount {
+			arms[i] += ` AND account = ?1`
+		}
+	}
+	return strings.Join(arms, "\nUNION ALL\n") + "\nORDER BY slot, post_id"
+}
+
+// ListPosts lists the posts that have at least one target matching f (in
+// one of f.Statuses if given, to f.Account if given), each with all its
+// targets, ordered by the earliest slot of its matching targets (with no
+// condition: of all its targets), then by id; at most f.Limit posts
+// (DefaultListLimit if not set). A status that is not a post.TargetStatus
+// constant is refused. Everything is read in one snapshot.
+//
+// The matching targets are read in slot order from indexes (listQuery:
+// the partial index of each status asked for, every status when neither
+// statuses nor an account are given; targets_by_account for an account
+// alone), and reading stops at the Limit-th distinct post. So the cost is
+// about the targets of the posts returned, plus the triggered, publishing
+// and waiting targets when those statuses are asked for (they are sorted),
+// plus, with both statuses and an account, the targets of other accounts
+// in those statuses with earlier slots. Never a scan of every target.
+func (s *Store) ListPosts(ctx context.Context, f PostFilter) ([]post.Post, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultListLimit
+	}
+	var statuses []post.TargetStatus
+	for _, st := range f.Statuses {
+		if !slices.Contains(allStatuses, st) {
+			return nil, fmt.Errorf("list posts: unknown status %q", st)
+		}
+		if !slices.Contains(statuses, st) {
+			statuses = append(statuses, st)
+		}
+	}
+	if len(statuses) == 0 && f.Account == "" {
+		statuses = allStatuses
+	}
+	var args []any
+	if f.Account != "" {
+		args = append(args, string(f.Account))
+	}
+
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("list posts: %w", err)
+	}
+	defer tx.Rollback()
+	ids, err := firstPosts(ctx, tx, listQuery(statuses, f.Account != ""), args, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list posts: %w", err)
+	}
+	out := make([]post.Post, 0, len(ids))
+	get := tx.StmtContext(ctx, s.rs.postGet)
+	for _, id := range ids {
+		p, err := readPost(ctx, get, id)
+		if err != nil {
+			return nil, fmt.Errorf("list posts: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// firstPosts runs a (post_id, slot) query and returns the first limit
+// distinct post ids, in the order they first appear.
+func firstPosts(ctx context.Context, tx *sql.Tx, query string, args []any, limit int) ([]post.ID, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []post.ID
+	seen := map[post.ID]bool{}
+	for len(ids) < limit && rows.Next() {
+		var id, slot string
+		if err := rows.Scan(&id, &slot); err != nil {
+			return nil, err
+		}
+		if !seen[post.ID(id)] {
+			seen[post.ID(id)] = true
+			ids = append(ids, post.ID(id))
+		}
+	}
+	return ids, rows.Err()
+}
+
+// reschedulable are the statuses RescheduleTarget moves a target from.
+var reschedulable = []post.TargetStatus{post.Scheduled, post.Waiting, post.Held}
+
+// RescheduleTarget moves one target of post id to account to a new slot,
+// in one write transaction: the target becomes scheduled at slot, its
+// reason and next try cleared and UpdatedAt at, and the runtime's
+// schedule function is called with the old and the new target (it must
+// write through tx only, replacing the old slot's schedule by the new
+// one, and must not call back into the store); has_schedule is then set.
+// An error from schedule rolls everything back and is returned wrapped.
+//
+// A slot is part of the target's ledger key (ledger.PublishKey), so a
+// moved target is published under a new key: moving one whose send under
+// the old slot may have reached the platform could post twice. So the
+// move is allowed only when the target is scheduled, waiting or held AND
+// the old slot's publish entry does not exist, or is released or held
+// with no attempt that may have reached the platform (maybe_sent = 0).
+// Otherwise the error wraps post.ErrConflict and says why: the target's
+// status, or "a send under the old slot may have reached the platform
+// (ledger entry KEY is STATE…)". An unknown post or target gives an error
+// wrapping post.ErrNotFound.
+//
+// RescheduleTarget returns the moved target. (The publisher must drop a
+// job, or a send acquired under the old key, whose slot is no longer the
+// target's.)
+func (s *Store) RescheduleTarget(ctx context.Context, id post.ID, account post.AccountID, slot time.Time, at time.Time,
+	schedule func(tx *sql.Tx, old, next publishing.TargetRef) error) (post.Target, error) {
+	wrap := func(err error) error {
+		return fmt.Errorf("reschedule post %s target %s to %s: %w", id, account, sqltime.Encode(slot), err)
+	}
+	switch {
+	case schedule == nil:
+		return post.Target{}, wrap(errors.New("no schedule function"))
+	case slot.IsZero():
+		return post.Target{}, wrap(errors.New("zero slot"))
+	}
+	var out post.Target
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var oldSlot, status, remoteID, reason, updatedAt, nextTry string
+		err := tx.StmtContext(ctx, s.ws.targetSelect).QueryRowContext(ctx, string(id), string(account)).
+			Scan(&oldSlot, &status, &remoteID, &reason, &updatedAt, &nextTry)
+		if errors.Is(err, sql.ErrNoRows) {
+			var one int
+			switch err := tx.StmtContext(ctx, s.ws.postExists).QueryRowContext(ctx, string(id)).Scan(&one); {
+			case errors.Is(err, sql.ErrNoRows):
+				return fmt.Errorf("no post %s: %w", id, post.ErrNotFound)
+			case err != nil:
+				return err
+			}
+			return fmt.Errorf("post %s has no target for account %s: %w", id, account, post.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(reschedulable, post.TargetStatus(status)) {
+			return fmt.Errorf("target is %s; only a scheduled, waiting or held target can be moved: %w", status, post.ErrConflict)
+		}
+		old, err := sqltime.Decode(oldSlot)
+		if err != nil {
+			return err
+		}
+		key := ledger.PublishKey(string(account), string(id), old)
+		var state string
+		var maybeSent int
+		switch err := tx.StmtContext(ctx, s.ws.ledgerSendState).QueryRowContext(ctx, string(key)).Scan(&state, &maybeSent); {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return err
+		case (state == string(ledger.Released) || state == string(ledger.Held)) && maybeSent == 0:
+		default:
+			extra := ""
+			if maybeSent > 0 {
+				extra = fmt.Sprintf(", %d attempt(s) may have been sent", maybeSent)
+			}
+			return fmt.Errorf("a send under the old slot may have reached the platform (ledger entry %s is %s%s): %w",
+				key, state, extra, post.ErrConflict)
+		}
+		next := post.Target{Account: account, Slot: slot.UTC(), Status: post.Scheduled, RemoteID: remoteID, UpdatedAt: at.UTC()}
+		oldRef := publishing.TargetRef{Post: id, Account: account, Slot: old}
+		nextRef := publishing.TargetRef{Post: id, Account: account, Slot: next.Slot}
+		if err := schedule(tx, oldRef, nextRef); err != nil {
+			return fmt.Errorf("schedule: %w", err)
+		}
+		res, err := tx.StmtContext(ctx, s.ws.targetReschedule).ExecContext(ctx,
+			sqltime.Encode(next.Slot), sqltime.Encode(next.UpdatedAt), string(id), string(account), status, oldSlot)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n != 1 {
+			return fmt.Errorf("target changed from %s at %s: %w", status, oldSlot, post.ErrConflict)
+		}
+		out = next
+		return nil
+	})
+	if err != nil {
+		return post.Target{}, wrap(err)
+	}
+	s.postWrites.Add(1)
+	return out, nil
+}
