@@ -69,10 +69,16 @@ type DecideResult struct {
 // ledger directly (the confirm steps are idempotent, and a Hold step that
 // runs later finds the entry settled and answers itself). Deciding twice
 // is a no-op; deciding otherwise after a decision is refused.
+//
+// A delete entry (held for approval by Deleter.Request) has no workflow:
+// release and reject are applied to it directly (released_by_operator,
+// the approval Deleter.Run sends on; rejected_by_operator, never sent),
+// and confirm is refused (ErrDeleteNotConfirmable).
 type Operator struct {
 	Ledger Ledger
 	// Confirmer applies a decision no workflow waits for; its Platforms and
-	// Accounts check that a confirmed remote id exists.
+	// Accounts check that a confirmed remote id exists. Decisions on
+	// delete entries do not use it.
 	Confirmer *Confirmer
 	Tasks     Tasks
 	Now       func() time.Time
@@ -96,6 +102,9 @@ func (o *Operator) Decide(ctx context.Context, key ledger.Key, d Decision) (Deci
 		e, err := o.Ledger.Get(ctx, key)
 		if err != nil {
 			return DecideResult{}, fmt.Errorf("decide %s: %w", key, err)
+		}
+		if e.Action == ledger.Delete && d.Action == DecisionConfirm {
+			return DecideResult{Entry: e}, fmt.Errorf("decide %s: %w", key, ErrDeleteNotConfirmable)
 		}
 		if e.State != ledger.Held {
 			return settled(e, d)
@@ -160,6 +169,9 @@ func settled(e ledger.Entry, d Decision) (DecideResult, error) {
 	}
 	switch e.State {
 	case ledger.Pending, ledger.Unknown:
+		if e.Action == ledger.Delete {
+			return DecideResult{Entry: e}, fmt.Errorf("delete %s is %s (%s): %w; running the delete reads the post back and settles it", e.Key, e.State, e.Reason, ErrNotHeld)
+		}
 		return DecideResult{Entry: e}, fmt.Errorf("entry %s is %s (%s): %w; it is held once its confirm workflow gives up", e.Key, e.State, e.Reason, ErrNotHeld)
 	default:
 		return DecideResult{Entry: e}, fmt.Errorf("entry %s is %s (%s): %w", e.Key, e.State, e.Reason, ErrDecidedOtherwise)
@@ -174,6 +186,10 @@ func (o *Operator) decidedBefore(ctx context.Context, e ledger.Entry, d Decision
 	if err := json.Unmarshal([]byte(e.Decision), &prev); err != nil || prev.Action != d.Action || prev.RemoteID != d.RemoteID {
 		return DecideResult{Entry: e}, fmt.Errorf("entry %s: decision %s recorded first: %w", e.Key, e.Decision, ErrDecidedOtherwise)
 	}
+	if e.Action == ledger.Delete {
+		// Recorded, not applied (Decide stopped in between): apply it now.
+		return o.applyDelete(ctx, e, prev)
+	}
 	if e.TaskToken != "" && o.Tasks != nil {
 		// The first delivery may have failed; a task still waiting gets it now.
 		if err := o.Tasks.SendTaskSuccess(ctx, e.TaskToken, json.RawMessage(e.Decision)); err == nil {
@@ -186,6 +202,10 @@ func (o *Operator) decidedBefore(ctx context.Context, e ledger.Entry, d Decision
 // deliver hands the recorded decision to the task waiting on the entry's
 // latest token, or applies it directly when none waits.
 func (o *Operator) deliver(ctx context.Context, e ledger.Entry, d Decision, raw []byte) (DecideResult, error) {
+	if e.Action == ledger.Delete {
+		// No workflow waits on a delete entry: applied directly.
+		return o.applyDelete(ctx, e, d)
+	}
 	if e.TaskToken != "" && o.Tasks != nil {
 		err := o.Tasks.SendTaskSuccess(ctx, e.TaskToken, raw)
 		switch {

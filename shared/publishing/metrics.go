@@ -20,8 +20,13 @@ const (
 	// MetricReconnectNeeded counts refused credential refreshes: an account
 	// must be connected again.
 	MetricReconnectNeeded = "ReconnectNeeded"
-	// MetricThrottled counts creates a platform refused with 429.
+	// MetricThrottled counts creates (and deletes) a platform refused with 429.
 	MetricThrottled = "Throttled"
+	// MetricDeleted counts posts confirmed gone from a platform by a delete.
+	MetricDeleted = "Deleted"
+	// MetricDeleteFailed counts deletes the platform refused (403, a 404
+	// while the post is still there).
+	MetricDeleteFailed = "DeleteFailed"
 	// MetricPublishLateness is the time from a post's slot to the
 	// platform's answer confirming it, in seconds.
 	MetricPublishLateness = "PublishLatenessSeconds"

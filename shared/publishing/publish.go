@@ -24,6 +24,9 @@ type Job = TargetRef
 const (
 	ReasonDuplicateOnAccount = "duplicate_on_account"
 	ReasonCancelled          = "cancelled_before_send"
+	// ReasonRescheduled: the post was moved to another time after the
+	// publisher read it; the entry of its old time is released unsent.
+	ReasonRescheduled        = "rescheduled_before_send"
 	ReasonPostDeleted        = "post_deleted_before_send"
 	ReasonReconnectNeeded    = "reconnect_needed"
 	ReasonNotFoundAfterLooks = "not_found_after_looks"
@@ -42,6 +45,9 @@ const (
 	ReasonUnavailable = "platform_unavailable"
 	// ReasonEarly: a job delivered before its slot goes back on the queue.
 	ReasonEarly = "delivered_before_slot"
+	// ReasonBlocked prefixes the reason of a target held because its text
+	// names a blocked term.
+	ReasonBlocked = "blocked_term"
 )
 
 // ErrBadJob marks a job that can never be processed (unknown post, account
@@ -107,6 +113,9 @@ type Publisher struct {
 	Credentials *Credentials
 	// Media reads attachment bytes; may be nil if no post has media.
 	Media MediaStore
+	// Blocklist holds a post naming a blocked term instead of sending it
+	// (a term added after the post was scheduled); nil checks nothing.
+	Blocklist Blocklist
 	// Metrics receives event metrics; nil drops them.
 	Metrics MetricsEmitter
 	// Now is the clock; default time.Now.
@@ -229,6 +238,9 @@ func (p *Publisher) Publish(ctx context.Context, job Job) (Outcome, error) {
 		// jump) goes back on the queue until its slot.
 		return Outcome{Result: Retry, Key: t.key, Reason: ReasonEarly, RetryAfter: t.target.Slot.Sub(now)}, nil
 	}
+	if out, held, err := p.checkBlocklist(ctx, t); err != nil || held {
+		return out, err
+	}
 	a, err := p.authed(ctx, t.account)
 	if err != nil {
 		return Outcome{}, err
@@ -241,6 +253,35 @@ func (p *Publisher) Publish(ctx context.Context, job Job) (Outcome, error) {
 		return Outcome{}, err
 	}
 	return p.sendAcquired(ctx, t, a, acq)
+}
+
+// checkBlocklist holds the target when the post names a blocked term and
+// nothing was sent for it yet. Once a ledger entry exists a send may have
+// happened, and the entry's own rules finish it: a hold then would hide a
+// post that is already out.
+func (p *Publisher) checkBlocklist(ctx context.Context, t target) (Outcome, bool, error) {
+	if p.Blocklist == nil {
+		return Outcome{}, false, nil
+	}
+	terms, err := p.Blocklist.BlockedTerms(ctx)
+	if err != nil {
+		return Outcome{}, false, fmt.Errorf("read blocklist: %w", err)
+	}
+	m, found := post.FindBlocked(t.post.Body, terms)
+	if !found {
+		return Outcome{}, false, nil
+	}
+	if _, err := p.Ledger.Get(ctx, t.key); err == nil {
+		return Outcome{}, false, nil
+	} else if !errors.Is(err, ledger.ErrNotFound) {
+		return Outcome{}, false, fmt.Errorf("blocklist check %s: read ledger: %w", t.key, err)
+	}
+	reason := fmt.Sprintf("%s: %s; cancel the post, or take the term off the blocklist and reschedule it", ReasonBlocked, m.Error())
+	if err := p.setTarget(ctx, t, post.Held, "", reason); err != nil {
+		return Outcome{}, false, err
+	}
+	p.log().WarnContext(ctx, "post held: blocked term", "post", t.post.ID, "account", t.account.ID, "term", m.Term.Term)
+	return Outcome{Result: Held, Key: t.key, Reason: reason}, true, nil
 }
 
 // authed returns a platform client for the account that refreshes its
@@ -416,8 +457,16 @@ func (p *Publisher) sendAcquired(ctx context.Context, t target, a *authedClient,
 	case err != nil:
 		return p.recordBeforeSend(ctx, t, e, fmt.Errorf("re-read post %s: %w", t.post.ID, err))
 	}
-	if ft, ok := fresh.Target(t.account.ID); !ok || ft.Status == post.Cancelled {
+	ft, ok := fresh.Target(t.account.ID)
+	switch {
+	case !ok || ft.Status == post.Cancelled:
 		return p.record(ctx, t, e, outcomeNotSent(ReasonCancelled))
+	case !ft.Slot.Equal(t.target.Slot):
+		// Moved to another time since the first read: that time is another
+		// ledger key, whose own job sends it. Sending under this key too
+		// would post it twice. (A reschedule refuses a target whose entry
+		// is pending, so after this re-read the slot cannot change.)
+		return p.record(ctx, t, e, outcomeNotSent(ReasonRescheduled))
 	}
 
 	mediaIDs, err := p.uploadAll(ctx, t, a)
@@ -600,7 +649,7 @@ func (p *Publisher) record(ctx context.Context, t target, e ledger.Entry, o outc
 	p.log().Log(ctx, lvl, "publish recorded", "key", next.Key, "post", t.post.ID, "account", t.account.ID, "attempt", next.Attempt,
 		"state", next.State, "remote_id", next.RemoteID, "reason", next.Reason)
 	p.emitOutcome(ctx, t, next, o, now)
-	if o.reason == ReasonCancelled || o.reason == ReasonPostDeleted {
+	if o.reason == ReasonCancelled || o.reason == ReasonPostDeleted || o.reason == ReasonRescheduled {
 		out.Result = Skipped
 		return out, nil
 	}

@@ -2,6 +2,7 @@ package publishing_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"strings"
 	"sync"
@@ -587,4 +588,61 @@ func TestSameImageOnAnotherPost(t *testing.T) {
 	if len(remote) != 2 || remote[0].MediaIDs[0] == remote[1].MediaIDs[0] {
 		t.Errorf("sandbox statuses %+v, want two posts with their own upload", remote)
 	}
+}
+
+// A post moved to another time between the publisher's first read and its
+// ledger write must not be sent under the old time's key: the new time is
+// a new ledger key, and its own job would send it a second time.
+func TestRescheduledBeforeTheSendIsNotSent(t *testing.T) {
+	e := newEnv(t, sandbox.Options{})
+	ctx := context.Background()
+	slot := e.clock.Now().Truncate(time.Second)
+	p := post.Post{ID: "moved", Body: "Sale starts now.", CreatedAt: slot,
+		Targets: []post.Target{{Account: e.account.ID, Slot: slot, Status: post.Scheduled, UpdatedAt: slot}}}
+	if err := e.store.CreatePost(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	job := publishing.Job{Post: p.ID, Account: e.account.ID, Slot: slot}
+	later := slot.Add(time.Hour)
+	e.pub.Posts = &rescheduleAfterFirstRead{Posts: e.store, store: e.store, job: job, to: later, at: slot}
+	out := e.publish(job)
+	if out.Result != publishing.Skipped {
+		t.Errorf("outcome %+v, want skipped", out)
+	}
+	if st := e.sb.Stats(); st.CreateRequests != 0 {
+		t.Fatalf("sandbox saw %d creates for a post moved to another time before the send", st.CreateRequests)
+	}
+	// At the new time it goes out once.
+	e.pub.Posts = e.store
+	e.clock.Advance(time.Hour)
+	if out := e.publish(publishing.Job{Post: p.ID, Account: e.account.ID, Slot: later}); out.Result != publishing.Published {
+		t.Fatalf("publish at the new time: %+v", out)
+	}
+	if st := e.sb.Stats(); st.CreateRequests != 1 || st.Duplicates != 0 {
+		t.Errorf("sandbox stats %+v, want one create, no duplicate", st)
+	}
+}
+
+type rescheduleAfterFirstRead struct {
+	publishing.Posts
+	store interface {
+		RescheduleTarget(ctx context.Context, id post.ID, account post.AccountID, slot, at time.Time,
+			schedule func(tx *sql.Tx, old, next publishing.TargetRef) error) (post.Target, error)
+	}
+	job   publishing.Job
+	to    time.Time
+	at    time.Time
+	reads int
+}
+
+func (r *rescheduleAfterFirstRead) GetPost(ctx context.Context, id post.ID) (post.Post, error) {
+	p, err := r.Posts.GetPost(ctx, id)
+	r.reads++
+	if r.reads == 1 {
+		noSchedule := func(*sql.Tx, publishing.TargetRef, publishing.TargetRef) error { return nil }
+		if _, err := r.store.RescheduleTarget(ctx, r.job.Post, r.job.Account, r.to, r.at, noSchedule); err != nil {
+			return p, err
+		}
+	}
+	return p, err
 }

@@ -22,8 +22,9 @@ const StaleAfter = 5 * time.Minute
 const MissedAfter = time.Minute
 
 // Sweeper finds what is not progressing, counts it, and repairs it by
-// re-enqueueing the job or starting the confirm workflow — never by sending
-// to a platform itself. Run it every minute; its metrics raise the alarms
+// re-enqueueing the job or starting the confirm workflow (for a delete
+// entry: reading the platform back) — never by sending to a platform
+// itself. Run it every minute; its metrics raise the alarms
 // (a missing sweep is itself an alarm: TreatMissingData breaching).
 type Sweeper struct {
 	Ledger  Ledger
@@ -32,7 +33,11 @@ type Sweeper struct {
 	Trigger *Trigger
 	// Publisher provides the confirm workflow starter with its settings.
 	Publisher *Publisher
-	Metrics   MetricsEmitter
+	// Deleter resolves stale delete entries by reading the platform back
+	// (Deleter.ResolveStale: never a send, never a confirm workflow); nil
+	// leaves them counted and alarming only.
+	Deleter *Deleter
+	Metrics MetricsEmitter
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Limit bounds each query; default 1000.
@@ -62,10 +67,14 @@ type SweepReport struct {
 	FailedTargets int `json:"failed_targets"`
 	// WaitingTargets wait for their next try (throttled, unreachable).
 	WaitingTargets int `json:"waiting_targets"`
-	// Requeued, ConfirmsStarted and Triggered are the repairs made.
+	// Requeued, ConfirmsStarted, Triggered and DeletesResolved are the
+	// repairs made. DeletesResolved counts stale delete entries settled by
+	// reading back (confirmed, released for the next run, or held for
+	// approval when never sent).
 	Requeued        int `json:"requeued"`
 	ConfirmsStarted int `json:"confirms_started"`
 	Triggered       int `json:"triggered"`
+	DeletesResolved int `json:"deletes_resolved"`
 	// Errors counts what failed: reads of the store (then no gauge is
 	// emitted, so the gauges' alarms fire) and repairs.
 	Errors int `json:"errors"`
@@ -133,8 +142,26 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 			if err := s.releaseUpload(ctx, e, now); err != nil {
 				errs = append(errs, err)
 			}
+		case e.Action == ledger.Delete:
+			// Never to the confirm workflow (it looks for a post by
+			// fingerprint): the Deleter reads the post back, and never sends.
+			if s.Deleter == nil {
+				break
+			}
+			switch next, err := s.Deleter.ResolveStale(ctx, e); {
+			case errors.Is(err, ledger.ErrConflict):
+				// Someone else moved it first.
+			case err != nil:
+				errs = append(errs, err)
+			case next.State != e.State:
+				rep.DeletesResolved++
+				if next.State == ledger.Released || next.State == ledger.Held {
+					s.log().WarnContext(ctx, "stale delete resolved; it is not done", "key", e.Key, "state", next.State, "reason", next.Reason,
+						"next", "oncepost approve "+string(e.Key))
+				}
+			}
 		case e.Action != ledger.Publish:
-			// Deletes are finished by the operator command that started them.
+			// An action this sweeper does not know: counted, and it alarms.
 		case e.State == ledger.Unknown:
 			// Its workflow may have stopped without settling it (store
 			// errors past its retries): startConfirm starts a new one then.
@@ -224,7 +251,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 	if rep.Alarming() {
 		s.log().WarnContext(ctx, "sweep found work not progressing", "stale_pending", rep.StalePending, "stale_unknown", rep.StaleUnknown,
 			"stuck_targets", rep.StuckTargets, "missed_schedules", rep.MissedSchedules, "dead_letters", rep.DeadLetters, "held_targets", rep.HeldTargets,
-			"requeued", rep.Requeued, "confirms_started", rep.ConfirmsStarted, "triggered", rep.Triggered)
+			"requeued", rep.Requeued, "confirms_started", rep.ConfirmsStarted, "triggered", rep.Triggered, "deletes_resolved", rep.DeletesResolved)
 	}
 	return rep, errors.Join(errs...)
 }

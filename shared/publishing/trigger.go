@@ -51,9 +51,10 @@ func (t *Trigger) Fire(ctx context.Context, ref TargetRef) (bool, error) {
 	if _, err := t.Queue.Send(ctx, body, 0); err != nil {
 		return false, fmt.Errorf("trigger %s/%s: enqueue: %w", ref.Post, ref.Account, err)
 	}
-	// Only a target still scheduled is marked: one held or cancelled
-	// meanwhile is never moved back to triggered.
-	_, err = t.Posts.UpdateTarget(ctx, p.ID, tg.Account, post.TargetUpdate{Status: post.Triggered, From: []post.TargetStatus{post.Scheduled}, At: t.now()})
+	// Only a target still scheduled for this slot is marked: one held,
+	// cancelled or moved to another time meanwhile is left alone (its new
+	// schedule triggers it).
+	_, err = t.Posts.UpdateTarget(ctx, p.ID, tg.Account, post.TargetUpdate{Status: post.Triggered, From: []post.TargetStatus{post.Scheduled}, Slot: tg.Slot, At: t.now()})
 	if err != nil && !errors.Is(err, post.ErrConflict) {
 		// The job is queued; the publisher does not need the mark.
 		return true, fmt.Errorf("trigger %s/%s: mark triggered: %w", ref.Post, ref.Account, err)
