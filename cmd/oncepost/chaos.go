@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -67,7 +66,7 @@ func (r chaosResult) ok() bool {
 // cmdChaos is `oncepost chaos`.
 func cmdChaos(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	p := chaosProfile{}
-	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	fs := newFlags("chaos")
 	fs.IntVar(&p.Rounds, "rounds", 1000, "posts to publish")
 	fs.IntVar(&p.Accounts, "accounts", 1, "accounts the posts are spread over (1: every post on one busy account)")
 	fs.DurationVar(&p.Delay, "delay", 120*time.Millisecond, "how long a slow platform takes before it commits")
@@ -79,7 +78,7 @@ func cmdChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&p.Naive, "naive", false, "run the seed's naive template instead (3 tries 40 ms apart, no ledger): it must duplicate")
 	fs.DurationVar(&p.Deadline, "deadline", 0, "give up waiting for posts to settle after this long (default: 100 ms a round, at least 55s)")
 	fs.StringVar(&p.DBPath, "db", "", "keep the drill's SQLite file here (must not exist) for `oncepost status`")
-	if err := parseFlags(fs, args, stderr, 0); err != nil {
+	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
 		return err
 	}
 	switch {

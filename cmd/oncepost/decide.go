@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -39,10 +38,10 @@ type heldRow struct {
 // cmdHeld is `oncepost held`: entries held for an operator and entries
 // still unresolved, with their reason and evidence.
 func cmdHeld(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("held", flag.ContinueOnError)
+	fs := newFlags("held")
 	dbPath := fs.String("db", defaultConfig().DBPath, "SQLite file")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parseFlags(fs, args, stderr, 0); err != nil {
+	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
 		return err
 	}
 	rt, err := openTool(ctx, *dbPath)
@@ -92,7 +91,7 @@ func (rt *runtime) heldRows(ctx context.Context) ([]heldRow, error) {
 	}
 	rows := []heldRow{}
 	for _, e := range append(held, open...) {
-		if e.Action != ledger.Publish {
+		if e.Action == ledger.Upload {
 			continue
 		}
 		since := e.OpenSince
@@ -101,7 +100,13 @@ func (rt *runtime) heldRows(ctx context.Context) ([]heldRow, error) {
 		}
 		r := heldRow{Key: e.Key, Action: e.Action, State: e.State, Post: e.Subject, Account: e.Account, Attempt: e.Attempt,
 			MaybeSent: e.MaybeSent, Since: since, Reason: e.Reason, RemoteID: e.RemoteID, Decision: e.Decision}
-		r.Looks = rt.looks(ctx, e)
+		if e.Action == ledger.Delete {
+			// A delete's subject is the remote post; its post id is kept
+			// with the entry by the Deleter.
+			r.Post, r.RemoteID = publishing.DeletePostID(e), e.Subject
+		} else {
+			r.Looks = rt.looks(ctx, e)
+		}
 		rows = append(rows, r)
 	}
 	return rows, nil
@@ -140,7 +145,7 @@ func countStates(history []string, state string) int {
 // decision is recorded and reaches the waiting workflow when it runs.
 func cmdDecide(action string) func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		fs := flag.NewFlagSet(verbOf(action), flag.ContinueOnError)
+		fs := newFlags(verbOf(action))
 		dbPath := fs.String("db", defaultConfig().DBPath, "SQLite file")
 		var remoteID, reason string
 		if action == publishing.DecisionConfirm {
@@ -149,13 +154,11 @@ func cmdDecide(action string) func(ctx context.Context, args []string, stdout, s
 		if action == publishing.DecisionReject {
 			fs.StringVar(&reason, "reason", "", "why the post must not go out")
 		}
-		rest, err := parseInterspersed(fs, args, stderr)
+		rest, err := parseFlags(fs, args, stdout, 1, 1)
 		if err != nil {
 			return err
 		}
 		switch {
-		case len(rest) != 1:
-			return fmt.Errorf("%w: want exactly one KEY (see `oncepost held`), got %d arguments", errUsage, len(rest))
 		case action == publishing.DecisionConfirm && remoteID == "":
 			return usageError("remote-id", "is required: the id of the post on the platform")
 		}
@@ -169,6 +172,21 @@ func cmdDecide(action string) func(ctx context.Context, args []string, stdout, s
 			return err
 		}
 		res, err := rt.operator.Decide(ctx, key, publishing.Decision{Action: action, RemoteID: remoteID, Reason: reason})
+		isDelete := res.Entry.Action == ledger.Delete
+		if e, gerr := rt.store.Get(ctx, key); gerr == nil {
+			isDelete = e.Action == ledger.Delete
+		}
+		if isDelete && action == publishing.DecisionRelease && (err == nil || errors.Is(err, publishing.ErrNotHeld)) {
+			// An approved delete is performed now. Approving again (after a
+			// crash, a 429, a post still visible) goes on from where the
+			// ledger stands; Run is safe to repeat.
+			out, err := rt.deleter.Run(ctx, key)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "approve %s: %s\n", key, out.Message)
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -192,7 +210,7 @@ func (rt *runtime) resolveKey(ctx context.Context, arg string) (ledger.Key, erro
 		return ledger.Key(arg), nil
 	}
 	if len(arg) < 8 {
-		return "", fmt.Errorf("%w: key %q: give at least 8 characters of a key listed by `oncepost held`", errUsage, arg)
+		return "", badInput("key %q: give at least 8 characters of a key listed by `oncepost held`", arg)
 	}
 	rows, err := rt.heldRows(ctx)
 	if err != nil {
@@ -208,9 +226,9 @@ func (rt *runtime) resolveKey(ctx context.Context, arg string) (ledger.Key, erro
 	case 1:
 		return found[0], nil
 	case 0:
-		return "", fmt.Errorf("no held or unresolved entry has a key starting with %q (see `oncepost held`)", arg)
+		return "", badInput("no held or unresolved entry has a key starting with %q (see `oncepost held`)", arg)
 	default:
-		return "", fmt.Errorf("%w: key %q matches %d entries; give more characters", errUsage, arg, len(found))
+		return "", badInput("key %q matches %d entries; give more characters", arg, len(found))
 	}
 }
 
@@ -223,22 +241,4 @@ func openTool(ctx context.Context, dbPath string) (*runtime, error) {
 	cfg := defaultConfig()
 	cfg.DBPath, cfg.Logger, cfg.Metrics = dbPath, discardLogger(), io.Discard
 	return openRuntime(ctx, cfg)
-}
-
-// parseInterspersed parses flags placed before, between or after the
-// positional arguments (`confirm KEY --remote-id ID`) and returns the
-// positional ones.
-func parseInterspersed(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, error) {
-	var rest []string
-	for {
-		if err := parseFlags(fs, args, stderr, len(args)); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return rest, nil
-		}
-		rest = append(rest, args[0])
-		args = args[1:]
-	}
 }

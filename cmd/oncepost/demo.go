@@ -31,10 +31,17 @@ func (d *demo) Close() error { return d.sb.Close() }
 
 // startDemo starts a sandbox platform on 127.0.0.1 and creates the demo
 // workspace the first time (an account and five posts due within the first
-// minute); later runs restore the account on the fresh sandbox and resume.
+// minute); later runs resume it. The sandbox keeps its accounts and
+// timeline in the workspace (sandbox/ next to the database), so a restart
+// during a confirm wait finds the post the platform already has instead of
+// a fresh, empty platform.
 func startDemo(ctx context.Context, rt *runtime, out io.Writer) (*demo, error) {
-	sb := sandbox.New(sandbox.Options{})
+	sb, err := sandbox.Open(sandbox.Options{DataDir: demoSandboxDir(rt.cfg.DBPath)})
+	if err != nil {
+		return nil, fmt.Errorf("open the demo sandbox: %w", err)
+	}
 	if err := sb.Start(); err != nil {
+		sb.Close()
 		return nil, fmt.Errorf("start sandbox: %w", err)
 	}
 	d := &demo{sb: sb}
@@ -96,19 +103,31 @@ func createDemo(ctx context.Context, rt *runtime, sb *sandbox.Server, out io.Wri
 	return nil
 }
 
+// demoSandboxDir is where the demo's sandbox keeps its state.
+func demoSandboxDir(dbPath string) string { return filepath.Join(filepath.Dir(dbPath), "sandbox") }
+
 func resumeDemo(ctx context.Context, rt *runtime, sb *sandbox.Server, acc post.Account, out io.Writer) error {
-	cred, err := rt.store.Credential(ctx, acc.ID)
-	if err != nil {
-		return err
+	known := false
+	for _, a := range sb.Accounts() {
+		known = known || a.ID == acc.RemoteID
 	}
-	if err := sb.RestoreAccount(sandbox.Account{ID: acc.RemoteID, Username: "demo", AccessToken: cred.AccessToken, RefreshToken: cred.RefreshToken}); err != nil {
-		return err
+	if !known {
+		// A workspace made before the sandbox kept its state: register the
+		// account again; its timeline starts empty (the ledger remembers).
+		cred, err := rt.store.Credential(ctx, acc.ID)
+		if err != nil {
+			return err
+		}
+		if err := sb.RestoreAccount(sandbox.Account{ID: acc.RemoteID, Username: "demo", AccessToken: cred.AccessToken, RefreshToken: cred.RefreshToken}); err != nil {
+			return err
+		}
 	}
+	// The sandbox listens on a new port each run.
 	acc.BaseURL = sb.URL()
 	if err := rt.store.PutAccount(ctx, acc); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "resuming the demo workspace in %s (the sandbox's timeline starts empty; the ledger remembers)\n", rt.cfg.DBPath)
+	fmt.Fprintf(out, "resuming the demo workspace in %s (the sandbox's timeline is in %s)\n", rt.cfg.DBPath, demoSandboxDir(rt.cfg.DBPath))
 	return nil
 }
 

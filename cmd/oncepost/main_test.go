@@ -113,8 +113,10 @@ func TestCLIRefusesBadArguments(t *testing.T) {
 		{[]string{"chaos", "--loss", "1.5"}, exitUsage, "--loss: 1.5"},
 		{[]string{"chaos", "--rounds", "0"}, exitUsage, "--rounds: 0"},
 		{[]string{"status", "--db", "/nonexistent/x.db"}, exitUsage, "--db"},
-		{[]string{"post"}, exitUsage, "post add FILE"},
-		{[]string{"post", "add"}, exitUsage, "FILE is missing"},
+		{[]string{"post"}, exitUsage, "which one? post add, post list"},
+		{[]string{"post", "add"}, exitUsage, "no post given: pass a draft file, or --account, --at and --body"},
+		{[]string{"post", "frobnicate"}, exitUsage, `unknown command "frobnicate"; want post add`},
+		{[]string{"version", "extra"}, exitUsage, `unexpected argument "extra"`},
 		{[]string{"help"}, exitOK, ""},
 	} {
 		var stdout, stderr bytes.Buffer
@@ -160,7 +162,7 @@ func TestPostAddValidatesAndSchedules(t *testing.T) {
 		{"year 2200", `{"id":"y2200","body":"Far.","targets":[{"account":"acct0","at":"2200-01-01T09:00:00Z"}]}`, exitUsage, "year 2200, outside 1970-2199"},
 		// Refused drafts leave nothing behind: the same id is free.
 		{"the refused id is free", `{"id":"y2200","body":"Far.","targets":[{"account":"acct0","at":"` + future + `"}]}`, exitOK, "scheduled y2200"},
-		{"duplicate id", `{"id":"hello","body":"Again.","targets":[{"account":"acct0","at":"` + future + `"}]}`, exitFailure, "hello"},
+		{"duplicate id", `{"id":"hello","body":"Again.","targets":[{"account":"acct0","at":"` + future + `"}]}`, exitUsage, `id: post "hello" exists already`},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := runCLI(context.Background(), []string{"post", "add", "--db", w.db, write(tc.name+".json", tc.draft)}, &stdout, &stderr)

@@ -3,86 +3,262 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
+	"text/tabwriter"
 	"time"
 	"unicode/utf8"
 
+	"oncepost/shared/ledger"
+	"oncepost/shared/localcron"
 	"oncepost/shared/post"
+	"oncepost/shared/publishing"
+	"oncepost/shared/sqlitestore"
 )
 
-// cmdPost is `oncepost post add FILE`: validate a JSON draft and schedule
-// it. The running runtime picks the schedule up (or its sweeper does, a
-// minute late at most, if it started before the post existed).
-func cmdPost(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "add" {
-		return fmt.Errorf("%w: want `post add FILE` (FILE is a JSON draft, - for stdin)", errUsage)
+func postCommands() []*command {
+	return []*command{
+		{name: "post add", summary: "validate and schedule a post (flags, or a JSON draft)", args: "[flags] [DRAFT.json | -]", run: cmdPostAdd,
+			help:    `Validates a post and schedules it for one or more accounts; a refusal names the field and the fix, and nothing is written. Give the post with flags (--body or --body-file, --account and --at, --media with --alt), or as a JSON draft file: {"id": "launch", "body": "We launched.", "media": [{"path": "photo.jpg", "alt": "the team"}], "targets": [{"account": "news", "at": "2026-12-01T09:00:00+01:00"}]}. Times need an offset (or Z). Media are files: oncepost hashes them, copies them into the workspace and detects their type. A post id is generated when none is given; adding the same id twice is refused.`,
+			example: `oncepost post add --account news --at 2026-12-01T09:00:00+01:00 --body "We launched." --media photo.jpg --alt "the team"`},
+		{name: "post list", summary: "list posts and their targets", args: "[--status S,S] [--account A] [--json]", run: cmdPostList,
+			help: "Lists posts with at least one target matching the filters, earliest slot first: each target's account, slot (UTC and local), status, remote id and reason.", example: "oncepost post list --status scheduled,held --json"},
+		{name: "post show", summary: "a post's targets and ledger history", args: "ID [--json]", run: cmdPostShow,
+			help: "Shows a post: its text and media, every target with its status, and the ledger entries written for it (publish and delete) with every transition, times in UTC and local time.", example: "oncepost post show launch"},
+		{name: "post cancel", summary: "cancel a post that has not gone out", args: "ID [--account A]", run: cmdPostCancel,
+			help: "Cancels a post's targets that are scheduled, triggered, waiting or held by the blocklist: they are never sent, and their schedules are removed. Cancelling twice is a no-op. A published target cannot be cancelled (delete it), and a target held after an ambiguous send is decided with `oncepost reject KEY`.", example: "oncepost post cancel launch --account news"},
+		{name: "post reschedule", summary: "move a post that has not gone out to another time", args: "ID --at TIME [--account A]", run: cmdPostReschedule,
+			help: "Moves a post's scheduled, waiting or blocklist-held targets to a new time. It is refused for a target whose earlier send may have reached the platform (a new time is a new ledger entry, and could post twice).", example: "oncepost post reschedule launch --at 2026-12-02T09:00:00+01:00"},
+		{name: "post delete", summary: "delete a published post from the platform (needs approval)", args: "ID [--account A] [--yes]", run: cmdPostDelete,
+			help: "Requests the deletion of a published post, through the ledger: the request waits for `oncepost approve KEY` (or --yes approves it at once); then oncepost checks the post exists, deletes it, checks the platform's answer and reads back until it is gone. A refusal (403, or a 404 while the post is still there) is reported as a failure, never as done. Deleting twice is a no-op.", example: "oncepost post delete launch --account news"},
 	}
-	cfg := defaultConfig()
-	fs := flag.NewFlagSet("post add", flag.ContinueOnError)
-	fs.StringVar(&cfg.DBPath, "db", cfg.DBPath, "SQLite file")
-	if err := parseFlags(fs, args[1:], stderr, 1); err != nil {
+}
+
+// dbFlag returns the named command's flag set with the --db flag every
+// workspace command takes.
+func dbFlag(fsName string) (*flag.FlagSet, *string) {
+	fs := newFlags(fsName)
+	db := fs.String("db", defaultConfig().DBPath, "the workspace's SQLite file")
+	return fs, db
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// cmdPostAdd is `oncepost post add`.
+func cmdPostAdd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, dbPath := dbFlag("post add")
+	id := fs.String("id", "", "post id (letters, digits, '.', '_', '-'); generated when empty")
+	body := fs.String("body", "", "the post's text")
+	bodyFile := fs.String("body-file", "", "read the text from a file (- for stdin)")
+	at := fs.String("at", "", "when to publish, RFC 3339 with an offset, for every --account")
+	var accounts, media, alts stringList
+	fs.Var(&accounts, "account", "account to publish to (repeatable)")
+	fs.Var(&media, "media", "image file to attach (repeatable, in display order)")
+	fs.Var(&alts, "alt", "alt text of the --media at the same position (repeatable)")
+	asJSON := fs.Bool("json", false, "print the scheduled post as JSON")
+	rest, err := parseFlags(fs, args, stdout, 0, 1)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: FILE is missing", errUsage)
+	flagged := *id != "" || *body != "" || *bodyFile != "" || *at != "" || len(accounts)+len(media)+len(alts) > 0
+	var d post.Draft
+	var baseDir string
+	switch {
+	case len(rest) == 1 && flagged:
+		return badInput("give the post either as a draft file or with flags, not both")
+	case len(rest) == 1:
+		raw, err := readDraft(rest[0])
+		if err != nil {
+			return err
+		}
+		if d, err = decodeDraft(raw); err != nil {
+			return badInput("%v", err)
+		}
+		if rest[0] != "-" {
+			baseDir = filepath.Dir(rest[0])
+		}
+	case !flagged:
+		return badInput("no post given: pass a draft file, or --account, --at and --body (see oncepost post add --help)")
+	default:
+		if d, err = draftFromFlags(*id, *body, *bodyFile, *at, accounts, media, alts); err != nil {
+			return err
+		}
 	}
+	if d.ID == "" {
+		d.ID = newPostID(time.Now())
+	}
+	files, err := readDraftMedia(&d, baseDir)
+	if err != nil {
+		return err
+	}
+	if err := mustExist(*dbPath); err != nil {
+		return err
+	}
+	rt, err := openTool(ctx, *dbPath)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	p, err := rt.validateDraft(ctx, d, files)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := storeMedia(rt.cfg.MediaDir, f); err != nil {
+			return err
+		}
+	}
+	if err := rt.createPost(ctx, p); err != nil {
+		if errors.Is(err, post.ErrConflict) {
+			return badInput("id: post %q exists already; pick another id (oncepost post show %s)", p.ID, p.ID)
+		}
+		return err
+	}
+	if *asJSON {
+		return printJSON(stdout, p)
+	}
+	for _, t := range p.Targets {
+		fmt.Fprintf(stdout, "scheduled %s for %s at %s\n", p.ID, t.Account, bothZones(t.Slot))
+	}
+	return nil
+}
+
+// readDraft reads a draft file (- for stdin) of at most maxDraftBytes.
+func readDraft(name string) ([]byte, error) {
 	var raw []byte
 	var err error
-	if name := fs.Arg(0); name == "-" {
+	if name == "-" {
 		raw, err = io.ReadAll(io.LimitReader(os.Stdin, maxDraftBytes+1))
 	} else {
 		raw, err = readLimited(name, maxDraftBytes)
 	}
 	if err != nil {
-		return fmt.Errorf("%w: read draft: %v", errUsage, err)
+		return nil, badInput("cannot read the draft %s: %v", name, unwrapPathError(err))
 	}
-	d, err := decodeDraft(raw)
-	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	return raw, nil
+}
+
+// draftFromFlags builds a draft from post add's flags.
+func draftFromFlags(id, body, bodyFile, at string, accounts, media, alts stringList) (post.Draft, error) {
+	d := post.Draft{ID: id, Body: body}
+	switch {
+	case body != "" && bodyFile != "":
+		return d, badInput("--body and --body-file: give the text one way")
+	case bodyFile != "":
+		raw, err := readDraft(bodyFile)
+		if err != nil {
+			return d, usageError("body-file", "%v", err)
+		}
+		if len(raw) > maxDraftBytes {
+			return d, usageError("body-file", "%s is larger than %d bytes", bodyFile, maxDraftBytes)
+		}
+		d.Body = strings.TrimRight(string(raw), "\r\n")
 	}
-	if err := mustExist(cfg.DBPath); err != nil {
-		return err
+	if len(accounts) == 0 {
+		return d, usageError("account", "is missing: name the account to publish to (oncepost account list)")
 	}
-	cfg.Logger = discardLogger()
-	rt, err := openRuntime(ctx, cfg)
-	if err != nil {
-		return err
+	if at == "" {
+		return d, usageError("at", "is missing: give the time, e.g. --at 2026-12-01T09:00:00+01:00")
 	}
-	defer rt.Close()
+	if len(alts) > len(media) {
+		return d, usageError("alt", "%d alt texts for %d --media files; give one --alt after each --media", len(alts), len(media))
+	}
+	for _, a := range accounts {
+		d.Targets = append(d.Targets, post.DraftTarget{Account: a, At: at})
+	}
+	for i, m := range media {
+		dm := post.DraftMedia{Path: m}
+		if i < len(alts) {
+			dm.Alt = alts[i]
+		}
+		d.Media = append(d.Media, dm)
+	}
+	return d, nil
+}
+
+// newPostID is a generated post id: the local date and time of creation
+// and a random suffix.
+func newPostID(now time.Time) string {
+	return "p-" + now.Format("20060102-150405") + "-" + strings.ToLower(rand.Text()[:4])
+}
+
+// readDraftMedia reads every attachment given by path, filling its ref,
+// hash and content type; paths are relative to baseDir (the draft's
+// directory) unless absolute.
+func readDraftMedia(d *post.Draft, baseDir string) ([]importedMedia, error) {
+	var files []importedMedia
+	for i := range d.Media {
+		m := &d.Media[i]
+		if m.Path == "" {
+			continue
+		}
+		if m.Ref != "" || m.SHA256 != "" {
+			return nil, badInput("media[%d]: give path, or ref and sha256, not both", i)
+		}
+		path := m.Path
+		if !filepath.IsAbs(path) && baseDir != "" {
+			path = filepath.Join(baseDir, path)
+		}
+		f, err := readMediaFile(fmt.Sprintf("media[%d].path", i), path, m.Alt)
+		if err != nil {
+			return nil, err
+		}
+		m.Media = f.Media
+		files = append(files, f)
+	}
+	return files, nil
+}
+
+// validateDraft checks a draft against the workspace's accounts, their
+// instances' limits and the blocklist, and the imported files against the
+// accounts' media size limits.
+func (rt *runtime) validateDraft(ctx context.Context, d post.Draft, files []importedMedia) (post.Post, error) {
 	accounts, err := rt.store.ListAccounts(ctx)
 	if err != nil {
-		return err
+		return post.Post{}, err
 	}
-	rules := post.Rules{Accounts: map[post.AccountID]post.Account{}, Limits: limitsOf, Now: time.Now()}
+	blocked, err := rt.store.BlockedTerms(ctx)
+	if err != nil {
+		return post.Post{}, err
+	}
+	rules := post.Rules{Accounts: map[post.AccountID]post.Account{}, Limits: limitsOf, Now: time.Now(), Blocked: blocked}
 	for _, a := range accounts {
 		rules.Accounts[a.ID] = a
 	}
-	// Validate everything first, then write the post and its schedules in
-	// one transaction: a refusal leaves nothing behind.
 	p, err := d.Validate(rules)
 	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return post.Post{}, badInput("%v", err)
 	}
-	if err := rt.createPost(ctx, p); err != nil {
-		return err
+	for i, f := range files {
+		for _, t := range p.Targets {
+			lim := rules.Accounts[t.Account].Limits
+			if lim.MaxMediaBytes > 0 && int64(len(f.data)) > lim.MaxMediaBytes {
+				return post.Post{}, badInput("media[%d]: is %.1f MB, over the %.1f MB images %s's instance accepts; resize it",
+					i, float64(len(f.data))/1e6, float64(lim.MaxMediaBytes)/1e6, t.Account)
+			}
+		}
 	}
-	for _, t := range p.Targets {
-		fmt.Fprintf(stdout, "scheduled %s for %s at %s\n", p.ID, t.Account, t.Slot.Format(time.RFC3339))
-	}
-	return nil
+	return p, nil
 }
 
 // maxDraftBytes bounds a draft file (a post body is at most a few
 // thousand characters; media are referenced, not embedded).
 const maxDraftBytes = 1 << 20
 
-// readLimited reads a file of at most limit bytes.
+// readLimited reads a file of at most limit bytes (one more, so the
+// caller can tell it was larger).
 func readLimited(name string, limit int64) ([]byte, error) {
 	f, err := os.Open(name)
 	if err != nil {
@@ -170,11 +346,441 @@ func lineCol(raw []byte, off int) (line, col int) {
 	return line, utf8.RuneCount(raw[start:off]) + 1
 }
 
-// limitsOf are the content limits of the platforms this build can reach.
+// limitsOf are the default content limits of the platforms this build
+// can reach; an account's own instance limits, read when it was added,
+// take precedence.
 func limitsOf(platformName string) (post.Limits, bool) {
 	switch platformName {
 	case "mastodon":
 		return post.Limits{MaxTextGraphemes: 500, MaxMedia: 4}, true
 	}
 	return post.Limits{}, false
+}
+
+// bothZones formats a time in UTC and in the local zone.
+func bothZones(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	utc := t.UTC().Format("2006-01-02 15:04:05Z")
+	if _, off := t.Local().Zone(); off == 0 {
+		return utc
+	}
+	return utc + " (" + t.Local().Format("2006-01-02 15:04:05 MST") + ")"
+}
+
+// cmdPostList is `oncepost post list`.
+func cmdPostList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, dbPath := dbFlag("post list")
+	statuses := fs.String("status", "", "comma-separated target statuses: "+strings.Join(statusNames(), ","))
+	account := fs.String("account", "", "only targets on this account")
+	limit := fs.Int("limit", 100, "at most this many posts")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
+		return err
+	}
+	filter := sqlitestore.PostFilter{Account: post.AccountID(*account), Limit: *limit}
+	if *limit < 1 {
+		return usageError("limit", "%d: need at least 1", *limit)
+	}
+	if *statuses != "" {
+		for _, s := range strings.Split(*statuses, ",") {
+			st := post.TargetStatus(strings.TrimSpace(s))
+			if !validStatus(st) {
+				return usageError("status", "%q is not a target status; use %s", s, strings.Join(statusNames(), ", "))
+			}
+			filter.Statuses = append(filter.Statuses, st)
+		}
+	}
+	rt, err := openTool(ctx, *dbPath)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	if *account != "" {
+		if _, err := rt.store.GetAccount(ctx, post.AccountID(*account)); errors.Is(err, post.ErrNotFound) {
+			return usageError("account", "unknown account %q (oncepost account list)", *account)
+		}
+	}
+	posts, err := rt.store.ListPosts(ctx, filter)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		if posts == nil {
+			posts = []post.Post{}
+		}
+		return printJSON(stdout, posts)
+	}
+	if len(posts) == 0 {
+		fmt.Fprintln(stdout, "no posts match")
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "POST\tACCOUNT\tSLOT\tSTATUS\tREMOTE ID\tTEXT\tREASON")
+	for _, p := range posts {
+		for _, t := range p.Targets {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, t.Account, bothZones(t.Slot), t.Status, orDash(t.RemoteID), snippet(p.Body, 32), t.Reason)
+		}
+	}
+	return tw.Flush()
+}
+
+func statusNames() []string {
+	var out []string
+	for _, s := range allStatuses {
+		out = append(out, string(s))
+	}
+	return out
+}
+
+var allStatuses = []post.TargetStatus{post.Scheduled, post.Triggered, post.Waiting, post.Publishing, post.Published,
+	post.Held, post.Failed, post.Cancelled, post.Deleted}
+
+func validStatus(s post.TargetStatus) bool {
+	for _, v := range allStatuses {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// snippet is the start of a text on one line.
+func snippet(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// postView is `post show --json`.
+type postView struct {
+	Post    post.Post    `json:"post"`
+	Targets []targetView `json:"targets"`
+}
+
+type targetView struct {
+	post.Target
+	Ledger []entryView `json:"ledger"`
+}
+
+type entryView struct {
+	ledger.Entry
+	History []ledger.Transition `json:"history"`
+}
+
+// cmdPostShow is `oncepost post show ID`.
+func cmdPostShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, dbPath := dbFlag("post show")
+	asJSON := fs.Bool("json", false, "print JSON")
+	rest, err := parseFlags(fs, args, stdout, 1, 1)
+	if err != nil {
+		return err
+	}
+	rt, err := openTool(ctx, *dbPath)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	p, err := rt.getPost(ctx, rest[0])
+	if err != nil {
+		return err
+	}
+	v := postView{Post: p}
+	for _, t := range p.Targets {
+		tv := targetView{Target: t, Ledger: []entryView{}}
+		keys := []ledger.Key{ledger.PublishKey(string(t.Account), string(p.ID), t.Slot)}
+		if t.RemoteID != "" {
+			keys = append(keys, ledger.DeleteKey(string(t.Account), t.RemoteID))
+		}
+		for _, k := range keys {
+			e, err := rt.store.Get(ctx, k)
+			if errors.Is(err, ledger.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			h, err := rt.store.History(ctx, k)
+			if err != nil {
+				return err
+			}
+			tv.Ledger = append(tv.Ledger, entryView{Entry: e, History: h})
+		}
+		v.Targets = append(v.Targets, tv)
+	}
+	if *asJSON {
+		return printJSON(stdout, v)
+	}
+	fmt.Fprintf(stdout, "post %s (created %s)\n", p.ID, bothZones(p.CreatedAt))
+	fmt.Fprintf(stdout, "  text: %s\n", strings.ReplaceAll(p.Body, "\n", "\n        "))
+	for i, m := range p.Media {
+		fmt.Fprintf(stdout, "  media[%d]: %s %s alt=%q\n", i, m.ContentType, m.Ref, m.Alt)
+	}
+	for _, tv := range v.Targets {
+		t := tv.Target
+		fmt.Fprintf(stdout, "\n  %s: %s\n", t.Account, t.Status)
+		fmt.Fprintf(stdout, "    slot:    %s\n", bothZones(t.Slot))
+		if t.RemoteID != "" {
+			fmt.Fprintf(stdout, "    remote:  %s\n", t.RemoteID)
+		}
+		if t.Reason != "" {
+			fmt.Fprintf(stdout, "    reason:  %s\n", t.Reason)
+		}
+		if !t.NextTry.IsZero() {
+			fmt.Fprintf(stdout, "    next try: %s\n", bothZones(t.NextTry))
+		}
+		for _, e := range tv.Ledger {
+			fmt.Fprintf(stdout, "    ledger %s %s: %s, attempt %d, handle %s\n", e.Action, e.Key, e.State, e.Attempt, e.Handle)
+			for _, h := range e.History {
+				from := string(h.From)
+				if from == "" {
+					from = "(new)"
+				}
+				line := fmt.Sprintf("      %s  %s → %s  attempt %d", bothZones(h.At), from, h.To, h.Attempt)
+				if h.Reason != "" {
+					line += "  " + h.Reason
+				}
+				fmt.Fprintln(stdout, line)
+			}
+		}
+	}
+	return nil
+}
+
+// getPost reads a post, or returns bad input naming the unknown id.
+func (rt *runtime) getPost(ctx context.Context, id string) (post.Post, error) {
+	p, err := rt.store.GetPost(ctx, post.ID(id))
+	if errors.Is(err, post.ErrNotFound) {
+		return post.Post{}, badInput("no post %q (oncepost post list)", id)
+	}
+	return p, err
+}
+
+// selectTargets returns the post's targets, or the one on account.
+func selectTargets(p post.Post, account string) ([]post.Target, error) {
+	if account == "" {
+		return p.Targets, nil
+	}
+	t, ok := p.Target(post.AccountID(account))
+	if !ok {
+		return nil, usageError("account", "post %s has no target on %q", p.ID, account)
+	}
+	return []post.Target{t}, nil
+}
+
+// cmdPostCancel is `oncepost post cancel ID`.
+func cmdPostCancel(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, dbPath := dbFlag("post cancel")
+	account := fs.String("account", "", "cancel only the target on this account")
+	rest, err := parseFlags(fs, args, stdout, 1, 1)
+	if err != nil {
+		return err
+	}
+	rt, err := openTool(ctx, *dbPath)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	p, err := rt.getPost(ctx, rest[0])
+	if err != nil {
+		return err
+	}
+	targets, err := selectTargets(p, *account)
+	if err != nil {
+		return err
+	}
+	var failed []string
+	for _, t := range targets {
+		msg, err := rt.cancelTarget(ctx, p, t)
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("%s: %v", t.Account, err))
+			continue
+		}
+		fmt.Fprintf(stdout, "%s on %s: %s\n", p.ID, t.Account, msg)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("not cancelled: %s", strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+// cancelTarget cancels one target if nothing was sent for it, and says
+// what it did.
+func (rt *runtime) cancelTarget(ctx context.Context, p post.Post, t post.Target) (string, error) {
+	key := ledger.PublishKey(string(t.Account), string(p.ID), t.Slot)
+	switch t.Status {
+	case post.Cancelled:
+		return "already cancelled", nil
+	case post.Published, post.Deleted:
+		return "", fmt.Errorf("already %s (remote id %s); to remove it from the platform: oncepost post delete %s --account %s", t.Status, t.RemoteID, p.ID, t.Account)
+	case post.Failed:
+		return "", fmt.Errorf("already failed (%s); it will not be sent", t.Reason)
+	case post.Publishing:
+		return "", fmt.Errorf("a send may have reached the platform and is being confirmed (oncepost held)")
+	case post.Held:
+		if e, err := rt.store.Get(ctx, key); err == nil {
+			return "", fmt.Errorf("held after a send (ledger entry %s is %s); decide with: oncepost reject %s --reason TEXT", e.Key[:12], e.State, e.Key[:12])
+		} else if !errors.Is(err, ledger.ErrNotFound) {
+			return "", err
+		}
+	}
+	_, err := rt.store.UpdateTarget(ctx, p.ID, t.Account, post.TargetUpdate{Status: post.Cancelled, Reason: "cancelled by operator",
+		From: []post.TargetStatus{post.Scheduled, post.Triggered, post.Waiting, post.Held}, At: time.Now()})
+	if errors.Is(err, post.ErrConflict) {
+		return "", fmt.Errorf("its status changed meanwhile; look again with oncepost post show %s", p.ID)
+	}
+	if err != nil {
+		return "", err
+	}
+	rt.dropSchedule(ctx, publishing.TargetRef{Post: p.ID, Account: t.Account, Slot: t.Slot})
+	// A publisher re-reads the post before it sends, but one already past
+	// that point may be sending now: the ledger says so.
+	if e, err := rt.store.Get(ctx, key); err == nil && (e.State == ledger.Pending || e.State == ledger.Unknown || e.State == ledger.Confirmed) {
+		return fmt.Sprintf("cancelled, but a send was already in flight (ledger entry %s is %s): check with oncepost post show %s", e.Key[:12], e.State, p.ID), nil
+	}
+	return "cancelled; it will not be sent", nil
+}
+
+// dropSchedule deletes a target's one-time schedule, if it still exists
+// (a schedule that fires for a moved or cancelled target does nothing, so
+// a failure here only leaves a harmless schedule behind).
+func (rt *runtime) dropSchedule(ctx context.Context, ref publishing.TargetRef) {
+	if err := rt.cron.Delete(ctx, scheduleName(ref)); err != nil && !errors.Is(err, localcron.ErrNotFound) {
+		rt.log.WarnContext(ctx, "schedule not deleted", "name", scheduleName(ref), "err", err)
+	}
+}
+
+// cmdPostReschedule is `oncepost post reschedule ID --at TIME`.
+func cmdPostReschedule(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, dbPath := dbFlag("post reschedule")
+	account := fs.String("account", "", "move only the target on this account")
+	at := fs.String("at", "", "the new time, RFC 3339 with an offset (required)")
+	rest, err := parseFlags(fs, args, stdout, 1, 1)
+	if err != nil {
+		return err
+	}
+	if *at == "" {
+		return usageError("at", "is missing: give the new time, e.g. --at 2026-12-01T09:00:00+01:00")
+	}
+	slot, err := post.ParseSlot(*at)
+	if err != nil {
+		return usageError("at", "%v; write an RFC 3339 time with an offset, e.g. 2026-12-01T09:00:00+01:00", err)
+	}
+	if now := time.Now(); slot.Before(now) {
+		return usageError("at", "%s is in the past (now %s); pick a time from now on", *at, now.UTC().Format(time.RFC3339))
+	}
+	rt, err := openTool(ctx, *dbPath)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	p, err := rt.getPost(ctx, rest[0])
+	if err != nil {
+		return err
+	}
+	targets, err := selectTargets(p, *account)
+	if err != nil {
+		return err
+	}
+	var failed []string
+	for _, t := range targets {
+		if t.Slot.Equal(slot) && t.Status == post.Scheduled {
+			fmt.Fprintf(stdout, "%s on %s: already scheduled at %s\n", p.ID, t.Account, bothZones(slot))
+			continue
+		}
+		_, err := rt.store.RescheduleTarget(ctx, p.ID, t.Account, slot, time.Now(), func(tx *sql.Tx, _, next publishing.TargetRef) error {
+			return rt.scheduleTx(ctx, tx, next)
+		})
+		if err != nil {
+			if errors.Is(err, post.ErrConflict) {
+				failed = append(failed, fmt.Sprintf("%s: %v", t.Account, err))
+				continue
+			}
+			return err
+		}
+		rt.dropSchedule(ctx, publishing.TargetRef{Post: p.ID, Account: t.Account, Slot: t.Slot})
+		fmt.Fprintf(stdout, "%s on %s: rescheduled for %s\n", p.ID, t.Account, bothZones(slot))
+	}
+	rt.cron.Wake()
+	if len(failed) > 0 {
+		return fmt.Errorf("not rescheduled: %s", strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+// cmdPostDelete is `oncepost post delete ID`: a delete through the ledger,
+// waiting for approval unless --yes.
+func cmdPostDelete(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, dbPath := dbFlag("post delete")
+	account := fs.String("account", "", "delete only the copy on this account")
+	yes := fs.Bool("yes", false, "approve the delete now and perform it (default: it waits for oncepost approve KEY)")
+	rest, err := parseFlags(fs, args, stdout, 1, 1)
+	if err != nil {
+		return err
+	}
+	rt, err := openTool(ctx, *dbPath)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	p, err := rt.getPost(ctx, rest[0])
+	if err != nil {
+		return err
+	}
+	targets, err := selectTargets(p, *account)
+	if err != nil {
+		return err
+	}
+	var failed []string
+	for _, t := range targets {
+		if *account == "" && t.Status != post.Published && t.Status != post.Deleted {
+			fmt.Fprintf(stdout, "%s on %s: %s, nothing to delete\n", p.ID, t.Account, t.Status)
+			continue
+		}
+		req, err := rt.deleter.Request(ctx, p.ID, t.Account, *yes)
+		if errors.Is(err, publishing.ErrNotPublished) {
+			failed = append(failed, fmt.Sprintf("%s: %v", t.Account, err))
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		e := req.Entry
+		switch {
+		case !req.New && e.State == ledger.Confirmed:
+			fmt.Fprintf(stdout, "%s on %s: already deleted (remote id %s)\n", p.ID, t.Account, e.Subject)
+			continue
+		case !req.New && e.State == ledger.Failed:
+			failed = append(failed, fmt.Sprintf("%s: an earlier delete failed: %s", t.Account, e.Reason))
+			continue
+		case e.State == ledger.Held && e.Decision == "":
+			fmt.Fprintf(stdout, "%s on %s: delete of remote post %s requested; it waits for approval: oncepost approve %s\n", p.ID, t.Account, e.Subject, e.Key)
+			continue
+		}
+		if !*yes && !req.New {
+			fmt.Fprintf(stdout, "%s on %s: delete requested before (%s); it goes on with: oncepost approve %s\n", p.ID, t.Account, e.State, e.Key)
+			continue
+		}
+		res, err := rt.deleter.Run(ctx, e.Key)
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("%s: %v", t.Account, err))
+			continue
+		}
+		fmt.Fprintf(stdout, "%s on %s: %s\n", p.ID, t.Account, res.Message)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("not deleted: %s", strings.Join(failed, "; "))
+	}
+	return nil
 }

@@ -14,7 +14,7 @@ import (
 // runtimeFlags registers the runtime's tuning flags on fs.
 func runtimeFlags(fs *flag.FlagSet, cfg *config) {
 	fs.StringVar(&cfg.DBPath, "db", cfg.DBPath, "SQLite file (created 0600)")
-	fs.StringVar(&cfg.MediaDir, "media", cfg.MediaDir, "directory holding post attachments")
+	fs.StringVar(&cfg.MediaDir, "media", cfg.MediaDir, "directory holding post attachments (default: media next to --db)")
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "publisher workers")
 	fs.DurationVar(&cfg.CallTimeout, "call-timeout", cfg.CallTimeout, "deadline of one platform call")
 	fs.DurationVar(&cfg.RecordMargin, "record-margin", cfg.RecordMargin, "time kept after a platform call to record its outcome")
@@ -28,11 +28,11 @@ func runtimeFlags(fs *flag.FlagSet, cfg *config) {
 // cmdRun is `oncepost run`: the embedded runtime until SIGINT/SIGTERM.
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg := defaultConfig()
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs := newFlags("run")
 	runtimeFlags(fs, &cfg)
 	demo := fs.Bool("demo", false, "create (once) and run a demo workspace against a local sandbox platform")
 	logFormat := fs.String("log", "", `log format: "json" (default) or "human" (default with --demo)`)
-	if err := parseFlags(fs, args, stderr, 0); err != nil {
+	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
 		return err
 	}
 	switch *logFormat {

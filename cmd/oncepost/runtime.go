@@ -33,6 +33,7 @@ const confirmFunction = "oncepost-confirm"
 type config struct {
 	DBPath string
 	// MediaDir holds attachment files; post media refs are relative to it.
+	// Empty means "media" next to the database file.
 	MediaDir string
 	Workers  int
 	// QueueMaxReceives dead-letters a job delivered this many times.
@@ -95,7 +96,6 @@ type ports struct {
 func defaultConfig() config {
 	return config{
 		DBPath:           filepath.Join("var", "oncepost.db"),
-		MediaDir:         filepath.Join("var", "media"),
 		Workers:          4,
 		QueueMaxReceives: 20,
 		Visibility:       time.Minute,
@@ -167,6 +167,7 @@ type runtime struct {
 	publisher *publishing.Publisher
 	confirmer *publishing.Confirmer
 	operator  *publishing.Operator
+	deleter   *publishing.Deleter
 	trigger   *publishing.Trigger
 	sweeper   *publishing.Sweeper
 	log       *slog.Logger
@@ -182,6 +183,9 @@ func openRuntime(ctx context.Context, cfg config) (*runtime, error) {
 	}
 	if err := os.MkdirAll(filepath.Dir(cfg.DBPath), 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", filepath.Dir(cfg.DBPath), err)
+	}
+	if cfg.MediaDir == "" {
+		cfg.MediaDir = filepath.Join(filepath.Dir(cfg.DBPath), "media")
 	}
 	store, err := sqlitestore.Open(ctx, cfg.DBPath, sqlitestore.Options{Now: cfg.Now})
 	if err != nil {
@@ -225,7 +229,7 @@ func openRuntime(ctx context.Context, cfg config) (*runtime, error) {
 	rt.publisher = &publishing.Publisher{
 		Ledger: p.ledger, Posts: p.posts, Accounts: p.accounts, Flows: p.flows, Platforms: p.platforms, Credentials: creds,
 		Media: dirMedia{cfg.MediaDir}, Metrics: metrics, Owner: rt.owner, CallTimeout: cfg.CallTimeout, RecordMargin: cfg.RecordMargin,
-		Lease: cfg.Lease, ThrottleLimit: cfg.ThrottleLimit,
+		Lease: cfg.Lease, ThrottleLimit: cfg.ThrottleLimit, Blocklist: store,
 		Confirm: publishing.ConfirmSettings{Wait: cfg.ConfirmWait, MaxChecks: cfg.ConfirmChecks, QuickWait: cfg.QuickWait},
 		Logger:  cfg.Logger, Now: cfg.Now,
 	}
@@ -236,8 +240,12 @@ func openRuntime(ctx context.Context, cfg config) (*runtime, error) {
 		store.Close()
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
+	rt.deleter = &publishing.Deleter{
+		Ledger: p.ledger, Posts: p.posts, Accounts: p.accounts, Platforms: p.platforms, Credentials: creds, Metrics: metrics,
+		Owner: rt.owner, CallTimeout: cfg.CallTimeout, RecordMargin: cfg.RecordMargin, Lease: cfg.Lease, Logger: cfg.Logger, Now: cfg.Now,
+	}
 	rt.sweeper = &publishing.Sweeper{
-		Ledger: p.ledger, Posts: p.posts, Queue: p.queue, Trigger: rt.trigger, Publisher: rt.publisher, Metrics: metrics,
+		Ledger: p.ledger, Posts: p.posts, Queue: p.queue, Trigger: rt.trigger, Publisher: rt.publisher, Deleter: rt.deleter, Metrics: metrics,
 		StaleAfter: cfg.StaleAfter, MissedAfter: cfg.MissedAfter, Logger: cfg.Logger, Now: cfg.Now,
 	}
 	return rt, nil

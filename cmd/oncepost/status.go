@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -51,10 +50,10 @@ type deadLetterRow struct {
 
 // cmdStatus is `oncepost status`: targets by status and open ledger rows.
 func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	fs := newFlags("status")
 	dbPath := fs.String("db", defaultConfig().DBPath, "SQLite file")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parseFlags(fs, args, stderr, 0); err != nil {
+	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
 		return err
 	}
 	if err := mustExist(*dbPath); err != nil {
@@ -118,7 +117,7 @@ func readStatus(ctx context.Context, store *sqlitestore.Store, now time.Time) (s
 func printStatus(w io.Writer, rep statusReport) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TARGETS\tCOUNT")
-	for _, s := range []post.TargetStatus{post.Scheduled, post.Triggered, post.Waiting, post.Publishing, post.Published, post.Held, post.Failed, post.Cancelled} {
+	for _, s := range []post.TargetStatus{post.Scheduled, post.Triggered, post.Waiting, post.Publishing, post.Published, post.Held, post.Failed, post.Cancelled, post.Deleted} {
 		fmt.Fprintf(tw, "%s\t%d\n", s, rep.Targets[s])
 	}
 	tw.Flush()

@@ -1,0 +1,451 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"oncepost/shared/platform"
+	"oncepost/shared/platform/mastodon"
+	"oncepost/shared/post"
+	"oncepost/shared/sqlitestore"
+)
+
+func accountCommands() []*command {
+	return []*command{
+		{name: "account add", summary: "connect a Mastodon account (token from a file or stdin, or OAuth)", args: "--id ID --url URL (--token-file FILE | --oauth) [flags]", run: cmdAccountAdd,
+			help:    "Connects an account on a Mastodon instance. The access token is read from a file or from stdin (--token-file -), never from an argument, so it stays out of shell history; or --oauth registers an app on the instance, prints the page where you authorise it, and reads the code it shows from stdin. The token is checked with verify_credentials and the instance's text and media limits are read before anything is stored; the credential is stored encrypted (AES-256-GCM) with the workspace's key file (0600, created on first use). Create a token under Preferences → Development → New application with the scopes read and write. --replace reconnects an existing account (a new token, e.g. after reconnect_needed).",
+			example: "oncepost account add --id news --url https://mastodon.social --token-file - < token.txt"},
+		{name: "account list", summary: "list accounts (never their credentials)", args: "[--json]", run: cmdAccountList,
+			help: "Lists the workspace's accounts: platform, handle, instance, gate policy, status and the instance's limits.", example: "oncepost account list --json"},
+		{name: "account show", summary: "one account, its limits and whether a credential is stored", args: "ID [--json]", run: cmdAccountShow,
+			help: "Shows one account: its handle and instance, gate policy, status (reconnect_needed after a refused refresh), the instance's limits, and whether a credential is stored (never the credential itself).", example: "oncepost account show news"},
+		{name: "account remove", summary: "remove an account and its credential", args: "ID [--force]", run: cmdAccountRemove,
+			help:    "Removes an account and its stored credential. It is refused while the account has posts that have not gone out (cancel them first); --force removes it anyway, and their jobs are dead-lettered until an account with the same id is added again (then redrive them: oncepost dlq redrive --all).",
+			example: "oncepost account remove news"},
+	}
+}
+
+var accountIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// cmdAccountAdd is `oncepost account add`.
+func cmdAccountAdd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, dbPath := dbFlag("account add")
+	id := fs.String("id", "", "the account's name in oncepost, e.g. news (required)")
+	platformName := fs.String("platform", "mastodon", "the platform: mastodon")
+	baseURL := fs.String("url", "", "the instance, e.g. https://mastodon.social (required)")
+	tokenFile := fs.String("token-file", "", "read the access token from this file (- for stdin)")
+	oauth := fs.Bool("oauth", false, "connect through the instance's OAuth page instead of a token")
+	gate := fs.String("gate", "", "after an ambiguous send that cannot be found: auto (send again) or manual (hold for an operator); default auto")
+	replace := fs.Bool("replace", false, "reconnect an existing account with a new credential")
+	timeout := fs.Duration("timeout", 30*time.Second, "deadline of each call to the instance")
+	asJSON := fs.Bool("json", false, "print the stored account as JSON")
+	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
+		return err
+	}
+	switch {
+	case *id == "":
+		return usageError("id", "is missing: name the account, e.g. --id news")
+	case !accountIDPattern.MatchString(*id):
+		return usageError("id", "%q: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", *id)
+	case *platformName != "mastodon":
+		return usageError("platform", "%q is not supported by this build; use mastodon", *platformName)
+	case *baseURL == "":
+		return usageError("url", "is missing: give the instance's address, e.g. --url https://mastodon.social")
+	case *tokenFile == "" && !*oauth:
+		return badInput("no credential: give --token-file FILE (or - for stdin), or --oauth")
+	case *tokenFile != "" && *oauth:
+		return badInput("--token-file and --oauth: connect one way")
+	case *gate != "" && *gate != string(post.GateAuto) && *gate != string(post.GateManual):
+		return usageError("gate", "%q: use auto or manual", *gate)
+	}
+	instance, err := instanceURL(*baseURL)
+	if err != nil {
+		return err
+	}
+	// Check the id before any call to the instance; a workspace that does
+	// not exist yet has no accounts (it is created only once the
+	// credential is verified: a refused token leaves nothing behind).
+	var existing post.Account
+	if _, statErr := os.Stat(*dbPath); statErr == nil {
+		if existing, err = lookupAccount(ctx, *dbPath, *id, *replace); err != nil {
+			return err
+		}
+	} else if *replace {
+		return usageError("replace", "there is no account %q to reconnect; leave --replace out to add it", *id)
+	}
+
+	hc := &http.Client{Timeout: *timeout}
+	var cred platform.Credential
+	if *oauth {
+		cred, err = oauthConnect(ctx, hc, instance, stdout)
+	} else {
+		cred, err = readToken(*tokenFile)
+	}
+	if err != nil {
+		return err
+	}
+	client, err := mastodon.New(mastodon.Config{BaseURL: instance, Credential: cred, HTTPClient: hc})
+	if err != nil {
+		return err
+	}
+	profile, err := client.VerifyCredentials(ctx)
+	if err != nil {
+		return refusedCredential(err, *tokenFile != "")
+	}
+	limits, err := client.InstanceLimits(ctx)
+	if err != nil {
+		return fmt.Errorf("read the instance's limits from %s: %w", instance, err)
+	}
+	acc := post.Account{
+		ID: post.AccountID(*id), Platform: "mastodon", Handle: "@" + profile.Username + "@" + hostOf(instance), BaseURL: instance,
+		RemoteID: profile.ID, CredentialRef: *id, Gate: post.GateAuto,
+		Limits: post.Limits{MaxTextGraphemes: limits.MaxCharacters, MaxMedia: limits.MaxMediaAttachments, MaxMediaBytes: limits.ImageSizeLimit},
+	}
+	if *replace {
+		acc.Gate = existing.Gate
+		if existing.RemoteID != "" && existing.RemoteID != profile.ID {
+			return badInput("the token belongs to %s (id %s), not to %s (id %s); use that account's token, or add it under another id",
+				acc.Handle, profile.ID, existing.Handle, existing.RemoteID)
+		}
+	}
+	if *gate != "" {
+		acc.Gate = post.GatePolicy(*gate)
+	}
+	rt, err := openWorkspace(ctx, *dbPath)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	if _, err := rt.store.GetAccount(ctx, acc.ID); err == nil && !*replace {
+		return usageError("id", "account %q was added meanwhile; pick another id, or --replace", *id)
+	}
+	// The credential first: an account row without its credential would
+	// fail every publish; a credential without its account is inert.
+	if err := rt.store.PutCredential(ctx, acc.ID, cred); err != nil {
+		return err
+	}
+	if err := rt.store.PutAccount(ctx, acc); err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(stdout, acc)
+	}
+	verb := "added"
+	if *replace {
+		verb = "reconnected"
+	}
+	fmt.Fprintf(stdout, "%s %s: %s on %s (%s)\n", verb, acc.ID, acc.Handle, acc.BaseURL, describeLimits(acc.Limits.Or(defaultLimits(acc.Platform))))
+	return nil
+}
+
+// lookupAccount checks an id against an existing workspace for account
+// add: taken (without replace) or missing (with replace) is bad input.
+func lookupAccount(ctx context.Context, dbPath, id string, replace bool) (post.Account, error) {
+	rt, err := openTool(ctx, dbPath)
+	if err != nil {
+		return post.Account{}, err
+	}
+	defer rt.Close()
+	existing, err := rt.store.GetAccount(ctx, post.AccountID(id))
+	switch {
+	case err == nil && !replace:
+		return existing, usageError("id", "account %q exists already (%s on %s); pick another id, or --replace to reconnect it", id, existing.Handle, existing.BaseURL)
+	case errors.Is(err, post.ErrNotFound) && replace:
+		return existing, usageError("replace", "there is no account %q to reconnect; leave --replace out to add it", id)
+	case err != nil && !errors.Is(err, post.ErrNotFound):
+		return existing, err
+	}
+	return existing, nil
+}
+
+// openWorkspace opens (creating it if needed) the workspace for a
+// command that writes configuration, like adding the first account.
+func openWorkspace(ctx context.Context, dbPath string) (*runtime, error) {
+	cfg := defaultConfig()
+	cfg.DBPath, cfg.Logger, cfg.Metrics = dbPath, discardLogger(), io.Discard
+	return openRuntime(ctx, cfg)
+}
+
+func defaultLimits(platformName string) post.Limits {
+	l, _ := limitsOf(platformName)
+	return l
+}
+
+func describeLimits(l post.Limits) string {
+	s := fmt.Sprintf("%d characters, %d media", l.MaxTextGraphemes, l.MaxMedia)
+	if l.MaxMediaBytes > 0 {
+		s += fmt.Sprintf(", images up to %.1f MB", float64(l.MaxMediaBytes)/1e6)
+	}
+	return s
+}
+
+// instanceURL checks an instance address: https, or http on a loopback
+// address (a local sandbox); no path, query or credentials.
+func instanceURL(raw string) (string, error) {
+	u, err := url.Parse(strings.TrimRight(strings.TrimSpace(raw), "/"))
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return "", usageError("url", "%q is not an instance address; write it like https://mastodon.social", raw)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" || (u.Path != "" && u.Path != "/") {
+		return "", usageError("url", "%q: give only the instance's address, like https://mastodon.social", raw)
+	}
+	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
+		return "", usageError("url", "%q: use https (plain http is allowed only for a local sandbox on 127.0.0.1)", raw)
+	}
+	return u.Scheme + "://" + u.Host, nil
+}
+
+func isLoopback(host string) bool {
+	return host == "127.0.0.1" || host == "::1" || host == "localhost"
+}
+
+func hostOf(instance string) string {
+	u, err := url.Parse(instance)
+	if err != nil {
+		return instance
+	}
+	return u.Host
+}
+
+// readToken reads an access token from a file or stdin. The token is
+// never an argument: arguments land in shell history and process lists.
+func readToken(name string) (platform.Credential, error) {
+	var raw []byte
+	var err error
+	if name == "-" {
+		raw, err = io.ReadAll(io.LimitReader(os.Stdin, 8<<10))
+	} else {
+		raw, err = readLimited(name, 8<<10)
+	}
+	if err != nil {
+		return platform.Credential{}, usageError("token-file", "cannot read %s: %v", name, unwrapPathError(err))
+	}
+	token := strings.TrimSpace(string(raw))
+	switch {
+	case token == "":
+		return platform.Credential{}, usageError("token-file", "%s is empty; put the access token in it", name)
+	case len(token) > 4<<10 || strings.ContainsAny(token, " \t\r\n"):
+		return platform.Credential{}, usageError("token-file", "%s does not hold one access token (one line, no spaces)", name)
+	}
+	return platform.Credential{AccessToken: token}, nil
+}
+
+// refusedCredential explains a verify_credentials failure.
+func refusedCredential(err error, fromFile bool) error {
+	var un *platform.Unauthorized
+	var rej *platform.Rejected
+	field := "token-file"
+	if !fromFile {
+		field = "oauth"
+	}
+	switch {
+	case errors.As(err, &un):
+		return usageError(field, "the instance refused the token (%s); create a new one with the scopes read and write, and nothing was stored", un.Message)
+	case errors.As(err, &rej) && (rej.Status == http.StatusForbidden || rej.Status == http.StatusUnauthorized):
+		return usageError(field, "the instance refused the token (%s); give it the scopes read and write, and nothing was stored", rej.Message)
+	}
+	return fmt.Errorf("verify the token: %w (nothing was stored)", err)
+}
+
+// oauthConnect registers an app on the instance, prints the page where
+// the user authorises it, reads the code from stdin and exchanges it.
+func oauthConnect(ctx context.Context, hc *http.Client, instance string, stdout io.Writer) (platform.Credential, error) {
+	app, err := mastodon.RegisterApp(ctx, hc, instance, mastodon.AppRequest{ClientName: "oncepost"})
+	if err != nil {
+		return platform.Credential{}, fmt.Errorf("register oncepost on %s: %w", instance, err)
+	}
+	fmt.Fprintf(stdout, "Open this page, sign in and authorise oncepost:\n\n  %s\n\nthen paste the code it shows here: ", mastodon.AuthorizeURL(instance, app))
+	line, err := bufio.NewReader(os.Stdin).ReadString('\n')
+	code := strings.TrimSpace(line)
+	if code == "" {
+		if err != nil && !errors.Is(err, io.EOF) {
+			return platform.Credential{}, fmt.Errorf("read the code: %w", err)
+		}
+		return platform.Credential{}, usageError("oauth", "no code given; run the command again and paste the code the page shows")
+	}
+	fmt.Fprintln(stdout)
+	cred, err := mastodon.ExchangeCode(ctx, hc, instance, app, code)
+	if err != nil {
+		return platform.Credential{}, usageError("oauth", "%v", err)
+	}
+	return cred, nil
+}
+
+// accountView is an account as listed: never its credential.
+type accountView struct {
+	post.Account
+	// Credential says whether one is stored, never what it is.
+	Credential string `json:"credential"`
+	// Unfinished counts the account's targets that have not gone out.
+	Unfinished int `json:"unfinished_targets"`
+}
+
+func (rt *runtime) accountView(ctx context.Context, a post.Account) (accountView, error) {
+	v := accountView{Account: a, Credential: "missing"}
+	c, err := rt.store.Credential(ctx, a.ID)
+	switch {
+	case err == nil:
+		v.Credential = "stored, encrypted"
+		if c.RefreshToken != "" {
+			v.Credential += ", refreshable"
+		}
+		if !c.ExpiresAt.IsZero() {
+			v.Credential += ", expires " + c.ExpiresAt.UTC().Format(time.RFC3339)
+		}
+	case !errors.Is(err, post.ErrNotFound):
+		v.Credential = "unreadable: " + err.Error()
+	}
+	posts, err := rt.store.ListPosts(ctx, sqlitestore.PostFilter{Account: a.ID, Statuses: unfinishedStatuses, Limit: 1000})
+	if err != nil {
+		return v, err
+	}
+	for _, p := range posts {
+		if t, ok := p.Target(a.ID); ok && !t.Status.Terminal() {
+			v.Unfinished++
+		}
+	}
+	return v, nil
+}
+
+var unfinishedStatuses = []post.TargetStatus{post.Scheduled, post.Triggered, post.Waiting, post.Publishing, post.Held}
+
+// cmdAccountList is `oncepost account list`.
+func cmdAccountList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, dbPath := dbFlag("account list")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
+		return err
+	}
+	rt, err := openTool(ctx, *dbPath)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	accounts, err := rt.store.ListAccounts(ctx)
+	if err != nil {
+		return err
+	}
+	views := []accountView{}
+	for _, a := range accounts {
+		v, err := rt.accountView(ctx, a)
+		if err != nil {
+			return err
+		}
+		views = append(views, v)
+	}
+	if *asJSON {
+		return printJSON(stdout, views)
+	}
+	if len(views) == 0 {
+		fmt.Fprintln(stdout, "no accounts; add one with: oncepost account add --id ID --url URL --token-file FILE")
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tPLATFORM\tHANDLE\tINSTANCE\tGATE\tSTATUS\tUNFINISHED\tLIMITS")
+	for _, v := range views {
+		status := string(v.Status)
+		if status == "" {
+			status = "ok"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", v.ID, v.Platform, v.Handle, v.BaseURL, v.Gate, status, v.Unfinished,
+			describeLimits(v.Limits.Or(defaultLimits(v.Platform))))
+	}
+	return tw.Flush()
+}
+
+// cmdAccountShow is `oncepost account show ID`.
+func cmdAccountShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, dbPath := dbFlag("account show")
+	asJSON := fs.Bool("json", false, "print JSON")
+	rest, err := parseFlags(fs, args, stdout, 1, 1)
+	if err != nil {
+		return err
+	}
+	rt, err := openTool(ctx, *dbPath)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	a, err := rt.getAccount(ctx, rest[0])
+	if err != nil {
+		return err
+	}
+	v, err := rt.accountView(ctx, a)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(stdout, v)
+	}
+	status := string(v.Status)
+	if status == "" {
+		status = "ok"
+	}
+	if v.StatusReason != "" {
+		status += " (" + v.StatusReason + "; reconnect with: oncepost account add --id " + string(v.ID) + " --url " + v.BaseURL + " --replace --token-file FILE)"
+	}
+	fmt.Fprintf(stdout, "account %s\n  platform:   %s\n  handle:     %s\n  instance:   %s\n  remote id:  %s\n  gate:       %s\n  status:     %s\n  limits:     %s\n  credential: %s\n  unfinished: %d targets\n",
+		v.ID, v.Platform, v.Handle, v.BaseURL, v.RemoteID, v.Gate, status, describeLimits(v.Limits.Or(defaultLimits(v.Platform))), v.Credential, v.Unfinished)
+	return nil
+}
+
+func (rt *runtime) getAccount(ctx context.Context, id string) (post.Account, error) {
+	a, err := rt.store.GetAccount(ctx, post.AccountID(id))
+	if errors.Is(err, post.ErrNotFound) {
+		return post.Account{}, badInput("no account %q (oncepost account list)", id)
+	}
+	return a, err
+}
+
+// cmdAccountRemove is `oncepost account remove ID`.
+func cmdAccountRemove(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, dbPath := dbFlag("account remove")
+	force := fs.Bool("force", false, "remove the account even though posts for it have not gone out")
+	rest, err := parseFlags(fs, args, stdout, 1, 1)
+	if err != nil {
+		return err
+	}
+	rt, err := openTool(ctx, *dbPath)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	a, err := rt.getAccount(ctx, rest[0])
+	if err != nil {
+		return err
+	}
+	v, err := rt.accountView(ctx, a)
+	if err != nil {
+		return err
+	}
+	if v.Unfinished > 0 && !*force {
+		return fmt.Errorf("account %s has %d posts that have not gone out (oncepost post list --account %s --status %s); cancel them first, or --force",
+			a.ID, v.Unfinished, a.ID, strings.Join(statusStrings(unfinishedStatuses), ","))
+	}
+	if err := rt.store.DeleteAccount(ctx, a.ID); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "removed %s (%s) and its credential\n", a.ID, a.Handle)
+	if v.Unfinished > 0 {
+		fmt.Fprintf(stdout, "%d posts for it have not gone out: their jobs will be dead-lettered until an account %s is added again\n", v.Unfinished, a.ID)
+	}
+	return nil
+}
+
+func statusStrings(ss []post.TargetStatus) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = string(s)
+	}
+	return out
+}

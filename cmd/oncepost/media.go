@@ -1,0 +1,103 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+
+	"oncepost/shared/post"
+)
+
+// maxMediaFileBytes bounds a file `post add` imports. Instances accept
+// less (Mastodon's default image limit is 16 MB); the account's own limit
+// is checked after the post's targets are known.
+const maxMediaFileBytes = 64 << 20
+
+// mediaTypes are the attachment types oncepost imports: the image types
+// every Mastodon instance accepts, by their sniffed content type.
+var mediaTypes = map[string]string{
+	"image/png":  ".png",
+	"image/jpeg": ".jpg",
+	"image/gif":  ".gif",
+	"image/webp": ".webp",
+}
+
+// importedMedia is a file read for a post, not yet copied.
+type importedMedia struct {
+	post.Media
+	data []byte
+}
+
+// readMediaFile reads an attachment, hashes it and sniffs its content
+// type (http.DetectContentType, the WHATWG sniffing algorithm: the file's
+// bytes decide, not its name). field names the input in errors.
+func readMediaFile(field, path, alt string) (importedMedia, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return importedMedia{}, badInput("%s: cannot read %s: %v", field, path, unwrapPathError(err))
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxMediaFileBytes+1))
+	if err != nil {
+		return importedMedia{}, badInput("%s: cannot read %s: %v", field, path, unwrapPathError(err))
+	}
+	if len(data) > maxMediaFileBytes {
+		return importedMedia{}, badInput("%s: %s is larger than %d MB; resize it first", field, path, maxMediaFileBytes>>20)
+	}
+	if len(data) == 0 {
+		return importedMedia{}, badInput("%s: %s is empty", field, path)
+	}
+	ct := http.DetectContentType(data)
+	ext, ok := mediaTypes[ct]
+	if !ok {
+		return importedMedia{}, badInput("%s: %s is %s, not an image oncepost can attach; use PNG, JPEG, GIF or WebP", field, path, ct)
+	}
+	sum := sha256.Sum256(data)
+	sha := hex.EncodeToString(sum[:])
+	return importedMedia{Media: post.Media{Ref: sha + ext, SHA256: sha, ContentType: ct, Alt: alt}, data: data}, nil
+}
+
+// storeMedia copies an imported file into the media directory under its
+// content hash (0600, written to a temporary file and renamed, so a reader
+// never sees half a file). A file already there has the same bytes.
+func storeMedia(dir string, m importedMedia) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("media directory: %w", err)
+	}
+	final := filepath.Join(dir, m.Ref)
+	if _, err := os.Stat(final); err == nil {
+		return nil
+	}
+	tmp, err := os.CreateTemp(dir, ".import-*")
+	if err != nil {
+		return fmt.Errorf("import media: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(m.data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("import media: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("import media: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("import media: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), final); err != nil {
+		return fmt.Errorf("import media: %w", err)
+	}
+	return nil
+}
+
+// unwrapPathError drops the path and operation an *os.PathError repeats.
+func unwrapPathError(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
