@@ -275,9 +275,9 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, minArgs, maxA
 	c := spec(fs.Name())
 	switch {
 	case len(rest) > maxArgs:
-		return nil, badInput("unexpected argument %q (usage: oncepost %s %s)", strings.Join(rest[maxArgs:], " "), c.name, c.args)
+		return nil, badInput("unexpected argument %q; the command is: oncepost %s", strings.Join(rest[maxArgs:], " "), strings.TrimSpace(c.name+" "+c.args))
 	case len(rest) < minArgs:
-		return nil, badInput("missing argument (usage: oncepost %s %s)", c.name, c.args)
+		return nil, badInput("missing argument; the command is: oncepost %s", strings.TrimSpace(c.name+" "+c.args))
 	}
 	return rest, nil
 }

@@ -22,6 +22,10 @@ import (
 
 const demoAccount post.AccountID = "demo"
 
+// demoIncidentText is the demo's incident post: the platform stores it
+// after the client has given up.
+const demoIncidentText = "The platform answers this one only after the client has given up (the incident): watch the confirm loop find it instead of posting twice."
+
 // demo is the running demo sandbox.
 type demo struct {
 	sb *sandbox.Server
@@ -84,7 +88,7 @@ func createDemo(ctx context.Context, rt *runtime, sb *sandbox.Server, out io.Wri
 		id, body string
 		media    []post.Media
 	}{
-		{"demo-1-incident", "The platform answers this one only after the client has given up (the incident): watch the confirm loop find it instead of posting twice.", nil},
+		{"demo-1-incident", demoIncidentText, nil},
 		{"demo-2-throttled", "This one is refused with 429 first; it is released and sent again after Retry-After.", nil},
 		{"demo-3-image", "A post with an image.", []post.Media{img}},
 		{"demo-4", "Good morning from oncepost.", nil},

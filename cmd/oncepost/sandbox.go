@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -37,6 +38,11 @@ func cmdSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if !usernamePattern.MatchString(a) {
 			return usageError("account", "%q: a username is 1-30 letters, digits or '_'", a)
 		}
+	}
+	if host, _, err := net.SplitHostPort(*addr); err != nil {
+		return usageError("addr", "%q: %v; write it like 127.0.0.1:4000", *addr, err)
+	} else if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return usageError("addr", "%q: the sandbox listens on 127.0.0.1 or [::1] only", *addr)
 	}
 	if *dataDir == "" {
 		return usageError("data", "is empty: name a directory for the sandbox's state and token files")
