@@ -15,7 +15,7 @@
 //
 // Times are compared exactly, to the nanosecond, with time.Time.Equal: the
 // stores keep RFC 3339 with nanoseconds, so what goes in comes back out.
-// Times read back from a store must also be in UTC (DESIGN §7). Queue
+// Times read back from a store must also be in UTC. Queue
 // suites run in real time, measured in QueueOptions.Unit.
 //
 // The suites follow the doc comments of the ports in package publishing;
