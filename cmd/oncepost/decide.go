@@ -61,7 +61,7 @@ func cmdHeld(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tSTATE\tPOST\tACCOUNT\tATTEMPT\tSENT?\tLOOKS\tSINCE\tEVIDENCE\tREASON")
+	fmt.Fprintln(tw, "KEY\tACTION\tSTATE\tPOST\tACCOUNT\tATTEMPT\tSENT?\tLOOKS\tSINCE\tEVIDENCE\tREASON")
 	for _, r := range rows {
 		evidence := "-"
 		if r.RemoteID != "" {
@@ -71,7 +71,7 @@ func cmdHeld(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if r.Decision != "" {
 			state += " (decided)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", r.Key, state, r.Post, r.Account, r.Attempt, r.MaybeSent, r.Looks,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", r.Key, r.Action, state, r.Post, r.Account, r.Attempt, r.MaybeSent, r.Looks,
 			r.Since.UTC().Format(time.RFC3339), evidence, r.Reason)
 	}
 	tw.Flush()

@@ -11,6 +11,7 @@ import (
 	"image/png"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -227,26 +228,8 @@ func TestOperatorScenario(t *testing.T) {
 	e := &e2e{t: t, dir: dir, db: filepath.Join(dir, "ws", "oncepost.db"), tokens: map[string]string{}}
 
 	// The sandbox, as its own process on a free port.
-	_, lines := e.startProcess("sandbox.log", "sandbox", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "sb"),
-		"--account", "news", "--account", "careful", "--account", "spare")
-	timeout := time.After(20 * time.Second)
-	for e.sbURL == "" || len(e.tokens) < 3 {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("sandbox exited; see %s", filepath.Join(dir, "sandbox.log"))
-			}
-			if u, found := strings.CutPrefix(l, "sandbox listening on "); found {
-				e.sbURL = strings.Fields(u)[0]
-			}
-			if rest, found := strings.CutPrefix(l, "account @"); found {
-				name, file, _ := strings.Cut(rest, ": token in ")
-				e.tokens[name] = file
-			}
-		case <-timeout:
-			t.Fatal("the sandbox did not print its URL and token files")
-		}
-	}
+	sb := startSandboxProcess(t, dir, "news", "careful", "spare")
+	e.sbURL, e.tokens = sb.URL, sb.TokenFiles
 	token := func(name string) string {
 		b, err := os.ReadFile(e.tokens[name])
 		if err != nil {
@@ -466,4 +449,147 @@ func TestOperatorScenario(t *testing.T) {
 			t.Errorf("a command printed %s's token", name)
 		}
 	}
+}
+
+// `account add --oauth`: the app is registered on the instance, the
+// authorize page is printed, the code the page shows is pasted on stdin,
+// and the account works; the credential carries the app, so a refresh
+// uses it.
+func TestAccountAddThroughOAuth(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "oncepost.db")
+	sb := startSandboxProcess(t, dir, "news")
+	cmd := oncepostCmd(t, "account", "add", "--db", db, "--id", "news", "--url", sb.URL, "--oauth")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopProcess(t, cmd) })
+	// Read the authorize URL the command prints.
+	r := bufio.NewReader(stdout)
+	var authorize string
+	for authorize == "" {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("no authorize URL printed (%v); stderr: %s", err, stderr.String())
+		}
+		if l := strings.TrimSpace(line); strings.HasPrefix(l, sb.URL+"/oauth/authorize?") {
+			authorize = l
+		}
+	}
+	// Authorise as @news on the sandbox's page (its form, posted as a
+	// browser would) and read the code it shows.
+	u, err := url.Parse(authorize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	form := u.Query()
+	form.Set("account_id", sb.AccountIDs["news"])
+	resp, err := http.PostForm(sb.URL+"/oauth/authorize", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	_, rest, ok := strings.Cut(string(page), `<code id="authorization-code">`)
+	code, _, _ := strings.Cut(rest, "</code>")
+	if !ok || code == "" {
+		t.Fatalf("the authorize page shows no code: %s %s", resp.Status, page)
+	}
+	if _, err := io.WriteString(stdin, code+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	stdin.Close()
+	rest2, _ := io.ReadAll(r)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("account add --oauth: %v\nstdout: %s\nstderr: %s", err, rest2, stderr.String())
+	}
+	if !strings.Contains(string(rest2), "added news: @news@") {
+		t.Errorf("account add --oauth printed %q", rest2)
+	}
+	if strings.Contains(string(rest2)+stderr.String(), code) {
+		t.Error("the code was echoed")
+	}
+	s, err := sqlitestore.Open(t.Context(), db, sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, err := s.Credential(t.Context(), "news")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.AccessToken == "" || c.ClientID == "" || c.ClientSecret == "" {
+		t.Errorf("stored credential has access token %t, client id %t, client secret %t; want all",
+			c.AccessToken != "", c.ClientID != "", c.ClientSecret != "")
+	}
+}
+
+// sandboxProcess is `oncepost sandbox` running as its own process.
+type sandboxProcess struct {
+	URL        string
+	TokenFiles map[string]string
+	AccountIDs map[string]string
+}
+
+// startSandboxProcess starts `oncepost sandbox` with the given accounts
+// and stops it by PID when the test ends.
+func startSandboxProcess(t *testing.T, dir string, accounts ...string) *sandboxProcess {
+	t.Helper()
+	args := []string{"sandbox", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "sb")}
+	for _, a := range accounts {
+		args = append(args, "--account", a)
+	}
+	e := &e2e{t: t, dir: dir}
+	_, lines := e.startProcess("sandbox.log", args...)
+	sp := &sandboxProcess{TokenFiles: map[string]string{}, AccountIDs: map[string]string{}}
+	timeout := time.After(20 * time.Second)
+	for sp.URL == "" || len(sp.TokenFiles) < len(accounts) {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("sandbox exited; see %s", filepath.Join(dir, "sandbox.log"))
+			}
+			if u, found := strings.CutPrefix(l, "sandbox listening on "); found {
+				sp.URL = strings.Fields(u)[0]
+			}
+			if rest, found := strings.CutPrefix(l, "account @"); found {
+				name, file, _ := strings.Cut(rest, ": token in ")
+				sp.TokenFiles[name] = file
+			}
+		case <-timeout:
+			t.Fatal("the sandbox did not print its URL and token files")
+		}
+	}
+	for name, f := range sp.TokenFiles {
+		tok, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest(http.MethodGet, sp.URL+"/api/v1/accounts/verify_credentials", nil)
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var acct struct {
+			ID string `json:"id"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&acct)
+		resp.Body.Close()
+		if err != nil || acct.ID == "" {
+			t.Fatalf("verify_credentials of %s: %v", name, err)
+		}
+		sp.AccountIDs[name] = acct.ID
+	}
+	return sp
 }
