@@ -367,11 +367,7 @@ func cmdAccountList(ctx context.Context, args []string, stdout, stderr io.Writer
 func cmdAccountShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, dbPath := dbFlag("account show")
 	asJSON := fs.Bool("json", false, "print JSON")
-	rest, err := parseFlags(fs, args, stdout, 1, 1)
-	if err != nil {
-		return err
-	}
-	rt, err := openTool(ctx, *dbPath)
+	rt, rest, err := parseAndOpen(ctx, fs, dbPath, args, stdout, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -411,11 +407,7 @@ func (rt *runtime) getAccount(ctx context.Context, id string) (post.Account, err
 func cmdAccountRemove(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, dbPath := dbFlag("account remove")
 	force := fs.Bool("force", false, "remove the account even though posts for it have not gone out")
-	rest, err := parseFlags(fs, args, stdout, 1, 1)
-	if err != nil {
-		return err
-	}
-	rt, err := openTool(ctx, *dbPath)
+	rt, rest, err := parseAndOpen(ctx, fs, dbPath, args, stdout, 1, 1)
 	if err != nil {
 		return err
 	}

@@ -91,11 +91,7 @@ func cmdBlocklistList(ctx context.Context, args []string, stdout, stderr io.Writ
 
 func cmdBlocklistRemove(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, dbPath := dbFlag("blocklist remove")
-	rest, err := parseFlags(fs, args, stdout, 1, 1000)
-	if err != nil {
-		return err
-	}
-	rt, err := openTool(ctx, *dbPath)
+	rt, rest, err := parseAndOpen(ctx, fs, dbPath, args, stdout, 1, 1000)
 	if err != nil {
 		return err
 	}

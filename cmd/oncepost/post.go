@@ -483,11 +483,7 @@ type entryView struct {
 func cmdPostShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, dbPath := dbFlag("post show")
 	asJSON := fs.Bool("json", false, "print JSON")
-	rest, err := parseFlags(fs, args, stdout, 1, 1)
-	if err != nil {
-		return err
-	}
-	rt, err := openTool(ctx, *dbPath)
+	rt, rest, err := parseAndOpen(ctx, fs, dbPath, args, stdout, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -567,6 +563,30 @@ func (rt *runtime) getPost(ctx context.Context, id string) (post.Post, error) {
 	return p, err
 }
 
+// parseAndOpen parses a workspace command's flags and arguments and opens
+// the workspace (which must exist); the caller closes it.
+func parseAndOpen(ctx context.Context, fs *flag.FlagSet, dbPath *string, args []string, stdout io.Writer, minArgs, maxArgs int) (*runtime, []string, error) {
+	rest, err := parseFlags(fs, args, stdout, minArgs, maxArgs)
+	if err != nil {
+		return nil, nil, err
+	}
+	rt, err := openTool(ctx, *dbPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rt, rest, nil
+}
+
+// postTargets reads a post and its targets, or the one on account.
+func (rt *runtime) postTargets(ctx context.Context, id, account string) (post.Post, []post.Target, error) {
+	p, err := rt.getPost(ctx, id)
+	if err != nil {
+		return post.Post{}, nil, err
+	}
+	targets, err := selectTargets(p, account)
+	return p, targets, err
+}
+
 // selectTargets returns the post's targets, or the one on account.
 func selectTargets(p post.Post, account string) ([]post.Target, error) {
 	if account == "" {
@@ -583,20 +603,12 @@ func selectTargets(p post.Post, account string) ([]post.Target, error) {
 func cmdPostCancel(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, dbPath := dbFlag("post cancel")
 	account := fs.String("account", "", "cancel only the target on this account")
-	rest, err := parseFlags(fs, args, stdout, 1, 1)
-	if err != nil {
-		return err
-	}
-	rt, err := openTool(ctx, *dbPath)
+	rt, rest, err := parseAndOpen(ctx, fs, dbPath, args, stdout, 1, 1)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
-	p, err := rt.getPost(ctx, rest[0])
-	if err != nil {
-		return err
-	}
-	targets, err := selectTargets(p, *account)
+	p, targets, err := rt.postTargets(ctx, rest[0], *account)
 	if err != nil {
 		return err
 	}
@@ -685,11 +697,7 @@ func cmdPostReschedule(ctx context.Context, args []string, stdout, stderr io.Wri
 		return err
 	}
 	defer rt.Close()
-	p, err := rt.getPost(ctx, rest[0])
-	if err != nil {
-		return err
-	}
-	targets, err := selectTargets(p, *account)
+	p, targets, err := rt.postTargets(ctx, rest[0], *account)
 	if err != nil {
 		return err
 	}
@@ -725,20 +733,12 @@ func cmdPostDelete(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs, dbPath := dbFlag("post delete")
 	account := fs.String("account", "", "delete only the copy on this account")
 	yes := fs.Bool("yes", false, "approve the delete now and perform it (default: it waits for oncepost approve KEY)")
-	rest, err := parseFlags(fs, args, stdout, 1, 1)
-	if err != nil {
-		return err
-	}
-	rt, err := openTool(ctx, *dbPath)
+	rt, rest, err := parseAndOpen(ctx, fs, dbPath, args, stdout, 1, 1)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
-	p, err := rt.getPost(ctx, rest[0])
-	if err != nil {
-		return err
-	}
-	targets, err := selectTargets(p, *account)
+	p, targets, err := rt.postTargets(ctx, rest[0], *account)
 	if err != nil {
 		return err
 	}

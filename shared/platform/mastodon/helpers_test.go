@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -147,4 +149,24 @@ func refusedURL(t *testing.T) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return "http://" + addr
+}
+
+// silentServer reads every request and never answers: the client's
+// deadline ends each call after the request was written. It counts the
+// requests in n if n is not nil.
+func silentServer(t *testing.T, n *atomic.Int32) *httptest.Server {
+	t.Helper()
+	release := make(chan struct{})
+	srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if n != nil {
+			n.Add(1)
+		}
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(func() { close(release) })
+	return srv
 }
