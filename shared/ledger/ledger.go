@@ -90,9 +90,12 @@ type Entry struct {
 	Action  Action `json:"action"`
 	Account string `json:"account"`
 	// Subject is the post id, media SHA-256 or remote id the action is about.
-	Subject string    `json:"subject"`
-	Slot    time.Time `json:"slot"`
-	State   State     `json:"state"`
+	Subject string `json:"subject"`
+	// Post is the post a delete removes a copy of (its Subject is the
+	// remote id); "" for the other actions, whose Subject says it.
+	Post  string    `json:"post,omitempty"`
+	Slot  time.Time `json:"slot"`
+	State State     `json:"state"`
 	// Attempt counts acquisitions; it grows by one on every re-acquire.
 	Attempt int `json:"attempt"`
 	// MaybeSent counts the attempts whose call may have reached the
@@ -184,6 +187,9 @@ func Check(prev, next Entry) error {
 	}
 	if next.Handle != prev.Handle {
 		return fmt.Errorf("entry %s: platform handle changed: %w", prev.Key, ErrTransition)
+	}
+	if next.Post != prev.Post {
+		return fmt.Errorf("entry %s: post changed: %w", prev.Key, ErrTransition)
 	}
 	return nil
 }

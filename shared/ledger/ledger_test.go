@@ -84,6 +84,7 @@ func TestCheck(t *testing.T) {
 		{"confirm keeps attempt", p, with(p, func(e *Entry) { e.State = Confirmed }), true},
 		{"confirm with attempt+1", p, with(p, func(e *Entry) { e.State = Confirmed; e.Attempt = 2 }), false},
 		{"handle change", released, with(reacquired, func(e *Entry) { e.Handle = "other" }), false},
+		{"post change", released, with(reacquired, func(e *Entry) { e.Post = "another-post" }), false},
 		{"key change", p, with(p, func(e *Entry) { e.State = Unknown; e.Key = "k2" }), false},
 		{"confirmed is terminal", with(p, func(e *Entry) { e.State = Confirmed }), with(p, func(e *Entry) { e.State = Released }), false},
 	}

@@ -73,27 +73,13 @@ var ErrDeleteNotConfirmable = errors.New("a delete cannot be confirmed by an ope
 // account's. Only a read back tells which.
 const rejectedNotFound = "not_found"
 
-// deletePostPrefix marks the post id a delete entry stores in its
-// Fingerprint field: delete entries are keyed by (account, remote id), and
-// ledger.Entry has no field for the post whose target the delete moves to
-// deleted, while a delete entry has no content fingerprint (no confirm
-// workflow looks for it).
-const deletePostPrefix = "post:"
-
-// deletePostOf returns the post id a delete entry was requested for.
-func deletePostOf(e ledger.Entry) (post.ID, bool) {
-	id, ok := strings.CutPrefix(e.Fingerprint, deletePostPrefix)
-	return post.ID(id), ok && id != ""
-}
-
 // DeletePostID is the id of the post a delete entry was requested for,
 // or "" for another entry.
 func DeletePostID(e ledger.Entry) string {
 	if e.Action != ledger.Delete {
 		return ""
 	}
-	id, _ := deletePostOf(e)
-	return string(id)
+	return e.Post
 }
 
 // Defaults of the Deleter's read-back tuning.
@@ -269,7 +255,8 @@ func (d *Deleter) Request(ctx context.Context, postID post.ID, account post.Acco
 	}
 
 	now := d.now()
-	e := ledger.NewEntry(key, ledger.Delete, string(tg.Account), tg.RemoteID, time.Time{}, deletePostPrefix+string(pst.ID), d.Owner, now, d.lease())
+	e := ledger.NewEntry(key, ledger.Delete, string(tg.Account), tg.RemoteID, time.Time{}, "", d.Owner, now, d.lease())
+	e.Post = string(pst.ID)
 	e.SentAt = time.Time{} // nothing sent; see the approval rule
 	if err := d.Ledger.Create(ctx, e); err != nil {
 		if !errors.Is(err, ledger.ErrConflict) {
@@ -777,8 +764,7 @@ func logDeleteMove(ctx context.Context, log *slog.Logger, prev, next ledger.Entr
 	case ledger.Failed, ledger.Unknown, ledger.Held:
 		lvl = slog.LevelWarn
 	}
-	postID, _ := deletePostOf(next)
-	log.Log(ctx, lvl, "delete recorded", "key", next.Key, "post", postID, "account", next.Account, "remote_id", next.Subject,
+	log.Log(ctx, lvl, "delete recorded", "key", next.Key, "post", next.Post, "account", next.Account, "remote_id", next.Subject,
 		"attempt", next.Attempt, "from", prev.State, "state", next.State, "reason", next.Reason)
 }
 
@@ -834,8 +820,8 @@ func (d *Deleter) authed(ctx context.Context, e ledger.Entry) (*authedClient, er
 // target already deleted is fine; one in another status is left alone
 // with a warning (the ledger holds the truth).
 func (d *Deleter) markDeleted(ctx context.Context, e ledger.Entry) error {
-	postID, ok := deletePostOf(e)
-	if !ok {
+	postID := post.ID(e.Post)
+	if postID == "" {
 		d.log().WarnContext(ctx, "delete entry names no post; no target to mark deleted", "key", e.Key, "remote_id", e.Subject)
 		return nil
 	}

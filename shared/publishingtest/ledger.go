@@ -256,6 +256,7 @@ func ledgerRoundTrip(t testing.TB, l publishing.Ledger) {
 		Action:        ledger.Upload,
 		Account:       "acct-rt",
 		Subject:       "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+		Post:          "post-rt/ü",
 		Slot:          base.Add(time.Hour + 1),
 		State:         ledger.Pending,
 		Attempt:       1,

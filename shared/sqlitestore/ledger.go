@@ -270,7 +270,7 @@ func entryArgs(e ledger.Entry) []any {
 		string(e.State), e.Attempt, e.Handle, e.Fingerprint,
 		e.LeaseOwner, sqltime.Encode(e.LeaseUntil), sqltime.Encode(e.OpenSince), sqltime.Encode(e.SentAt),
 		e.RemoteID, e.Reason, e.TaskToken, sqltime.Encode(e.UpdatedAt), sqltime.Encode(e.ExpiresAt),
-		e.MaybeSent, e.LookAfter, sqltime.Encode(e.RetryAt), sqltime.Encode(e.DeferredSince), e.Decision,
+		e.MaybeSent, e.LookAfter, sqltime.Encode(e.RetryAt), sqltime.Encode(e.DeferredSince), e.Decision, e.Post,
 	}
 }
 
@@ -283,7 +283,7 @@ func scanEntry(sc scanner) (ledger.Entry, error) {
 	var key, action, state, slot, leaseUntil, openSince, sentAt, updatedAt, expiresAt, retryAt, deferredSince string
 	err := sc.Scan(&key, &action, &e.Account, &e.Subject, &slot, &state, &e.Attempt, &e.Handle, &e.Fingerprint,
 		&e.LeaseOwner, &leaseUntil, &openSince, &sentAt, &e.RemoteID, &e.Reason, &e.TaskToken, &updatedAt, &expiresAt,
-		&e.MaybeSent, &e.LookAfter, &retryAt, &deferredSince, &e.Decision)
+		&e.MaybeSent, &e.LookAfter, &retryAt, &deferredSince, &e.Decision, &e.Post)
 	if err != nil {
 		return ledger.Entry{}, err
 	}

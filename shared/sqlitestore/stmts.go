@@ -12,7 +12,7 @@ import (
 // entryArgs use.
 const ledgerColumns = `key, action, account, subject, slot, state, attempt, handle, fingerprint,
 	lease_owner, lease_until, open_since, sent_at, remote_id, reason, task_token, updated_at, expires_at,
-	maybe_sent, look_after, retry_at, deferred_since, decision`
+	maybe_sent, look_after, retry_at, deferred_since, decision, post_id`
 
 // statusTargets says, for every target status, how to read the targets in
 // that status: through the partial index that holds it. The WHERE clause
@@ -137,12 +137,12 @@ func (s *Store) prepare(ctx context.Context) error {
 	}{
 		// Ledger.
 		{&w.ledgerInsert, s.w, `INSERT INTO ledger (` + ledgerColumns + `)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (key) DO NOTHING`},
 		{&w.ledgerUpdate, s.w, `UPDATE ledger SET action = ?, account = ?, subject = ?, slot = ?,
 			state = ?, attempt = ?, handle = ?, fingerprint = ?, lease_owner = ?, lease_until = ?,
 			open_since = ?, sent_at = ?, remote_id = ?, reason = ?, task_token = ?, updated_at = ?, expires_at = ?,
-			maybe_sent = ?, look_after = ?, retry_at = ?, deferred_since = ?, decision = ?
+			maybe_sent = ?, look_after = ?, retry_at = ?, deferred_since = ?, decision = ?, post_id = ?
 			WHERE key = ? AND state = ? AND attempt = ? AND task_token = ? AND decision = ?`},
 		{&w.ledgerExists, s.w, `SELECT state, attempt FROM ledger WHERE key = ?`},
 		{&w.historyInsert, s.w, `INSERT INTO ledger_history (key, n, from_state, to_state, attempt, reason, at)

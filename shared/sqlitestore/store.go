@@ -348,7 +348,8 @@ var tables = []string{
 		look_after     TEXT NOT NULL DEFAULT '',
 		retry_at       TEXT NOT NULL DEFAULT '',
 		deferred_since TEXT NOT NULL DEFAULT '',
-		decision       TEXT NOT NULL DEFAULT ''
+		decision       TEXT NOT NULL DEFAULT '',
+		post_id        TEXT NOT NULL DEFAULT ''
 	) WITHOUT ROWID`,
 	// Audit rows, clustered by key: n numbers an entry's transitions from 1.
 	`CREATE TABLE IF NOT EXISTS ledger_history (
@@ -470,6 +471,7 @@ var migrations = map[int][]string{
 		`ALTER TABLE accounts ADD COLUMN max_media_bytes INTEGER NOT NULL DEFAULT 0`,
 		`ALTER TABLE credentials ADD COLUMN client_id TEXT NOT NULL DEFAULT ''`,
 		`ALTER TABLE credentials ADD COLUMN client_secret TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE ledger ADD COLUMN post_id TEXT NOT NULL DEFAULT ''`,
 	},
 }
 

@@ -173,7 +173,7 @@ func fullEntry(key ledger.Key) ledger.Entry {
 		OpenSince: at.Add(2), SentAt: at.Add(3), RemoteID: "remote-9", Reason: "why not",
 		TaskToken: "token-x", UpdatedAt: at.Add(4), ExpiresAt: at.Add(ledger.TerminalTTL + 5),
 		MaybeSent: 3, LookAfter: "110000000000000007", RetryAt: at.Add(6), DeferredSince: at.Add(-7),
-		Decision: `{"decision":"approve"}`,
+		Decision: `{"decision":"approve"}`, Post: "post-of-the-remote-copy",
 	}
 }
 
