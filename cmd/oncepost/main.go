@@ -1,14 +1,15 @@
 // Command oncepost is the operator's CLI and the embedded runtime: the
 // whole publishing pipeline in one process on one SQLite file.
 //
-//	oncepost run [--demo]    scheduler → trigger → queue → publishers → confirm workflows → sweeper
-//	oncepost status [--json] targets by status, open ledger rows with their age
-//	oncepost post add FILE   validate and schedule a post (JSON draft)
-//	oncepost held            entries held for an operator, and unresolved ones
-//	oncepost approve|confirm|reject KEY   an operator's decision on a held entry
-//	oncepost chaos [flags]   the regression drill: many posts through faults, counts duplicates
+//	oncepost run [--demo]              scheduler → trigger → queue → publishers → confirm workflows → sweeper
+//	oncepost account add|list|show|remove   connect Mastodon accounts (token from a file or stdin, or OAuth)
+//	oncepost post add|list|show|cancel|reschedule|delete
+//	oncepost blocklist add|list|remove words no post may contain
+//	oncepost dlq list|redrive|drop     dead-lettered jobs
+//	oncepost held | approve|confirm|reject KEY   an operator's decisions
+//	oncepost status | sandbox | chaos | version
 //
-// Run `oncepost help` or `oncepost COMMAND -h` for flags.
+// Run `oncepost help` or `oncepost COMMAND --help` for flags and an example.
 package main
 
 import (

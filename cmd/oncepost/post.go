@@ -103,9 +103,6 @@ func cmdPostAdd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	if err := mustExist(*dbPath); err != nil {
-		return err
-	}
 	rt, err := openTool(ctx, *dbPath)
 	if err != nil {
 		return err
