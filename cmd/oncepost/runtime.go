@@ -431,7 +431,9 @@ func (rt *runtime) watch(ctx context.Context) error {
 // scheduleName names a target's one-time schedule, as EventBridge Scheduler
 // schedules are named by post in the AWS runtime.
 func scheduleName(ref publishing.TargetRef) string {
-	return "post/" + string(ref.Post) + "/" + string(ref.Account) + "/" + ref.Slot.UTC().Format(time.RFC3339)
+	// RFC3339Nano: two slots less than a second apart are two schedules
+	// (a whole-second slot is named as before).
+	return "post/" + string(ref.Post) + "/" + string(ref.Account) + "/" + ref.Slot.UTC().Format(time.RFC3339Nano)
 }
 
 // scheduleEntry is a target's at() schedule.
