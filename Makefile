@@ -5,7 +5,7 @@ PKGS      := ./...
 BENCHTIME ?= 2s
 BENCHCOUNT ?= 5
 
-.PHONY: all build run test test-short lint asl bench tidy-check clean
+.PHONY: all build run test test-short lint asl emulators rie bench tidy-check clean
 
 all: lint test
 
@@ -19,8 +19,10 @@ run:
 	./bin/oncepost run --demo
 
 ## test: lint, validate the state machines, then every test with the race detector (what CI runs).
-test: lint asl
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+## The AWS adapters' tests run against the npm emulators; ONCEPOST_EMULATORS=required makes a
+## missing emulator fail them instead of skipping them.
+test: lint asl emulators rie
+	ONCEPOST_EMULATORS=required $(GO) test -race -count=1 -timeout 20m $(PKGS)
 
 ## test-short: the fast tests, no race detector.
 test-short:
@@ -32,13 +34,27 @@ lint:
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-## asl: validate infra/statemachine/*.asl.json with asl-validator (npm, installed into infra/emulators/node_modules).
-ASL_VALIDATOR := infra/emulators/node_modules/.bin/asl-validator
-$(ASL_VALIDATOR): infra/emulators/package.json infra/emulators/package-lock.json
+## emulators: install the npm test tooling pinned in infra/emulators (asl-validator; dynalite and
+## fauxqs, which shared/emulatortest starts) into the git-ignored infra/emulators/node_modules.
+EMULATORS := infra/emulators/node_modules/.oncepost-installed
+$(EMULATORS): infra/emulators/package.json infra/emulators/package-lock.json
 	npm ci --prefix infra/emulators --no-audit --no-fund --loglevel=error
 	@touch $@
 
-asl: $(ASL_VALIDATOR)
+emulators: $(EMULATORS)
+
+## rie: install the Lambda Runtime Interface Emulator (what `sam local invoke` runs the function
+## under) from the Go module proxy into the git-ignored infra/emulators/bin.
+RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
+RIE := infra/emulators/bin/aws-lambda-rie
+$(RIE):
+	GOBIN=$(CURDIR)/infra/emulators/bin $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
+
+rie: $(RIE)
+
+## asl: validate infra/statemachine/*.asl.json with asl-validator (npm, installed into infra/emulators/node_modules).
+ASL_VALIDATOR := infra/emulators/node_modules/.bin/asl-validator
+asl: $(EMULATORS)
 	@for f in infra/statemachine/*.asl.json; do $(ASL_VALIDATOR) --json-path $$f || exit 1; done
 
 ## bench: throughput, write counts, scheduling lateness, and a restart and an idle runtime on

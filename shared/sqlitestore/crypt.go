@@ -1,101 +1,76 @@
 package sqlitestore
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
 	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
+	"oncepost/shared/credseal"
 	"oncepost/shared/post"
 )
 
 // keySize is the length of the key file: an AES-256 key.
-const keySize = 32
+const keySize = credseal.KeySize
 
 // sealedPrefix starts every encrypted credential value: the format's
 // version, then base64 of nonce ‖ ciphertext (with the GCM tag).
-const sealedPrefix = "v1:"
+const sealedPrefix = credseal.Prefix
 
 // ErrCredentialUndecryptable is returned (wrapped) when a stored credential
 // value does not decrypt with the store's key: the key file was replaced,
-// or the value was copied from another account or column.
-var ErrCredentialUndecryptable = errors.New("credential does not decrypt")
+// or the value was copied from another account or column. It is
+// credseal.ErrUndecryptable, which every store's credentials share.
+var ErrCredentialUndecryptable = credseal.ErrUndecryptable
 
 // The credential columns that are encrypted; each one's name is part of
-// the additional data of its values.
+// the additional data of its values (credseal's field names).
 const (
-	colAccessToken  = "access_token"
-	colRefreshToken = "refresh_token"
-	colClientID     = "client_id"
-	colClientSecret = "client_secret"
+	colAccessToken  = credseal.AccessToken
+	colRefreshToken = credseal.RefreshToken
+	colClientID     = credseal.ClientID
+	colClientSecret = credseal.ClientSecret
 )
 
-// sealer encrypts and decrypts credential values with the key of keyFile.
+// sealer encrypts and decrypts credential values (credseal, AES-256-GCM)
+// with the key of keyFile, and names the key file in its errors.
 type sealer struct {
-	aead    cipher.AEAD
+	s       *credseal.Sealer
 	keyFile string
 }
 
 func newSealer(key []byte, keyFile string) (*sealer, error) {
-	block, err := aes.NewCipher(key)
+	s, err := credseal.New(key)
 	if err != nil {
 		return nil, fmt.Errorf("key file %s: %w", keyFile, err)
 	}
-	aead, err := cipher.NewGCM(block) // 12-byte nonces, 16-byte tags
-	if err != nil {
-		return nil, fmt.Errorf("key file %s: %w", keyFile, err)
-	}
-	return &sealer{aead: aead, keyFile: keyFile}, nil
+	return &sealer{s: s, keyFile: keyFile}, nil
 }
 
-// additionalData binds a value to its account and column: a ciphertext
-// copied to another row or column does not decrypt. The column names are
-// fixed and contain no NUL, so the encoding is unambiguous.
-func additionalData(account post.AccountID, column string) []byte {
-	return []byte("oncepost credentials\x00" + column + "\x00" + string(account))
-}
-
-// seal encrypts one value with a fresh random nonce. The empty value stays
-// empty: the SQL that keeps a stored refresh token when an empty one is
-// given compares with the empty string.
+// seal encrypts one value with a fresh random nonce, bound to its account
+// and column. The empty value stays empty: the SQL that keeps a stored
+// refresh token when an empty one is given compares with the empty string.
 func (s *sealer) seal(account post.AccountID, column, plain string) string {
-	if plain == "" {
-		return ""
-	}
-	nonce := make([]byte, s.aead.NonceSize(), s.aead.NonceSize()+len(plain)+s.aead.Overhead())
-	_, _ = rand.Read(nonce) // crypto/rand.Read never fails (Go 1.24+)
-	out := s.aead.Seal(nonce, nonce, []byte(plain), additionalData(account, column))
-	return sealedPrefix + base64.StdEncoding.EncodeToString(out)
+	return s.s.Seal(string(account), column, plain)
 }
 
 // open decrypts one stored value. Errors name the account, the column and
 // the key file, never the stored value.
 func (s *sealer) open(account post.AccountID, column, stored string) (string, error) {
-	if stored == "" {
-		return "", nil
-	}
-	b64, ok := strings.CutPrefix(stored, sealedPrefix)
-	if !ok {
+	plain, err := s.s.Open(string(account), column, stored)
+	switch {
+	case err == nil:
+		return plain, nil
+	case errors.Is(err, credseal.ErrNotSealed):
 		return "", fmt.Errorf("credential %s: %s is not an encrypted value (written by another program?), so the key in %s cannot read it: %w",
 			account, column, s.keyFile, ErrCredentialUndecryptable)
+	default:
+		return "", fmt.Errorf("credential %s: %s does not decrypt with the key in %s (was the key file replaced, or the value copied from another account or column?): %w",
+			account, column, s.keyFile, ErrCredentialUndecryptable)
 	}
-	raw, err := base64.StdEncoding.DecodeString(b64)
-	n := s.aead.NonceSize()
-	if err == nil && len(raw) >= n+s.aead.Overhead() {
-		var plain []byte
-		if plain, err = s.aead.Open(nil, raw[:n], raw[n:], additionalData(account, column)); err == nil {
-			return string(plain), nil
-		}
-	}
-	return "", fmt.Errorf("credential %s: %s does not decrypt with the key in %s (was the key file replaced, or the value copied from another account or column?): %w",
-		account, column, s.keyFile, ErrCredentialUndecryptable)
 }
 
 // readKey reads the key file. exists is false, with no error, when there

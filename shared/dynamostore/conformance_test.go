@@ -1,0 +1,132 @@
+package dynamostore
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"oncepost/shared/ledger"
+	"oncepost/shared/platform"
+	"oncepost/shared/post"
+	"oncepost/shared/publishing"
+	"oncepost/shared/publishingtest"
+)
+
+// The conformance suites, unchanged, against dynalite. Every check gets
+// fresh tables and two Stores on them, each with its own DynamoDB client
+// (its own connections), used in turn call by call: the suites' races
+// (16 writers on one key) run across both clients, as two processes
+// would, and every read may come from the other client than the write
+// before it.
+
+func TestLedgerConformance(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	next := e.pool(t, LedgerTable)
+	publishingtest.TestLedger(t, func(t *testing.T) publishing.Ledger {
+		prefix := next(t)
+		clock := suiteClock()
+		return &ledgerPair{pair{a: e.store(t, prefix, nil, Options{Now: clock}), b: e.store(t, prefix, nil, Options{Now: clock})}}
+	})
+}
+
+func TestPostsConformance(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	next := e.pool(t, PostsTable)
+	publishingtest.TestPosts(t, func(t *testing.T) publishing.Posts {
+		prefix := next(t)
+		return &postsPair{pair{a: e.store(t, prefix, nil, Options{}), b: e.store(t, prefix, nil, Options{})}}
+	})
+}
+
+func TestAccountsConformance(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	next := e.pool(t, WorkspaceTable, CredentialsTable)
+	publishingtest.TestAccounts(t, func(t *testing.T) publishing.Accounts {
+		prefix := next(t)
+		key := NewStaticKey()
+		return &accountsPair{pair{a: e.store(t, prefix, nil, Options{Keys: key}), b: e.store(t, prefix, nil, Options{Keys: key})}}
+	})
+}
+
+// pair is two Stores on the same tables, used in turn.
+type pair struct {
+	a, b *Store
+	n    atomic.Uint64
+}
+
+func (p *pair) pick() *Store {
+	if p.n.Add(1)%2 == 0 {
+		return p.a
+	}
+	return p.b
+}
+
+type ledgerPair struct{ pair }
+
+func (p *ledgerPair) Create(ctx context.Context, e ledger.Entry) error {
+	return p.pick().Create(ctx, e)
+}
+func (p *ledgerPair) Get(ctx context.Context, key ledger.Key) (ledger.Entry, error) {
+	return p.pick().Get(ctx, key)
+}
+func (p *ledgerPair) Update(ctx context.Context, prev, next ledger.Entry) error {
+	return p.pick().Update(ctx, prev, next)
+}
+func (p *ledgerPair) Open(ctx context.Context, before time.Time, limit int) ([]ledger.Entry, error) {
+	return p.pick().Open(ctx, before, limit)
+}
+func (p *ledgerPair) History(ctx context.Context, key ledger.Key) ([]ledger.Transition, error) {
+	return p.pick().History(ctx, key)
+}
+
+type postsPair struct{ pair }
+
+func (p *postsPair) CreatePost(ctx context.Context, x post.Post) error {
+	return p.pick().CreatePost(ctx, x)
+}
+func (p *postsPair) GetPost(ctx context.Context, id post.ID) (post.Post, error) {
+	return p.pick().GetPost(ctx, id)
+}
+func (p *postsPair) UpdateTarget(ctx context.Context, id post.ID, account post.AccountID, u post.TargetUpdate) (post.Target, error) {
+	return p.pick().UpdateTarget(ctx, id, account, u)
+}
+func (p *postsPair) Due(ctx context.Context, t time.Time, limit int) ([]publishing.TargetRef, error) {
+	return p.pick().Due(ctx, t, limit)
+}
+func (p *postsPair) Unfinished(ctx context.Context, t time.Time, limit int) ([]publishing.TargetRef, error) {
+	return p.pick().Unfinished(ctx, t, limit)
+}
+func (p *postsPair) CountTargets(ctx context.Context, statuses ...post.TargetStatus) (map[post.TargetStatus]int, error) {
+	return p.pick().CountTargets(ctx, statuses...)
+}
+
+type accountsPair struct{ pair }
+
+func (p *accountsPair) PutAccount(ctx context.Context, a post.Account) error {
+	return p.pick().PutAccount(ctx, a)
+}
+func (p *accountsPair) GetAccount(ctx context.Context, id post.AccountID) (post.Account, error) {
+	return p.pick().GetAccount(ctx, id)
+}
+func (p *accountsPair) ListAccounts(ctx context.Context) ([]post.Account, error) {
+	return p.pick().ListAccounts(ctx)
+}
+func (p *accountsPair) Credential(ctx context.Context, id post.AccountID) (platform.Credential, error) {
+	return p.pick().Credential(ctx, id)
+}
+func (p *accountsPair) PutCredential(ctx context.Context, id post.AccountID, c platform.Credential) error {
+	return p.pick().PutCredential(ctx, id, c)
+}
+func (p *accountsPair) LeaseRefresh(ctx context.Context, id post.AccountID, owner string, now, until time.Time) error {
+	return p.pick().LeaseRefresh(ctx, id, owner, now, until)
+}
+func (p *accountsPair) SaveRefreshed(ctx context.Context, id post.AccountID, owner string, c *platform.Credential) error {
+	return p.pick().SaveRefreshed(ctx, id, owner, c)
+}
+func (p *accountsPair) MarkRefreshLost(ctx context.Context, id post.AccountID, owner string, at time.Time) error {
+	return p.pick().MarkRefreshLost(ctx, id, owner, at)
+}
