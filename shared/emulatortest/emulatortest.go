@@ -19,6 +19,9 @@
 // "required" (as `make test` sets it): then the test fails, so CI cannot
 // skip silently.
 //
+// Lambda (lambda.go) likewise runs a function binary under the Lambda
+// Runtime Interface Emulator, installed by `make rie`.
+//
 // Node: the machine and CI have Node 20, so the emulators are the versions
 // pinned in infra/emulators/package.json that run on it (fauxqs 1.9.2:
 // fauxqs 2.x needs Node ≥ 22.5 only for its optional SQLite persistence,
@@ -72,7 +75,8 @@ type emulator struct {
 	// name is the npm package, also the launcher's first argument.
 	name string
 	// script is the Node program run with `node -e` (launcher if empty);
-	// its arguments are name and the port.
+	// its arguments are name and the port; it prints readyMarker once it
+	// listens.
 	script string
 	// ready reports whether the server at endpoint answers.
 	ready func(c *http.Client, endpoint string) bool
@@ -139,29 +143,69 @@ func AWSConfig(t testing.TB, endpoint string) aws.Config {
 			})
 		},
 		RetryMaxAttempts: 3,
-		HTTPClient:       awshttp.NewBuildableClient().WithTimeout(30 * time.Second),
+		HTTPClient: &http.Client{
+			Timeout:   30 * time.Second,
+			Transport: bufferedBodies{next: awshttp.NewBuildableClient().GetTransport()},
+		},
 	}
 }
 
+// bufferedBodies sends each request body from a copy in memory.
+//
+// smithy-go (v1.28.9) hands net/http a request body whose WriteTo returns
+// io.EOF once the SDK has closed it, and the SDK closes it as soon as the
+// response arrives. net/http may still be reading the body then (after
+// sending Content-Length bytes it reads once more to check for extra
+// data): it takes the io.EOF for a failed write and closes the connection
+// under the response being read. The SDK then retries the call, and a
+// retried ReceiveMessage finds the messages the lost answer received
+// hidden for their visibility timeout. On a loaded machine that happened
+// about once per several suite runs; with the body copied, the SDK's close
+// no longer reaches net/http.
+type bufferedBodies struct{ next http.RoundTripper }
+
+func (b bufferedBodies) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return b.next.RoundTrip(req)
+	}
+	buf, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("read the request body: %w", err)
+	}
+	r := req.Clone(req.Context())
+	r.Body = io.NopCloser(bytes.NewReader(buf))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
+	r.ContentLength = int64(len(buf))
+	return b.next.RoundTrip(r)
+}
+
+// readyMarker is the line a launcher prints once it listens. Start waits
+// for it as well as for an answer on the port: the port may have been
+// taken by another process meanwhile, whose answer proves nothing.
+const readyMarker = "oncepost-emulator-listening"
+
 // launcher is the Node program that runs an emulator: argv is the
 // emulator's name and the port. It listens on 127.0.0.1 only (fauxqs's
-// own CLI binds every interface), and exits when its stdin closes, that
-// is when the test process that holds the other end is gone.
+// own CLI binds every interface), prints readyMarker, and exits when its
+// stdin closes, that is when the test process that holds the other end
+// is gone.
 const launcher = `'use strict';
 process.stdin.on('end', () => process.exit(0));
 process.stdin.on('error', () => process.exit(0));
 process.stdin.resume();
 const [name, port] = process.argv.slice(1);
 const host = '127.0.0.1';
+const ready = () => console.log('` + readyMarker + `');
 function fail(err) { console.error((err && err.stack) || String(err)); process.exit(70); }
 if (name === 'fauxqs') {
   import('fauxqs')
     .then(({ buildApp }) => buildApp({ logger: false }).listen({ port: Number(port), host }))
-    .catch(fail);
+    .then(ready, fail);
 } else if (name === 'dynalite') {
   const server = require('dynalite')({});
   server.on('error', fail);
-  server.listen(Number(port), host);
+  server.listen(Number(port), host, ready);
 } else {
   fail(new Error('unknown emulator ' + name));
 }
@@ -315,7 +359,7 @@ func launch(node, dir string, e emulator, port int) (*proc, error) {
 			return nil, err
 		default:
 		}
-		if e.ready(client, p.endpoint) {
+		if out.contains(readyMarker) && e.ready(client, p.endpoint) {
 			return p, nil
 		}
 		if time.Now().After(deadline) {
@@ -372,6 +416,13 @@ func (w *tail) Write(b []byte) (int, error) {
 		w.cut = true
 	}
 	return len(b), nil
+}
+
+// contains reports whether s was written (and is still kept).
+func (w *tail) contains(s string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return bytes.Contains(w.buf, []byte(s))
 }
 
 func (w *tail) String() string {
