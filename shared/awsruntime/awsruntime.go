@@ -1,0 +1,188 @@
+// Package awsruntime builds oncepost's use cases on AWS from a Lambda
+// function's environment: the DynamoDB store, the SQS publish queue, the
+// Step Functions confirm workflow and the Mastodon connector, so that each
+// function's main.go is wiring only.
+//
+// Every setting is an environment variable (Env* below); the SAM
+// template sets them, and a missing or malformed one is an error naming
+// the variable. The AWS SDK reads its own configuration the standard way,
+// so AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SQS and
+// AWS_ENDPOINT_URL_SFN point a function at local emulators.
+package awsruntime
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"oncepost/shared/dynamostore"
+	"oncepost/shared/emf"
+	"oncepost/shared/platform/mastodon"
+	"oncepost/shared/publishing"
+	"oncepost/shared/sfnflow"
+	"oncepost/shared/sqsqueue"
+)
+
+// The environment variables a function reads. Which function needs which
+// is in Needs.
+const (
+	EnvTablePrefix     = "ONCEPOST_TABLE_PREFIX"
+	EnvKMSKeyID        = "ONCEPOST_KMS_KEY_ID"
+	EnvStaticKey       = "ONCEPOST_STATIC_CREDENTIAL_KEY" // hex; emulators and local runs only
+	EnvQueueURL        = "ONCEPOST_QUEUE_URL"
+	EnvDeadLetterURL   = "ONCEPOST_DEAD_LETTER_URL"
+	EnvStateMachineARN = "ONCEPOST_STATE_MACHINE_ARN"
+	EnvMaxReceives     = "ONCEPOST_MAX_RECEIVES"
+	EnvOAuthClientID   = "ONCEPOST_OAUTH_CLIENT_ID"
+	EnvOAuthSecret     = "ONCEPOST_OAUTH_CLIENT_SECRET"
+	EnvMetricsNS       = "ONCEPOST_METRICS_NAMESPACE"
+)
+
+// Env is a function's settings, read from the environment.
+type Env struct {
+	TablePrefix     string
+	KMSKeyID        string
+	StaticKey       []byte
+	QueueURL        string
+	DeadLetterURL   string
+	StateMachineARN string
+	MaxReceives     int
+	OAuthClientID   string
+	OAuthSecret     string
+	MetricsNS       string
+}
+
+// ReadEnv reads the settings from the environment; lookup is os.LookupEnv
+// in a function, a map in tests.
+func ReadEnv(lookup func(string) (string, bool)) (Env, error) {
+	get := func(name string) string { v, _ := lookup(name); return v }
+	e := Env{
+		TablePrefix: get(EnvTablePrefix), KMSKeyID: get(EnvKMSKeyID), QueueURL: get(EnvQueueURL),
+		DeadLetterURL: get(EnvDeadLetterURL), StateMachineARN: get(EnvStateMachineARN),
+		OAuthClientID: get(EnvOAuthClientID), OAuthSecret: get(EnvOAuthSecret), MetricsNS: get(EnvMetricsNS),
+	}
+	if e.MetricsNS == "" {
+		e.MetricsNS = "oncepost"
+	}
+	if v := get(EnvStaticKey); v != "" {
+		k, err := hex.DecodeString(v)
+		if err != nil || len(k) != 32 {
+			return Env{}, fmt.Errorf("%s: want 64 hex digits (a 32-byte key), got %d characters", EnvStaticKey, len(v))
+		}
+		e.StaticKey = k
+	}
+	if v := get(EnvMaxReceives); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return Env{}, fmt.Errorf("%s: %q is not a positive number", EnvMaxReceives, v)
+		}
+		e.MaxReceives = n
+	}
+	return e, nil
+}
+
+// require returns an error naming every variable that is empty.
+func require(pairs ...string) error {
+	var errs []error
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i+1] == "" {
+			errs = append(errs, fmt.Errorf("%s is not set", pairs[i]))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Runtime holds the AWS clients and adapters a function uses.
+type Runtime struct {
+	Env     Env
+	AWS     aws.Config
+	Store   *dynamostore.Store
+	Logger  *slog.Logger
+	Metrics *emf.Emitter
+	// Owner names this function instance in leases.
+	Owner string
+}
+
+// New loads the AWS configuration and builds the store every function
+// needs. The credential key comes from KMS (EnvKMSKeyID) or, for
+// emulators, a static key (EnvStaticKey).
+func New(ctx context.Context, env Env, owner string) (*Runtime, error) {
+	if err := require(EnvTablePrefix, env.TablePrefix); err != nil {
+		return nil, err
+	}
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load AWS configuration: %w", err)
+	}
+	rt := &Runtime{Env: env, AWS: cfg, Owner: owner, Logger: slog.New(slog.NewJSONHandler(os.Stderr, nil))}
+	var keys dynamostore.DataKeys
+	switch {
+	case env.KMSKeyID != "":
+		keys = &dynamostore.KMSKeys{Client: kms.NewFromConfig(cfg), KeyID: env.KMSKeyID}
+	case env.StaticKey != nil:
+		keys = dynamostore.StaticKey(env.StaticKey)
+	default:
+		return nil, fmt.Errorf("neither %s nor %s is set: credentials cannot be read", EnvKMSKeyID, EnvStaticKey)
+	}
+	rt.Store, err = dynamostore.New(dynamodb.NewFromConfig(cfg), dynamostore.Options{Prefix: env.TablePrefix, Keys: keys})
+	if err != nil {
+		return nil, err
+	}
+	rt.Metrics = &emf.Emitter{W: os.Stdout, Namespace: env.MetricsNS, Dimensions: map[string]string{"Runtime": "aws"}}
+	return rt, nil
+}
+
+// Queue is the publish queue.
+func (rt *Runtime) Queue() (*sqsqueue.Queue, error) {
+	if err := require(EnvQueueURL, rt.Env.QueueURL, EnvDeadLetterURL, rt.Env.DeadLetterURL); err != nil {
+		return nil, err
+	}
+	return sqsqueue.New(sqs.NewFromConfig(rt.AWS), rt.Env.QueueURL, rt.Env.DeadLetterURL, sqsqueue.Options{MaxReceives: rt.Env.MaxReceives, Logger: rt.Logger})
+}
+
+// Workflows is the confirm state machine.
+func (rt *Runtime) Workflows() (*sfnflow.StateMachine, error) {
+	if err := require(EnvStateMachineARN, rt.Env.StateMachineARN); err != nil {
+		return nil, err
+	}
+	return sfnflow.New(sfn.NewFromConfig(rt.AWS), rt.Env.StateMachineARN)
+}
+
+// Platforms reaches every account through the Mastodon adapter.
+func (rt *Runtime) Platforms() publishing.Platforms {
+	return mastodon.Connector{ClientID: rt.Env.OAuthClientID, ClientSecret: rt.Env.OAuthSecret}
+}
+
+// Credentials is the credential reader and refresher shared by the use
+// cases of one function instance.
+func (rt *Runtime) Credentials(callTimeout time.Duration) *publishing.Credentials {
+	return &publishing.Credentials{Accounts: rt.Store, Owner: rt.Owner, CallTimeout: callTimeout, Metrics: rt.Metrics, Logger: rt.Logger}
+}
+
+// Confirmer runs the confirm workflow's steps.
+func (rt *Runtime) Confirmer(lookTimeout time.Duration) (*publishing.Confirmer, error) {
+	q, err := rt.Queue()
+	if err != nil {
+		return nil, err
+	}
+	flows, err := rt.Workflows()
+	if err != nil {
+		return nil, err
+	}
+	return &publishing.Confirmer{
+		Ledger: rt.Store, Posts: rt.Store, Accounts: rt.Store, Platforms: rt.Platforms(), Queue: q, Tasks: flows,
+		Credentials: rt.Credentials(lookTimeout), Metrics: rt.Metrics, CallTimeout: lookTimeout, Logger: rt.Logger,
+	}, nil
+}

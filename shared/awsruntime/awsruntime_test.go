@@ -1,0 +1,57 @@
+package awsruntime
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestReadEnv(t *testing.T) {
+	key := strings.Repeat("ab", 32)
+	tests := []struct {
+		name    string
+		env     map[string]string
+		want    Env
+		wantErr string
+	}{
+		{"defaults", map[string]string{EnvTablePrefix: "p-"}, Env{TablePrefix: "p-", MetricsNS: "oncepost"}, ""},
+		{"everything", map[string]string{EnvTablePrefix: "p-", EnvQueueURL: "q", EnvDeadLetterURL: "d", EnvStaticKey: key, EnvMaxReceives: "20", EnvMetricsNS: "ns"},
+			Env{TablePrefix: "p-", QueueURL: "q", DeadLetterURL: "d", StaticKey: []byte(strings.Repeat("\xab", 32)), MaxReceives: 20, MetricsNS: "ns"}, ""},
+		{"short key", map[string]string{EnvStaticKey: "abcd"}, Env{}, EnvStaticKey + ": want 64 hex digits"},
+		{"not hex", map[string]string{EnvStaticKey: strings.Repeat("zz", 32)}, Env{}, EnvStaticKey},
+		{"bad receives", map[string]string{EnvMaxReceives: "0"}, Env{}, EnvMaxReceives + `: "0" is not a positive number`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ReadEnv(func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok })
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("ReadEnv = %v, want an error containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Env (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A function missing a setting says which, before any AWS call.
+func TestMissingSettingsAreNamed(t *testing.T) {
+	if _, err := New(context.Background(), Env{}, "test"); err == nil || !strings.Contains(err.Error(), EnvTablePrefix+" is not set") {
+		t.Errorf("New without a table prefix = %v", err)
+	}
+	rt := &Runtime{Env: Env{TablePrefix: "p-"}}
+	if _, err := rt.Queue(); err == nil || !strings.Contains(err.Error(), EnvQueueURL) || !strings.Contains(err.Error(), EnvDeadLetterURL) {
+		t.Errorf("Queue without URLs = %v", err)
+	}
+	if _, err := rt.Workflows(); err == nil || !strings.Contains(err.Error(), EnvStateMachineARN) {
+		t.Errorf("Workflows without an ARN = %v", err)
+	}
+}
