@@ -646,3 +646,26 @@ func (r *rescheduleAfterFirstRead) GetPost(ctx context.Context, id post.ID) (pos
 	}
 	return p, err
 }
+
+// The trigger marks a target triggered only at the slot it read: one moved
+// to another time meanwhile stays scheduled for its own schedule to fire,
+// instead of sitting triggered (and unsent) until the sweeper notices.
+func TestTriggerLeavesATargetMovedMeanwhileScheduled(t *testing.T) {
+	e := newEnv(t, sandbox.Options{})
+	ctx := context.Background()
+	slot := e.clock.Now().Truncate(time.Second)
+	p := post.Post{ID: "moved", Body: "Sale starts now.", CreatedAt: slot,
+		Targets: []post.Target{{Account: e.account.ID, Slot: slot, Status: post.Scheduled, UpdatedAt: slot}}}
+	if err := e.store.CreatePost(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	later := slot.Add(time.Hour)
+	ref := publishing.TargetRef{Post: p.ID, Account: e.account.ID, Slot: slot}
+	tr := &publishing.Trigger{Posts: &rescheduleAfterFirstRead{Posts: e.store, store: e.store, job: ref, to: later, at: slot}, Queue: e.queue, Now: e.clock.Now}
+	if _, err := tr.Fire(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	if tg := e.target(publishing.Job{Post: p.ID, Account: e.account.ID}); tg.Status != post.Scheduled || !tg.Slot.Equal(later) {
+		t.Errorf("target %s at %s, want scheduled at %s", tg.Status, tg.Slot, later)
+	}
+}
