@@ -609,17 +609,38 @@ func cmdPostCancel(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	var failed []string
-	for _, t := range targets {
+	return forTargets(stdout, p, targets, "cancelled", func(t post.Target) (string, error) {
 		msg, err := rt.cancelTarget(ctx, p, t)
 		if err != nil {
-			failed = append(failed, fmt.Sprintf("%s: %v", t.Account, err))
-			continue
+			return "", refused{err}
 		}
-		fmt.Fprintf(stdout, "%s on %s: %s\n", p.ID, t.Account, msg)
+		return msg, nil
+	})
+}
+
+// refused is a target a post command could not act on: reported with the
+// others, where any other error stops the command.
+type refused struct{ error }
+
+// forTargets runs do on each target and prints what it did ("POST on
+// ACCOUNT: message"); the targets it refused are returned together as
+// one error ("not VERB: …"), after the others were acted on.
+func forTargets(stdout io.Writer, p post.Post, targets []post.Target, verb string, do func(post.Target) (string, error)) error {
+	var failed []string
+	for _, t := range targets {
+		msg, err := do(t)
+		var r refused
+		switch {
+		case errors.As(err, &r):
+			failed = append(failed, fmt.Sprintf("%s: %v", t.Account, r.error))
+		case err != nil:
+			return err
+		default:
+			fmt.Fprintf(stdout, "%s on %s: %s\n", p.ID, t.Account, msg)
+		}
 	}
 	if len(failed) > 0 {
-		return fmt.Errorf("not cancelled: %s", strings.Join(failed, "; "))
+		return fmt.Errorf("not %s: %s", verb, strings.Join(failed, "; "))
 	}
 	return nil
 }
@@ -698,30 +719,23 @@ func cmdPostReschedule(ctx context.Context, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	var failed []string
-	for _, t := range targets {
+	defer rt.cron.Wake()
+	return forTargets(stdout, p, targets, "rescheduled", func(t post.Target) (string, error) {
 		if t.Slot.Equal(slot) && t.Status == post.Scheduled {
-			fmt.Fprintf(stdout, "%s on %s: already scheduled at %s\n", p.ID, t.Account, bothZones(slot))
-			continue
+			return "already scheduled at " + bothZones(slot), nil
 		}
 		_, err := rt.store.RescheduleTarget(ctx, p.ID, t.Account, slot, time.Now(), func(tx *sql.Tx, _, next publishing.TargetRef) error {
 			return rt.scheduleTx(ctx, tx, next)
 		})
+		if errors.Is(err, post.ErrConflict) {
+			return "", refused{err}
+		}
 		if err != nil {
-			if errors.Is(err, post.ErrConflict) {
-				failed = append(failed, fmt.Sprintf("%s: %v", t.Account, err))
-				continue
-			}
-			return err
+			return "", err
 		}
 		rt.dropSchedule(ctx, publishing.TargetRef{Post: p.ID, Account: t.Account, Slot: t.Slot})
-		fmt.Fprintf(stdout, "%s on %s: rescheduled for %s\n", p.ID, t.Account, bothZones(slot))
-	}
-	rt.cron.Wake()
-	if len(failed) > 0 {
-		return fmt.Errorf("not rescheduled: %s", strings.Join(failed, "; "))
-	}
-	return nil
+		return "rescheduled for " + bothZones(slot), nil
+	})
 }
 
 // cmdPostDelete is `oncepost post delete ID`: a delete through the ledger,
@@ -739,45 +753,32 @@ func cmdPostDelete(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	var failed []string
-	for _, t := range targets {
+	return forTargets(stdout, p, targets, "deleted", func(t post.Target) (string, error) {
 		if *account == "" && t.Status != post.Published && t.Status != post.Deleted {
-			fmt.Fprintf(stdout, "%s on %s: %s, nothing to delete\n", p.ID, t.Account, t.Status)
-			continue
+			return string(t.Status) + ", nothing to delete", nil
 		}
 		req, err := rt.deleter.Request(ctx, p.ID, t.Account, *yes)
 		if errors.Is(err, publishing.ErrNotPublished) {
-			failed = append(failed, fmt.Sprintf("%s: %v", t.Account, err))
-			continue
+			return "", refused{err}
 		}
 		if err != nil {
-			return err
+			return "", err
 		}
 		e := req.Entry
 		switch {
 		case !req.New && e.State == ledger.Confirmed:
-			fmt.Fprintf(stdout, "%s on %s: already deleted (remote id %s)\n", p.ID, t.Account, e.Subject)
-			continue
+			return fmt.Sprintf("already deleted (remote id %s)", e.Subject), nil
 		case !req.New && e.State == ledger.Failed:
-			failed = append(failed, fmt.Sprintf("%s: an earlier delete failed: %s", t.Account, e.Reason))
-			continue
+			return "", refused{fmt.Errorf("an earlier delete failed: %s", e.Reason)}
 		case e.State == ledger.Held && e.Decision == "":
-			fmt.Fprintf(stdout, "%s on %s: delete of remote post %s requested; it waits for approval: oncepost approve %s\n", p.ID, t.Account, e.Subject, e.Key)
-			continue
-		}
-		if !*yes && !req.New {
-			fmt.Fprintf(stdout, "%s on %s: delete requested before (%s); it goes on with: oncepost approve %s\n", p.ID, t.Account, e.State, e.Key)
-			continue
+			return fmt.Sprintf("delete of remote post %s requested; it waits for approval: oncepost approve %s", e.Subject, e.Key), nil
+		case !*yes && !req.New:
+			return fmt.Sprintf("delete requested before (%s); it goes on with: oncepost approve %s", e.State, e.Key), nil
 		}
 		res, err := rt.deleter.Run(ctx, e.Key)
 		if err != nil {
-			failed = append(failed, fmt.Sprintf("%s: %v", t.Account, err))
-			continue
+			return "", refused{err}
 		}
-		fmt.Fprintf(stdout, "%s on %s: %s\n", p.ID, t.Account, res.Message)
-	}
-	if len(failed) > 0 {
-		return fmt.Errorf("not deleted: %s", strings.Join(failed, "; "))
-	}
-	return nil
+		return res.Message, nil
+	})
 }
