@@ -1,14 +1,28 @@
 // Package ebschedule writes oncepost's schedules to Amazon EventBridge
-// Scheduler: one one-time at() schedule per target, invoking the trigger
-// Lambda, as the embedded runtime (cmd/oncepost) does with localcron, and
-// recurring cron()/rate() schedules in an IANA time zone.
+// Scheduler: one-time at() schedules invoking the trigger Lambda, as the
+// embedded runtime (cmd/oncepost) does with localcron, and recurring
+// cron()/rate() schedules in an IANA time zone.
 //
 // Client implements the ports Targets (Put, Move, Delete) and Recurring
-// (PutRecurring, DeleteRecurring) on the SDK's scheduler client (API).
+// (PutRecurring, DeleteRecurring) on the SDK's scheduler client (API),
+// and PutSlot.
+//
+// # One schedule per slot
+//
+// The AWS runtime writes one schedule per distinct slot (PutSlot, named
+// by SlotName): its Input names the slot only, and the trigger enqueues
+// every target due at it in SendMessageBatch calls of ten. The posts of a
+// slot then share one schedule, one invocation and one SQS request per
+// ten jobs. The schedule's content depends on the slot alone, so any
+// number of writers put the same schedule, and a cancel or reschedule
+// never has to touch it (the trigger skips what is no longer scheduled
+// there). Per-target schedules (Put, below) remain for callers that need
+// one target fired on its own. The sections below on firing early,
+// idempotency and errors hold for both kinds.
 //
 // # One schedule per target
 //
-// Every target gets its own schedule in the client's schedule group:
+// With Put, every target gets its own schedule in the client's schedule group:
 // at(FireTime(slot)) with ScheduleExpressionTimezone "UTC",
 // FlexibleTimeWindow OFF, ActionAfterCompletion DELETE (Scheduler deletes
 // it after its one invocation, keeping the account far under the

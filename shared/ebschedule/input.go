@@ -52,10 +52,15 @@ func encodeInput(ref publishing.TargetRef) (string, error) {
 	return string(b[:len(b)-1]) + `,"scheduled_time":"` + scheduledTimeAttr + `"}`, nil
 }
 
-// DecodeInput decodes the event a target schedule invoked the trigger
-// with. Unknown fields are refused, and every field is required; errors
-// name the field. The trigger enqueues the job with
-// Delay(in.Slot, now) as its SQS DelaySeconds.
+// AllDue reports whether the input is a slot schedule's (PutSlot): no
+// post or account, the trigger fires every target due at Slot.
+func (in Input) AllDue() bool { return in.Post == "" && in.Account == "" }
+
+// DecodeInput decodes the event a target schedule (Put) or a slot
+// schedule (PutSlot: no post_id and account_id) invoked the trigger with.
+// Unknown fields are refused, and every other field is required; errors
+// name the field. The trigger enqueues the job with Delay(in.Slot, now) as
+// its SQS DelaySeconds.
 func DecodeInput(b []byte) (Input, error) {
 	var raw struct {
 		Post          *post.ID        `json:"post_id"`
@@ -71,10 +76,11 @@ func DecodeInput(b []byte) (Input, error) {
 	if dec.More() {
 		return Input{}, errors.New("schedule input: data after the JSON object")
 	}
+	slotOnly := raw.Post == nil && raw.Account == nil
 	switch {
-	case raw.Post == nil || *raw.Post == "":
+	case !slotOnly && (raw.Post == nil || *raw.Post == ""):
 		return Input{}, errors.New("schedule input: post_id is missing")
-	case raw.Account == nil || *raw.Account == "":
+	case !slotOnly && (raw.Account == nil || *raw.Account == ""):
 		return Input{}, errors.New("schedule input: account_id is missing")
 	case raw.Slot == nil || *raw.Slot == "":
 		return Input{}, errors.New("schedule input: slot is missing")
@@ -91,8 +97,9 @@ func DecodeInput(b []byte) (Input, error) {
 		// console) lands here.
 		return Input{}, fmt.Errorf("schedule input: scheduled_time %q is not an RFC 3339 time", *raw.ScheduledTime)
 	}
-	return Input{
-		TargetRef:     publishing.TargetRef{Post: *raw.Post, Account: *raw.Account, Slot: slot.UTC()},
-		ScheduledTime: scheduled.UTC(),
-	}, nil
+	in := Input{TargetRef: publishing.TargetRef{Slot: slot.UTC()}, ScheduledTime: scheduled.UTC()}
+	if !slotOnly {
+		in.Post, in.Account = *raw.Post, *raw.Account
+	}
+	return in, nil
 }

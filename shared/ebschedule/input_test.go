@@ -80,6 +80,10 @@ func TestDecodeInput(t *testing.T) {
 		{"execution id smuggled in", `{"post_id":"p","account_id":"a","slot":"2026-12-01T09:00:00Z","scheduled_time":"2026-12-01T08:59:00Z","execution_id":"x"}`, ebschedule.Input{}, `unknown field "execution_id"`},
 		{"trailing data", `{"post_id":"p","account_id":"a","slot":"2026-12-01T09:00:00Z","scheduled_time":"2026-12-01T08:59:00Z"} {}`, ebschedule.Input{}, "after the JSON object"},
 		{"not JSON", `post=p`, ebschedule.Input{}, "schedule input"},
+		{"slot schedule", `{"slot":"2026-12-01T09:00:00Z","scheduled_time":"2026-12-01T08:59:00Z"}`,
+			ebschedule.Input{TargetRef: publishing.TargetRef{Slot: at("2026-12-01T09:00:00Z")}, ScheduledTime: at("2026-12-01T08:59:00Z")}, ""},
+		{"slot schedule without slot", `{"scheduled_time":"2026-12-01T08:59:00Z"}`, ebschedule.Input{}, "slot is missing"},
+		{"slot schedule with empty post", `{"post_id":"","slot":"2026-12-01T09:00:00Z","scheduled_time":"2026-12-01T08:59:00Z"}`, ebschedule.Input{}, "post_id is missing"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,6 +99,9 @@ func TestDecodeInput(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("DecodeInput (-want +got):\n%s", diff)
+			}
+			if want := tt.want.Post == ""; got.AllDue() != want {
+				t.Errorf("AllDue = %v, want %v", got.AllDue(), want)
 			}
 			if got.Slot.Location() != time.UTC || got.ScheduledTime.Location() != time.UTC {
 				t.Errorf("times not in UTC: %v %v", got.Slot, got.ScheduledTime)
