@@ -2,6 +2,8 @@ package ebschedule
 
 import (
 	"time"
+
+	"oncepost/shared/publishing"
 )
 
 // Timing constants of one-time target schedules.
@@ -13,7 +15,7 @@ const (
 	Precision = time.Minute
 	// MaxDelay is SQS's largest DelaySeconds (900 s, 15 minutes): Delay
 	// never returns more.
-	MaxDelay = 900 * time.Second
+	MaxDelay = publishing.MaxDelay
 	// MinLead is the least time between now and a schedule's firing time
 	// that Put accepts; a slot closer than that is ErrDue, and the caller
 	// enqueues the job itself with Delay. A slot that is ErrDue is always
@@ -40,13 +42,5 @@ func FireTime(slot time.Time) time.Time {
 // bounded to [0, MaxDelay]. A slot already past gives 0. The result is a
 // whole number of seconds.
 func Delay(slot, now time.Time) time.Duration {
-	d := slot.Sub(now) // saturates instead of overflowing
-	if d <= 0 {
-		return 0
-	}
-	if d >= MaxDelay {
-		return MaxDelay
-	}
-	secs := (d + time.Second - 1) / time.Second
-	return secs * time.Second
+	return publishing.DelayUntil(slot, now)
 }

@@ -140,6 +140,21 @@ type Queue interface {
 	DeadLetters(ctx context.Context, limit int) ([]DeadLetter, error)
 }
 
+// Outgoing is one message of a batch send: a body and its delay, as
+// Queue.Send takes them.
+type Outgoing struct {
+	Body  []byte
+	Delay time.Duration
+}
+
+// BatchSender is a Queue that sends many messages in few requests (SQS's
+// SendMessageBatch: ten per request). SendBatch returns the ids in order;
+// on a partial failure the ids of the messages not sent are "" and the
+// error says which.
+type BatchSender interface {
+	SendBatch(ctx context.Context, msgs []Outgoing) ([]string, error)
+}
+
 // ErrMessageNotFound is returned by DeadLetterAdmin for an id that is not
 // in the dead-letter queue.
 var ErrMessageNotFound = errors.New("no dead letter with that id")

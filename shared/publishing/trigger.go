@@ -11,11 +11,36 @@ import (
 	"oncepost/shared/post"
 )
 
+// MaxDelay is the longest delay a queued job can have (SQS's
+// DelaySeconds stops at 900 s).
+const MaxDelay = 900 * time.Second
+
+// SlotLimit bounds how many targets one FireSlot enqueues; the rest stay
+// scheduled and the sweeper triggers them MissedAfter past their slot.
+const SlotLimit = 10000
+
+// DelayUntil is the queue delay of a job for slot sent at now: the time
+// left until slot rounded up to a whole second, so the job becomes
+// visible at the slot or less than a second after it (never before),
+// bounded to [0, MaxDelay]. A slot already past gives 0.
+func DelayUntil(slot, now time.Time) time.Duration {
+	d := slot.Sub(now) // saturates instead of overflowing
+	if d <= 0 {
+		return 0
+	}
+	if d >= MaxDelay {
+		return MaxDelay
+	}
+	return (d + time.Second - 1) / time.Second * time.Second
+}
+
 // Trigger turns a due target into a queued job. It runs when a schedule
 // fires (EventBridge Scheduler, or localcron) and when the sweeper finds a
-// due target that was never triggered. It sends first, then marks the
+// due target that was never triggered. Fire sends first, then marks the
 // target triggered: a crash in between sends again, which the ledger absorbs;
 // the other order could mark a target triggered that never reached the queue.
+// A schedule may fire before the slot (EventBridge Scheduler fires a
+// minute early, see ebschedule): the job is then delayed until the slot.
 type Trigger struct {
 	Posts Posts
 	Queue Queue
@@ -48,7 +73,7 @@ func (t *Trigger) Fire(ctx context.Context, ref TargetRef) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("trigger %s/%s: encode job: %w", ref.Post, ref.Account, err)
 	}
-	if _, err := t.Queue.Send(ctx, body, 0); err != nil {
+	if _, err := t.Queue.Send(ctx, body, DelayUntil(tg.Slot, t.now())); err != nil {
 		return false, fmt.Errorf("trigger %s/%s: enqueue: %w", ref.Post, ref.Account, err)
 	}
 	// Only a target still scheduled for this slot is marked: one held,
@@ -80,6 +105,72 @@ func (t *Trigger) FireDue(ctx context.Context, limit int) (int, error) {
 		if ok {
 			sent++
 		}
+	}
+	return sent, errors.Join(errs...)
+}
+
+// FireSlot enqueues the job of every target still scheduled at or before
+// slot — a slot schedule's firing (ebschedule.PutSlot) — each delayed until
+// its own slot, and reports how many it sent. With a BatchSender queue the
+// jobs go out ten per request.
+//
+// Unlike Fire it does not mark the targets triggered: the queued job is
+// the record, and marking would cost a write (and two index writes) per
+// post on the publish path. A target whose job was lost stays scheduled,
+// and the sweeper triggers it MissedAfter past its slot; a job that is
+// sent twice (a retried invocation) is absorbed by the ledger. The targets
+// come from Posts.Due, which reads them back consistently, so a target
+// cancelled or moved before the firing is not sent; one cancelled after
+// it is stopped by the publisher's re-read.
+func (t *Trigger) FireSlot(ctx context.Context, slot time.Time) (int, error) {
+	due, err := t.Posts.Due(ctx, slot, SlotLimit)
+	if err != nil {
+		return 0, fmt.Errorf("trigger slot %s: due targets: %w", slot.UTC().Format(time.RFC3339Nano), err)
+	}
+	if len(due) == SlotLimit {
+		t.log().WarnContext(ctx, "slot has more due targets than one firing sends; the sweeper triggers the rest", "slot", slot.UTC().Format(time.RFC3339Nano), "limit", SlotLimit)
+	}
+	now := t.now()
+	msgs := make([]Outgoing, 0, len(due))
+	for _, ref := range due {
+		body, err := json.Marshal(Job{Post: ref.Post, Account: ref.Account, Slot: ref.Slot.UTC()})
+		if err != nil {
+			return 0, fmt.Errorf("trigger slot: encode job %s/%s: %w", ref.Post, ref.Account, err)
+		}
+		msgs = append(msgs, Outgoing{Body: body, Delay: DelayUntil(ref.Slot, now)})
+	}
+	sent, err := t.send(ctx, msgs)
+	t.log().InfoContext(ctx, "slot triggered", "slot", slot.UTC().Format(time.RFC3339Nano), "due", len(due), "sent", sent)
+	if err != nil {
+		return sent, fmt.Errorf("trigger slot %s: %w", slot.UTC().Format(time.RFC3339Nano), err)
+	}
+	return sent, nil
+}
+
+// send sends msgs in batches when the queue can, one by one otherwise,
+// and counts what was sent.
+func (t *Trigger) send(ctx context.Context, msgs []Outgoing) (int, error) {
+	if len(msgs) == 0 {
+		return 0, nil
+	}
+	if b, ok := t.Queue.(BatchSender); ok {
+		ids, err := b.SendBatch(ctx, msgs)
+		sent := 0
+		for _, id := range ids {
+			if id != "" {
+				sent++
+			}
+		}
+		return sent, err
+	}
+	sent := 0
+	var errs []error
+	for _, m := range msgs {
+		if _, err := t.Queue.Send(ctx, m.Body, m.Delay); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		sent++
 	}
 	return sent, errors.Join(errs...)
 }

@@ -8,19 +8,17 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"oncepost/shared/publishing"
 )
 
 // Outgoing is one message for SendBatch: a body and its delay, as Send
-// takes them.
-type Outgoing struct {
-	Body  []byte
-	Delay time.Duration
-}
+// takes them (the port's type, so the Queue is a publishing.BatchSender).
+type Outgoing = publishing.Outgoing
 
 // BatchFailure is one message SendBatch did not send.
 type BatchFailure struct {

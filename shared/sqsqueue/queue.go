@@ -22,6 +22,7 @@ import (
 var (
 	_ publishing.Queue           = (*Queue)(nil)
 	_ publishing.DeadLetterAdmin = (*Queue)(nil)
+	_ publishing.BatchSender     = (*Queue)(nil)
 )
 
 // Options tunes a Queue. The zero value is valid.

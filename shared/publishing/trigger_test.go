@@ -1,0 +1,120 @@
+package publishing_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"oncepost/shared/platform/sandbox"
+	"oncepost/shared/post"
+	"oncepost/shared/publishing"
+)
+
+// batchingQueue is the env's queue made a BatchSender: it records each
+// SendBatch and sends its messages one by one.
+type batchingQueue struct {
+	publishing.Queue
+	mu      sync.Mutex
+	batches [][]publishing.Outgoing
+}
+
+func (q *batchingQueue) SendBatch(ctx context.Context, msgs []publishing.Outgoing) ([]string, error) {
+	q.mu.Lock()
+	q.batches = append(q.batches, msgs)
+	q.mu.Unlock()
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		id, err := q.Send(ctx, m.Body, m.Delay)
+		if err != nil {
+			return ids, err
+		}
+		ids[i] = id
+	}
+	return ids, nil
+}
+
+// TestFireSlotEnqueuesEveryDueTargetOnce: a slot schedule firing a minute
+// early sends the jobs of every target still scheduled at or before the
+// slot in one batch, each delayed until its own slot, and leaves the
+// targets scheduled (no write per post). Cancelled and later targets are
+// not sent.
+func TestFireSlotEnqueuesEveryDueTargetOnce(t *testing.T) {
+	e := newEnv(t, sandbox.Options{})
+	ctx := context.Background()
+	now := e.clock.Now().Truncate(time.Second)
+	slot := now.Add(40 * time.Second)
+	a := e.scheduleAt("a", "First of the slot.", slot)
+	b := e.scheduleAt("b", "Second of the slot.", slot)
+	missed := e.scheduleAt("missed", "A slot whose schedule never fired.", now.Add(-3*time.Minute))
+	e.scheduleAt("later", "Next slot.", slot.Add(time.Second))
+	cancelled := e.scheduleAt("cancelled", "Never.", slot)
+	if _, err := e.store.UpdateTarget(ctx, cancelled.Post, cancelled.Account, post.TargetUpdate{Status: post.Cancelled, At: now}); err != nil {
+		t.Fatal(err)
+	}
+	q := &batchingQueue{Queue: e.queue}
+	tr := &publishing.Trigger{Posts: e.store, Queue: q, Now: func() time.Time { return now }}
+	sent, err := tr.FireSlot(ctx, slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent != 3 {
+		t.Errorf("FireSlot sent %d, want 3", sent)
+	}
+	if len(q.batches) != 1 {
+		t.Fatalf("%d SendBatch calls, want 1", len(q.batches))
+	}
+	delays := map[string]time.Duration{}
+	for _, m := range q.batches[0] {
+		j, err := publishing.DecodeJob(m.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		delays[string(j.Post)] = m.Delay
+	}
+	if diff := cmp.Diff(map[string]time.Duration{"a": 40 * time.Second, "b": 40 * time.Second, "missed": 0}, delays); diff != "" {
+		t.Errorf("jobs and delays (-want +got):\n%s", diff)
+	}
+	for _, j := range []publishing.Job{a, b, missed} {
+		if got := e.target(j).Status; got != post.Scheduled {
+			t.Errorf("%s: status %s after FireSlot, want scheduled (no write per post)", j.Post, got)
+		}
+	}
+	// Without batching, the same jobs go one by one.
+	tr.Queue = e.queue
+	if sent, err := tr.FireSlot(ctx, slot); err != nil || sent != 3 {
+		t.Errorf("FireSlot on a plain queue = %d, %v; want 3", sent, err)
+	}
+	// Only the missed slot's jobs are visible yet; the others wait for
+	// their slot.
+	got := e.queued()
+	want := []publishing.Job{missed, missed}
+	if diff := cmp.Diff(want, got, cmpopts.SortSlices(func(x, y publishing.Job) bool { return x.Post < y.Post })); diff != "" {
+		t.Errorf("queued (-want +got):\n%s", diff)
+	}
+}
+
+// TestDelayUntil: whole seconds, rounded up, never before the slot,
+// bounded by SQS's 900 s.
+func TestDelayUntil(t *testing.T) {
+	slot := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	tests := []struct {
+		now  time.Time
+		want time.Duration
+	}{
+		{slot.Add(-60 * time.Second), 60 * time.Second},
+		{slot.Add(-1500 * time.Millisecond), 2 * time.Second},
+		{slot.Add(-time.Nanosecond), time.Second},
+		{slot, 0},
+		{slot.Add(time.Hour), 0},
+		{slot.Add(-time.Hour), publishing.MaxDelay},
+	}
+	for _, tt := range tests {
+		if got := publishing.DelayUntil(slot, tt.now); got != tt.want {
+			t.Errorf("DelayUntil(slot, slot%+v) = %s, want %s", tt.now.Sub(slot), got, tt.want)
+		}
+	}
+}
