@@ -374,6 +374,18 @@ func (q *Queue) moveToDead(ctx context.Context, receipt string, w wire, count in
 	if err := q.hold(ctx, receipt, holdSeconds); err != nil {
 		return err
 	}
+	if err := q.copyToDead(ctx, w, count, reason); err != nil {
+		return err
+	}
+	if _, err := q.client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(q.url), ReceiptHandle: aws.String(receipt)}); err != nil {
+		return fmt.Errorf("copied to the dead-letter queue, but the delivery was not deleted (it will be delivered again): %w", translate(err))
+	}
+	q.forget(receipt)
+	return nil
+}
+
+// copyToDead sends w's copy with the reason to the dead-letter queue.
+func (q *Queue) copyToDead(ctx context.Context, w wire, count int, reason string) error {
 	attrs := w.attributes()
 	attrs[attrReason] = text(reasonText(reason))
 	attrs[attrReceiveCount] = number(count)
@@ -385,9 +397,5 @@ func (q *Queue) moveToDead(ctx context.Context, receipt string, w wire, count in
 	if err != nil {
 		return fmt.Errorf("copy to the dead-letter queue: %w", translate(err))
 	}
-	if _, err := q.client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(q.url), ReceiptHandle: aws.String(receipt)}); err != nil {
-		return fmt.Errorf("copied to the dead-letter queue, but the delivery was not deleted (it will be delivered again): %w", translate(err))
-	}
-	q.forget(receipt)
 	return nil
 }
