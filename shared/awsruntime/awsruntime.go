@@ -113,6 +113,14 @@ type Runtime struct {
 	Metrics *emf.Emitter
 	// Owner names this function instance in leases.
 	Owner string
+	// Accounts and Blocklist are the store's, read through an instance
+	// cache (CacheFor).
+	Accounts  publishing.Accounts
+	Blocklist publishing.Blocklist
+	// Now is the clock; time.Now.
+	Now func() time.Time
+
+	creds *publishing.Credentials
 }
 
 // New loads the AWS configuration and builds the store every function
@@ -126,7 +134,7 @@ func New(ctx context.Context, env Env, owner string) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load AWS configuration: %w", err)
 	}
-	rt := &Runtime{Env: env, AWS: cfg, Owner: owner, Logger: slog.New(slog.NewJSONHandler(os.Stderr, nil))}
+	rt := &Runtime{Env: env, AWS: cfg, Owner: owner, Logger: slog.New(slog.NewJSONHandler(os.Stderr, nil)), Now: time.Now}
 	var keys dynamostore.DataKeys
 	switch {
 	case env.KMSKeyID != "":
@@ -140,6 +148,8 @@ func New(ctx context.Context, env Env, owner string) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	rt.Accounts = newCachedAccounts(rt.Store, rt.Now)
+	rt.Blocklist = &cachedBlocklist{list: rt.Store, now: rt.Now}
 	rt.Metrics = &emf.Emitter{W: os.Stdout, Namespace: env.MetricsNS, Dimensions: map[string]string{"Runtime": "aws"}}
 	return rt, nil
 }
@@ -166,9 +176,13 @@ func (rt *Runtime) Platforms() publishing.Platforms {
 }
 
 // Credentials is the credential reader and refresher shared by the use
-// cases of one function instance.
+// cases of one function instance (one per Runtime: a rotated credential
+// that could not be saved is kept in it).
 func (rt *Runtime) Credentials(callTimeout time.Duration) *publishing.Credentials {
-	return &publishing.Credentials{Accounts: rt.Store, Owner: rt.Owner, CallTimeout: callTimeout, Metrics: rt.Metrics, Logger: rt.Logger}
+	if rt.creds == nil {
+		rt.creds = &publishing.Credentials{Accounts: rt.Accounts, Owner: rt.Owner, CallTimeout: callTimeout, Metrics: rt.Metrics, Logger: rt.Logger}
+	}
+	return rt.creds
 }
 
 // Confirmer runs the confirm workflow's steps.
@@ -182,7 +196,58 @@ func (rt *Runtime) Confirmer(lookTimeout time.Duration) (*publishing.Confirmer, 
 		return nil, err
 	}
 	return &publishing.Confirmer{
-		Ledger: rt.Store, Posts: rt.Store, Accounts: rt.Store, Platforms: rt.Platforms(), Queue: q, Tasks: flows,
+		Ledger: rt.Store, Posts: rt.Store, Accounts: rt.Accounts, Platforms: rt.Platforms(), Queue: q, Tasks: flows,
 		Credentials: rt.Credentials(lookTimeout), Metrics: rt.Metrics, CallTimeout: lookTimeout, Logger: rt.Logger,
+	}, nil
+}
+
+// Publisher runs the publish use case; callTimeout bounds one platform
+// call (the function's timeout must leave room for a batch of them).
+func (rt *Runtime) Publisher(callTimeout time.Duration) (*publishing.Publisher, error) {
+	flows, err := rt.Workflows()
+	if err != nil {
+		return nil, err
+	}
+	return &publishing.Publisher{
+		Ledger: rt.Store, Posts: rt.Store, Accounts: rt.Accounts, Flows: flows, Platforms: rt.Platforms(),
+		Credentials: rt.Credentials(callTimeout), Blocklist: rt.Blocklist, Metrics: rt.Metrics,
+		Owner: rt.Owner, CallTimeout: callTimeout, Logger: rt.Logger,
+	}, nil
+}
+
+// Trigger enqueues due targets.
+func (rt *Runtime) Trigger() (*publishing.Trigger, error) {
+	q, err := rt.Queue()
+	if err != nil {
+		return nil, err
+	}
+	return &publishing.Trigger{Posts: rt.Store, Queue: q, Logger: rt.Logger}, nil
+}
+
+// SweeperMissedAfter is how late a scheduled target may be before the
+// sweeper on AWS triggers it: the slot's schedule fires a minute early and
+// the trigger does not mark targets (Trigger.FireSlot), so a target is
+// still scheduled until the publisher moves it; two minutes past its slot
+// it is missed.
+const SweeperMissedAfter = 2 * time.Minute
+
+// Sweeper finds what is not progressing and repairs it by re-enqueueing
+// or starting confirm workflows; stale delete entries are read back.
+func (rt *Runtime) Sweeper(callTimeout time.Duration) (*publishing.Sweeper, error) {
+	pub, err := rt.Publisher(callTimeout)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := rt.Trigger()
+	if err != nil {
+		return nil, err
+	}
+	del := &publishing.Deleter{
+		Ledger: rt.Store, Posts: rt.Store, Accounts: rt.Accounts, Platforms: rt.Platforms(), Credentials: rt.Credentials(callTimeout),
+		Metrics: rt.Metrics, Owner: rt.Owner, CallTimeout: callTimeout, Logger: rt.Logger,
+	}
+	return &publishing.Sweeper{
+		Ledger: rt.Store, Posts: rt.Store, Queue: tr.Queue, Trigger: tr, Publisher: pub, Deleter: del, Metrics: rt.Metrics,
+		MissedAfter: SweeperMissedAfter, Logger: rt.Logger,
 	}, nil
 }

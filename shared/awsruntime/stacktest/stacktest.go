@@ -1,0 +1,216 @@
+// Package stacktest is the AWS runtime's stack for tests, on one machine:
+// dynalite with oncepost's tables, fauxqs with the publish queue and its
+// dead-letter queue, a sandbox platform, the environment a function built
+// by the Makefile runs with under the Lambda Runtime Interface Emulator,
+// and a proxy in front of each emulator that counts the AWS API calls
+// made through it, by operation, whoever makes them (a function's process,
+// the test's event source mapping, the test itself).
+package stacktest
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"oncepost/shared/dynamostore"
+	"oncepost/shared/emulatortest"
+	"oncepost/shared/platform"
+	"oncepost/shared/platform/sandbox"
+	"oncepost/shared/post"
+	"oncepost/shared/sqsqueue"
+)
+
+// Prefix is the tables' name prefix.
+const Prefix = "stack-"
+
+// MaxReceives is the queue's redrive maxReceiveCount and the functions'
+// ONCEPOST_MAX_RECEIVES.
+const MaxReceives = 5
+
+// StateMachineARN is the confirm state machine the functions are told
+// of; no Step Functions emulator runs here, so its endpoint is a counting
+// proxy to nowhere: a call to it is counted and fails.
+const StateMachineARN = "arn:aws:states:us-east-1:000000000000:stateMachine:oncepost-confirm"
+
+// Stack is one test's AWS stack.
+type Stack struct {
+	DynamoDB *dynamodb.Client
+	SQS      *sqs.Client
+	Store    *dynamostore.Store
+	Queue    *sqsqueue.Queue
+	// QueueURL, QueueARN and DeadLetterURL are the publish queue's.
+	QueueURL, QueueARN, DeadLetterURL string
+	Key                               dynamostore.StaticKey
+	Sandbox                           *sandbox.Server
+	// Calls counts the calls made through the proxies, by
+	// "<service>.<operation>" (dynamodb.PutItem, sqs.SendMessageBatch,
+	// states.StartExecution).
+	Calls *Counter
+	// endpoints of the proxies.
+	ddbURL, sqsURL, sfnURL string
+}
+
+// New starts the stack for t; everything stops when t ends.
+func New(t testing.TB) *Stack {
+	t.Helper()
+	ctx := context.Background()
+	s := &Stack{Calls: &Counter{counts: map[string]int{}}}
+	s.ddbURL = s.Calls.proxy(t, "dynamodb", emulatortest.Dynalite(t))
+	s.sqsURL = s.Calls.proxy(t, "sqs", emulatortest.Fauxqs(t))
+	s.sfnURL = s.Calls.proxy(t, "states", "http://127.0.0.1:1")
+	s.DynamoDB = dynamodb.NewFromConfig(emulatortest.AWSConfig(t, s.ddbURL))
+	s.SQS = sqs.NewFromConfig(emulatortest.AWSConfig(t, s.sqsURL))
+	if err := dynamostore.CreateTables(ctx, s.DynamoDB, Prefix); err != nil {
+		t.Fatal(err)
+	}
+	s.Key = dynamostore.NewStaticKey()
+	var err error
+	s.Store, err = dynamostore.New(s.DynamoDB, dynamostore.Options{Prefix: Prefix, Keys: s.Key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deadARN string
+	s.DeadLetterURL, deadARN = createQueue(t, s.SQS, "publish-dlq", nil)
+	s.QueueURL, s.QueueARN = createQueue(t, s.SQS, "publish", map[string]string{
+		"VisibilityTimeout": "30",
+		"RedrivePolicy":     fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"%d"}`, deadARN, MaxReceives),
+	})
+	s.Queue, err = sqsqueue.New(s.SQS, s.QueueURL, s.DeadLetterURL, sqsqueue.Options{MaxReceives: MaxReceives})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Sandbox = sandbox.New(sandbox.Options{})
+	if err := s.Sandbox.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Sandbox.Close() })
+	return s
+}
+
+func createQueue(t testing.TB, c *sqs.Client, name string, attrs map[string]string) (url, arn string) {
+	t.Helper()
+	all := map[string]string{"MaximumMessageSize": "1048576"}
+	maps.Copy(all, attrs)
+	out, err := c.CreateQueue(context.Background(), &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: all})
+	if err != nil {
+		t.Fatalf("create queue %s: %v", name, err)
+	}
+	got, err := c.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+		QueueUrl: out.QueueUrl, AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn},
+	})
+	if err != nil {
+		t.Fatalf("queue %s ARN: %v", name, err)
+	}
+	return aws.ToString(out.QueueUrl), got.Attributes[string(types.QueueAttributeNameQueueArn)]
+}
+
+// Env is the environment of a function of this stack under the RIE: the
+// template's variables, the emulators' endpoints (through the counting
+// proxies), a static credential key instead of KMS, dummy credentials.
+func (s *Stack) Env() map[string]string {
+	return map[string]string{
+		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+		"AWS_ENDPOINT_URL_DYNAMODB": s.ddbURL, "AWS_ENDPOINT_URL_SQS": s.sqsURL, "AWS_ENDPOINT_URL_SFN": s.sfnURL,
+		"AWS_MAX_ATTEMPTS":               "2",
+		"ONCEPOST_TABLE_PREFIX":          Prefix,
+		"ONCEPOST_STATIC_CREDENTIAL_KEY": hex.EncodeToString(s.Key),
+		"ONCEPOST_QUEUE_URL":             s.QueueURL,
+		"ONCEPOST_DEAD_LETTER_URL":       s.DeadLetterURL,
+		"ONCEPOST_STATE_MACHINE_ARN":     StateMachineARN,
+		"ONCEPOST_MAX_RECEIVES":          fmt.Sprint(MaxReceives),
+		"ONCEPOST_METRICS_NAMESPACE":     "oncepost",
+		"AWS_LAMBDA_FUNCTION_TIMEOUT":    "60",
+	}
+}
+
+// AddAccount adds a Mastodon account on the stack's sandbox, with its
+// credential, and returns it.
+func (s *Stack) AddAccount(t testing.TB, id post.AccountID) (post.Account, sandbox.Account) {
+	t.Helper()
+	ctx := context.Background()
+	sa := s.Sandbox.AddAccount(string(id))
+	a := post.Account{ID: id, Platform: "mastodon", Handle: "@" + string(id), BaseURL: s.Sandbox.URL(), RemoteID: sa.ID, Gate: post.GateAuto}
+	if err := s.Store.PutAccount(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Store.PutCredential(ctx, id, platform.Credential{AccessToken: sa.AccessToken, RefreshToken: sa.RefreshToken}); err != nil {
+		t.Fatal(err)
+	}
+	return a, sa
+}
+
+// Schedule stores a post with one target per account, all at slot.
+func (s *Stack) Schedule(t testing.TB, id post.ID, body string, slot time.Time, accounts ...post.AccountID) post.Post {
+	t.Helper()
+	now := time.Now().UTC()
+	p := post.Post{ID: id, Body: body, CreatedAt: now}
+	for _, a := range accounts {
+		p.Targets = append(p.Targets, post.Target{Account: a, Slot: slot.UTC(), Status: post.Scheduled, UpdatedAt: now})
+	}
+	if err := s.Store.CreatePost(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Counter counts API calls by "<service>.<operation>".
+type Counter struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+// Reset forgets every count.
+func (c *Counter) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.counts = map[string]int{}
+}
+
+// Snapshot returns the counts so far.
+func (c *Counter) Snapshot() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.counts)
+}
+
+// proxy starts a reverse proxy to target on 127.0.0.1 that counts each
+// request by its X-Amz-Target operation (the AWS JSON protocol of
+// DynamoDB, SQS and Step Functions: "DynamoDB_20120810.PutItem") and
+// returns its URL.
+func (c *Counter) proxy(t testing.TB, service, target string) string {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		op := r.Header.Get("X-Amz-Target")
+		if i := strings.LastIndexByte(op, '.'); i >= 0 {
+			op = op[i+1:]
+		}
+		if op == "" {
+			op = r.Method + " " + r.URL.Path
+		}
+		c.mu.Lock()
+		c.counts[service+"."+op]++
+		c.mu.Unlock()
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
