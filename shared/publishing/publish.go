@@ -307,35 +307,35 @@ type acquired struct {
 // acquire writes the pending entry, or decides what an existing entry
 // means. A nil Outcome means "the entry is ours, go on and send".
 //
-// The dedup read (the account's newest posts) happens before the entry is
-// written, so the first write already carries the point a Lookup reads
-// from (LookAfter): the newest post before the send. A read that fails is
-// recorded on the acquired entry as "not performed".
+// The entry is created before anything is read from the ledger: on the
+// publish path the conditional put is the only ledger call before the
+// send, and an entry that exists is read only after the put is refused
+// (one DynamoDB read less per post). The dedup read (the account's newest
+// posts) happens before the put, so the first write already carries the
+// point a Lookup reads from (LookAfter): the newest post before the send.
+// A read that fails is recorded on the acquired entry as "not performed".
+// When the entry exists, the same dedup read serves a re-acquire; for the
+// other decisions it was not needed (a redelivered job, rare).
 func (p *Publisher) acquire(ctx context.Context, t target, a *authedClient) (acquired, *Outcome, error) {
-	now := p.now()
 	lease := orDefault(p.Lease, defaultLease)
-	cur, err := p.Ledger.Get(ctx, t.key)
-	switch {
-	case errors.Is(err, ledger.ErrNotFound):
-		recent, readErr := p.readRecent(ctx, a)
-		fp := platform.Fingerprint(t.post.Body, mediaSHAs(t.post.Media))
-		e := ledger.NewEntry(t.key, ledger.Publish, string(t.account.ID), string(t.post.ID), t.target.Slot, fp, p.Owner, p.now(), lease)
-		if readErr == nil {
-			e.LookAfter = lookAfter(recent)
-		}
-		err := p.Ledger.Create(ctx, e)
-		if err == nil {
-			return acquired{entry: e, recent: recent, readErr: readErr}, nil, nil
-		}
-		if !errors.Is(err, ledger.ErrConflict) {
-			return acquired{}, nil, fmt.Errorf("acquire %s: %w", t.key, err)
-		}
-		if cur, err = p.Ledger.Get(ctx, t.key); err != nil {
-			return acquired{}, nil, fmt.Errorf("acquire %s: read existing: %w", t.key, err)
-		}
-	case err != nil:
-		return acquired{}, nil, fmt.Errorf("acquire %s: read: %w", t.key, err)
+	recent, readErr := p.readRecent(ctx, a)
+	fp := platform.Fingerprint(t.post.Body, mediaSHAs(t.post.Media))
+	e := ledger.NewEntry(t.key, ledger.Publish, string(t.account.ID), string(t.post.ID), t.target.Slot, fp, p.Owner, p.now(), lease)
+	if readErr == nil {
+		e.LookAfter = lookAfter(recent)
 	}
+	err := p.Ledger.Create(ctx, e)
+	if err == nil {
+		return acquired{entry: e, recent: recent, readErr: readErr}, nil, nil
+	}
+	if !errors.Is(err, ledger.ErrConflict) {
+		return acquired{}, nil, fmt.Errorf("acquire %s: %w", t.key, err)
+	}
+	cur, err := p.Ledger.Get(ctx, t.key)
+	if err != nil {
+		return acquired{}, nil, fmt.Errorf("acquire %s: read existing: %w", t.key, err)
+	}
+	now := p.now()
 	out := Outcome{Key: cur.Key, Attempt: cur.Attempt, RemoteID: cur.RemoteID, Reason: cur.Reason}
 	switch ledger.Decide(cur, now) {
 	case ledger.DecideSend:
@@ -344,7 +344,6 @@ func (p *Publisher) acquire(ctx context.Context, t target, a *authedClient) (acq
 			out.Result, out.RetryAfter = Retry, cur.RetryAt.Sub(now)
 			return acquired{}, &out, nil
 		}
-		recent, readErr := p.readRecent(ctx, a)
 		next, err := cur.Reacquire(p.Owner, p.now(), lease)
 		if err != nil {
 			return acquired{}, nil, err

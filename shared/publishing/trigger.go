@@ -109,19 +109,22 @@ func (t *Trigger) FireDue(ctx context.Context, limit int) (int, error) {
 	return sent, errors.Join(errs...)
 }
 
-// FireSlot enqueues the job of every target still scheduled at or before
-// slot — a slot schedule's firing (ebschedule.PutSlot) — each delayed until
-// its own slot, and reports how many it sent. With a BatchSender queue the
-// jobs go out ten per request.
+// FireSlot enqueues the job of every target still scheduled at slot — a
+// slot schedule's firing (ebschedule.PutSlot) — each delayed until the
+// slot, and reports how many it sent. With a BatchSender queue the jobs go
+// out ten per request. Targets of earlier slots that are still scheduled
+// are left alone: their own firing sent them (their jobs may be in the
+// queue still) or, if it never came, the sweeper triggers them MissedAfter
+// past their slot.
 //
 // Unlike Fire it does not mark the targets triggered: the queued job is
 // the record, and marking would cost a write (and two index writes) per
 // post on the publish path. A target whose job was lost stays scheduled,
-// and the sweeper triggers it MissedAfter past its slot; a job that is
-// sent twice (a retried invocation) is absorbed by the ledger. The targets
-// come from Posts.Due, which reads them back consistently, so a target
-// cancelled or moved before the firing is not sent; one cancelled after
-// it is stopped by the publisher's re-read.
+// and the sweeper triggers it; a job that is sent twice (a retried
+// invocation) is absorbed by the ledger. The targets come from Posts.Due,
+// which reads them back consistently, so a target cancelled or moved
+// before the firing is not sent; one cancelled after it is stopped by the
+// publisher's re-read.
 func (t *Trigger) FireSlot(ctx context.Context, slot time.Time) (int, error) {
 	due, err := t.Posts.Due(ctx, slot, SlotLimit)
 	if err != nil {
@@ -133,6 +136,9 @@ func (t *Trigger) FireSlot(ctx context.Context, slot time.Time) (int, error) {
 	now := t.now()
 	msgs := make([]Outgoing, 0, len(due))
 	for _, ref := range due {
+		if !ref.Slot.Equal(slot) {
+			continue
+		}
 		body, err := json.Marshal(Job{Post: ref.Post, Account: ref.Account, Slot: ref.Slot.UTC()})
 		if err != nil {
 			return 0, fmt.Errorf("trigger slot: encode job %s/%s: %w", ref.Post, ref.Account, err)
@@ -140,7 +146,7 @@ func (t *Trigger) FireSlot(ctx context.Context, slot time.Time) (int, error) {
 		msgs = append(msgs, Outgoing{Body: body, Delay: DelayUntil(ref.Slot, now)})
 	}
 	sent, err := t.send(ctx, msgs)
-	t.log().InfoContext(ctx, "slot triggered", "slot", slot.UTC().Format(time.RFC3339Nano), "due", len(due), "sent", sent)
+	t.log().InfoContext(ctx, "slot triggered", "slot", slot.UTC().Format(time.RFC3339Nano), "due", len(msgs), "sent", sent)
 	if err != nil {
 		return sent, fmt.Errorf("trigger slot %s: %w", slot.UTC().Format(time.RFC3339Nano), err)
 	}

@@ -8,14 +8,18 @@
 package stacktest
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -86,7 +90,7 @@ func New(t testing.TB) *Stack {
 	var deadARN string
 	s.DeadLetterURL, deadARN = createQueue(t, s.SQS, "publish-dlq", nil)
 	s.QueueURL, s.QueueARN = createQueue(t, s.SQS, "publish", map[string]string{
-		"VisibilityTimeout": "30",
+		"VisibilityTimeout": "10",
 		"RedrivePolicy":     fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"%d"}`, deadARN, MaxReceives),
 	})
 	s.Queue, err = sqsqueue.New(s.SQS, s.QueueURL, s.DeadLetterURL, sqsqueue.Options{MaxReceives: MaxReceives})
@@ -190,7 +194,8 @@ func (c *Counter) Snapshot() map[string]int {
 // proxy starts a reverse proxy to target on 127.0.0.1 that counts each
 // request by its X-Amz-Target operation (the AWS JSON protocol of
 // DynamoDB, SQS and Step Functions: "DynamoDB_20120810.PutItem") and
-// returns its URL.
+// returns its URL. For DynamoDB it also asks for and adds up the consumed
+// capacity (see capacity).
 func (c *Counter) proxy(t testing.TB, service, target string) string {
 	t.Helper()
 	u, err := url.Parse(target)
@@ -198,6 +203,9 @@ func (c *Counter) proxy(t testing.TB, service, target string) string {
 		t.Fatal(err)
 	}
 	rp := httputil.NewSingleHostReverseProxy(u)
+	if service == "dynamodb" {
+		rp.ModifyResponse = c.capacity
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		op := r.Header.Get("X-Amz-Target")
 		if i := strings.LastIndexByte(op, '.'); i >= 0 {
@@ -209,8 +217,78 @@ func (c *Counter) proxy(t testing.TB, service, target string) string {
 		c.mu.Lock()
 		c.counts[service+"."+op]++
 		c.mu.Unlock()
+		if service == "dynamodb" && capacityOps[op] {
+			askCapacity(r)
+		}
 		rp.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// capacityOps are the DynamoDB operations that report consumed capacity.
+var capacityOps = map[string]bool{
+	"PutItem": true, "UpdateItem": true, "DeleteItem": true, "GetItem": true, "Query": true, "Scan": true,
+	"BatchGetItem": true, "BatchWriteItem": true,
+}
+
+// writeOps are the DynamoDB operations whose capacity is write capacity.
+var writeOps = map[string]bool{"PutItem": true, "UpdateItem": true, "DeleteItem": true, "BatchWriteItem": true}
+
+// askCapacity sets ReturnConsumedCapacity INDEXES on a DynamoDB request
+// (dynalite checks no signature), so the answer says what the call cost,
+// index writes included.
+func askCapacity(r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	r.Body.Close()
+	var req map[string]any
+	if err == nil && json.Unmarshal(body, &req) == nil {
+		req["ReturnConsumedCapacity"] = "INDEXES"
+		if b, err := json.Marshal(req); err == nil {
+			body = b
+		}
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	r.Header.Set("X-Oncepost-Op", strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "DynamoDB_20120810."))
+}
+
+// capacity adds the answer's ConsumedCapacity to "dynamodb.WriteUnits" or
+// "dynamodb.ReadUnits" (in thousandths, the counts being integers).
+func (c *Counter) capacity(resp *http.Response) error {
+	op := resp.Request.Header.Get("X-Oncepost-Op")
+	if !capacityOps[op] {
+		return nil
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	var out struct {
+		ConsumedCapacity json.RawMessage
+	}
+	if json.Unmarshal(body, &out) != nil || len(out.ConsumedCapacity) == 0 {
+		return nil
+	}
+	var one struct{ CapacityUnits float64 }
+	var many []struct{ CapacityUnits float64 }
+	units := 0.0
+	if json.Unmarshal(out.ConsumedCapacity, &many) == nil {
+		for _, m := range many {
+			units += m.CapacityUnits
+		}
+	} else if json.Unmarshal(out.ConsumedCapacity, &one) == nil {
+		units = one.CapacityUnits
+	}
+	name := "dynamodb.ReadUnits"
+	if writeOps[op] {
+		name = "dynamodb.WriteUnits"
+	}
+	c.mu.Lock()
+	c.counts[name+"/1000"] += int(units*1000 + 0.5)
+	c.mu.Unlock()
+	return nil
 }
