@@ -34,17 +34,25 @@ const (
 )
 
 // function runs a built function under the RIE and returns an invoker
-// that fails on a function error.
+// that fails on a function error, and on an invocation the runtime did
+// not finish (the RIE's 502 when the process died).
 func function(t *testing.T, s *stacktest.Stack, name string) (invoke func(event any) ([]byte, error), bootstrap string) {
 	t.Helper()
 	bootstrap = emulatortest.BuildBootstrap(t, filepath.Join("..", name))
-	raw := emulatortest.Lambda(t, bootstrap, s.Env())
+	f, err := emulatortest.StartLambda(bootstrap, s.Env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Stop() })
 	return func(event any) ([]byte, error) {
 		b, err := json.Marshal(event)
 		if err != nil {
 			return nil, err
 		}
-		out := raw(b)
+		out, err := f.Invoke(context.Background(), b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
 		var fail struct{ ErrorType, ErrorMessage string }
 		if json.Unmarshal(out, &fail) == nil && fail.ErrorType != "" {
 			return out, fmt.Errorf("%s: %s: %s", name, fail.ErrorType, fail.ErrorMessage)
