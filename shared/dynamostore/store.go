@@ -53,6 +53,9 @@ type Options struct {
 	// TTL check of reads, and the age of an unfinished CreatePost. Default
 	// time.Now.
 	Now func() time.Time
+	// ReadWindow is how long GetTarget waits for other reads to share its
+	// request; default DefaultReadWindow.
+	ReadWindow time.Duration
 }
 
 // Store implements the Ledger, Posts, Accounts and Blocklist ports on
@@ -68,6 +71,9 @@ type Store struct {
 	// on first use: one KMS Decrypt per process.
 	sealMu sync.Mutex
 	seal   *credseal.Sealer
+
+	// reads batches GetTarget.
+	reads readBatcher
 }
 
 // tableNames are the store's four tables.
@@ -100,6 +106,10 @@ func New(db API, opts Options) (*Store, error) {
 		}
 	}
 	s := &Store{db: db, now: opts.Now, keys: opts.Keys, tables: names}
+	s.reads.window = opts.ReadWindow
+	if s.reads.window <= 0 {
+		s.reads.window = DefaultReadWindow
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}

@@ -55,6 +55,18 @@ type Posts interface {
 	CountTargets(ctx context.Context, statuses ...post.TargetStatus) (map[post.TargetStatus]int, error)
 }
 
+// TargetReader is a Posts that can read one target of a post with the
+// post's content, without its other targets (strongly consistent, like
+// GetPost): the returned post's Targets hold that target only, or nothing
+// when the post has no such target; post.ErrNotFound when there is no
+// post. On a store where a post's targets are items of their own it costs
+// less than GetPost, and concurrent reads can share one request
+// (dynamostore: one BatchGetItem for many). The publisher uses it when
+// Posts implements it.
+type TargetReader interface {
+	GetTarget(ctx context.Context, id post.ID, account post.AccountID) (post.Post, error)
+}
+
 // TargetRef names one target of one post.
 type TargetRef struct {
 	Post    post.ID        `json:"post_id"`

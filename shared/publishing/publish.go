@@ -187,6 +187,15 @@ func orDefault[T comparable](v, def T) T {
 	return v
 }
 
+// readTarget reads the post with the job's target: GetTarget when the
+// store has it (one target, not the post's others), GetPost otherwise.
+func (p *Publisher) readTarget(ctx context.Context, id post.ID, account post.AccountID) (post.Post, error) {
+	if r, ok := p.Posts.(TargetReader); ok {
+		return r.GetTarget(ctx, id, account)
+	}
+	return p.Posts.GetPost(ctx, id)
+}
+
 // target is everything Publish needs about one job.
 type target struct {
 	post    post.Post
@@ -199,7 +208,7 @@ func (p *Publisher) load(ctx context.Context, job Job) (target, error) {
 	if job.Post == "" || job.Account == "" || job.Slot.IsZero() {
 		return target{}, fmt.Errorf("job misses post_id, account_id or slot: %w", ErrBadJob)
 	}
-	pst, err := p.Posts.GetPost(ctx, job.Post)
+	pst, err := p.readTarget(ctx, job.Post, job.Account)
 	if errors.Is(err, post.ErrNotFound) {
 		return target{}, fmt.Errorf("post %s: %w", job.Post, ErrBadJob)
 	}
@@ -449,7 +458,7 @@ func (p *Publisher) sendAcquired(ctx context.Context, t target, a *authedClient,
 	}
 
 	// Re-read the post right before the irreversible call.
-	fresh, err := p.Posts.GetPost(ctx, t.post.ID)
+	fresh, err := p.readTarget(ctx, t.post.ID, t.account.ID)
 	switch {
 	case errors.Is(err, post.ErrNotFound):
 		return p.record(ctx, t, e, outcomeNotSent(ReasonPostDeleted))

@@ -1,0 +1,101 @@
+package dynamostore
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"oncepost/shared/post"
+)
+
+// TestGetTargetReadsOneTargetAsGetPostSeesIt checks GetTarget against
+// GetPost: the same post and target, nothing of the post's other
+// targets, and the same visibility (no post, a creation that crashed
+// half-way, an account the post does not target).
+func TestGetTargetReadsOneTargetAsGetPostSeesIt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	prefix := e.tables(t, PostsTable)
+	clock := &fixedClock{t: t0}
+	s := e.store(t, prefix, nil, Options{Now: clock.now})
+	ctx := t.Context()
+	mustDo(t, s.CreatePost(ctx, twoTargets("p-two", "Two accounts.", "acct-a", "acct-b")))
+	crashed := &Store{db: &crashAfter{API: s.db}, now: clock.now, tables: s.tables}
+	crashed.db.(*crashAfter).n.Store(2)
+	if err := crashed.CreatePost(ctx, twoTargets("p-half", "Half made.", "acct-a", "acct-b")); !errors.Is(err, errCrashed) {
+		t.Fatalf("CreatePost crashing = %v", err)
+	}
+	full, err := s.GetPost(ctx, "p-two")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		id      post.ID
+		account post.AccountID
+		want    post.Post
+		wantErr error
+	}{
+		{"first target", "p-two", "acct-a", post.Post{ID: full.ID, Body: full.Body, CreatedAt: full.CreatedAt, Media: full.Media, Targets: full.Targets[:1]}, nil},
+		{"second target", "p-two", "acct-b", post.Post{ID: full.ID, Body: full.Body, CreatedAt: full.CreatedAt, Media: full.Media, Targets: full.Targets[1:]}, nil},
+		{"account not targeted", "p-two", "acct-z", post.Post{ID: full.ID, Body: full.Body, CreatedAt: full.CreatedAt, Media: full.Media}, nil},
+		{"no post", "p-none", "acct-a", post.Post{}, post.ErrNotFound},
+		{"creation crashed", "p-half", "acct-a", post.Post{}, post.ErrNotFound},
+	}
+	for _, tt := range tests {
+		got, err := s.GetTarget(ctx, tt.id, tt.account)
+		if !errors.Is(err, tt.wantErr) {
+			t.Errorf("%s: GetTarget error = %v, want %v", tt.name, err, tt.wantErr)
+			continue
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s: GetTarget (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}
+
+// TestGetTargetSharesRequests: concurrent reads within the window share
+// one BatchGetItem, and each gets its own target.
+func TestGetTargetSharesRequests(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	prefix := e.tables(t, PostsTable)
+	rec := &recorder{}
+	s := e.store(t, prefix, rec, Options{ReadWindow: 200 * time.Millisecond})
+	ctx := t.Context()
+	const n = 30
+	for i := range n {
+		mustDo(t, s.CreatePost(ctx, twoTargets(post.ID(fmt.Sprintf("p%02d", i)), fmt.Sprintf("Post %d.", i), "acct-a", "acct-b")))
+	}
+	rec.take()
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			acct := post.AccountID("acct-a")
+			if i%2 == 1 {
+				acct = "acct-b"
+			}
+			p, err := s.GetTarget(ctx, post.ID(fmt.Sprintf("p%02d", i)), acct)
+			switch {
+			case err != nil:
+				errs[i] = err
+			case p.Body != fmt.Sprintf("Post %d.", i) || len(p.Targets) != 1 || p.Targets[0].Account != acct:
+				errs[i] = fmt.Errorf("read %d: got %+v", i, p)
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if diff := cmp.Diff([]string{"BatchGetItem"}, ops(rec.take())); diff != "" {
+		t.Errorf("requests for %d concurrent reads (-want +got):\n%s", n, diff)
+	}
+}
