@@ -802,3 +802,35 @@ func TestNoPointAfterASendThatMayHaveLanded(t *testing.T) {
 		t.Errorf("entry attempt %d looks after %q, want attempt 2 without a point", en.Attempt, en.LookAfter)
 	}
 }
+
+// lostCreateAnswer is a ledger whose first Create is stored but answered
+// with a conflict: what a client sees when the answer to its conditional
+// put is lost and its SDK sends the put again.
+type lostCreateAnswer struct {
+	publishing.Ledger
+	lost bool
+}
+
+func (l *lostCreateAnswer) Create(ctx context.Context, e ledger.Entry) error {
+	if err := l.Ledger.Create(ctx, e); err != nil || l.lost {
+		return err
+	}
+	l.lost = true
+	return l.Ledger.Create(ctx, e)
+}
+
+// A create whose answer was lost and resent finds the entry it wrote: it
+// is the publisher's own (same handle, owner and attempt), so the post is
+// sent now, once, instead of waiting for its own lease to expire.
+func TestOwnCreateResentIsOurs(t *testing.T) {
+	e := newEnv(t, sandbox.Options{})
+	e.pub.Ledger = &lostCreateAnswer{Ledger: e.store}
+	job := e.schedule("resent", "Library opens late on Monday.")
+	out := e.publish(job)
+	if out.Result != publishing.Published {
+		t.Fatalf("publish = %+v, want published at once", out)
+	}
+	if got := e.ourStatuses("Library opens late on Monday."); len(got) != 1 {
+		t.Errorf("sandbox has %d copies, want 1", len(got))
+	}
+}

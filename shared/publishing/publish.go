@@ -344,6 +344,11 @@ func (p *Publisher) acquire(ctx context.Context, t target, a *authedClient) (acq
 	if err != nil {
 		return acquired{}, nil, fmt.Errorf("acquire %s: read existing: %w", t.key, err)
 	}
+	if cur.State == ledger.Pending && cur.Attempt == e.Attempt && cur.Handle == e.Handle && cur.LeaseOwner == e.LeaseOwner {
+		// The entry this call wrote (the handle is new for every entry):
+		// the put was stored, its answer lost, and the client sent it again.
+		return acquired{entry: e, recent: recent, readErr: readErr}, nil, nil
+	}
 	now := p.now()
 	out := Outcome{Key: cur.Key, Attempt: cur.Attempt, RemoteID: cur.RemoteID, Reason: cur.Reason}
 	switch ledger.Decide(cur, now) {
