@@ -4,8 +4,11 @@ GO        ?= go
 PKGS      := ./...
 BENCHTIME ?= 2s
 BENCHCOUNT ?= 5
+# The Lambda functions of template.yaml, by logical id: <Name>Function is built from ./functions/<name>.
+LAMBDA_FUNCTIONS := TriggerFunction PublisherFunction ConfirmFunction SweeperFunction
 
-.PHONY: all build run test test-short lint asl emulators rie bench tidy-check clean
+.PHONY: all build run test test-short lint asl emulators rie bench tidy-check clean invoke \
+	$(LAMBDA_FUNCTIONS:%=build-%)
 
 all: lint test
 
@@ -64,6 +67,33 @@ bench:
 	set -o pipefail; { $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./shared/sqlitestore/ ./shared/publishing/ && \
 	$(GO) test -run '^$$' -bench SchedulingLateness -benchtime 500x -count $(BENCHCOUNT) ./cmd/oncepost/ && \
 	$(GO) test -run '^$$' -bench 'RestartWithManyScheduled|IdleRuntimeCPU' -benchtime 1x -count $(BENCHCOUNT) -timeout 30m ./cmd/oncepost/; } | tee var/bench.txt
+
+## build-<LogicalId>: what `sam build` runs for each function of template.yaml (BuildMethod:
+## makefile), with ARTIFACTS_DIR set: a static linux/arm64 `bootstrap` for provided.al2023, built
+## from ./functions/<name> without the RPC shim (-tags lambda.norpc: only the retired go1.x runtime used it).
+LAMBDA_GOFLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
+$(LAMBDA_FUNCTIONS:%=build-%): build-%Function:
+	@test -n "$(ARTIFACTS_DIR)" || { echo "ARTIFACTS_DIR is not set (sam build sets it; or: make $@ ARTIFACTS_DIR=dir)"; exit 2; }
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build $(LAMBDA_GOFLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/$(shell echo '$*' | tr '[:upper:]' '[:lower:]')
+
+## invoke: run one function's bootstrap (built for this machine) under the Lambda Runtime Interface
+## Emulator against dynalite and fauxqs on 127.0.0.1, with the environment template.yaml gives it,
+## as `sam local invoke` does in its container; prints the answer, then stops everything. It names
+## the command to run when the emulators (`make emulators`) or the RIE (`make rie`) are missing.
+##   make invoke FN=publisher EVENT=events/publisher-batch.json
+invoke:
+	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=<trigger|publisher|confirm|sweeper> EVENT=<event.json>"; exit 2; }
+	$(GO) run ./infra/invoke -fn $(FN) -event $(EVENT)
+
+## bench-aws: the dynamostore ledger against Powertools for AWS Lambda (TypeScript) idempotency
+## (infra/emulators/powertools-harness.mjs on Node 22), side by side on one dynalite: DynamoDB calls
+## and client CPU per call for new keys, keys/s sequential and at concurrency 16, and the side-effect
+## counter after a timeout and after a SIGKILL; ends with the comparison table, into var/bench-aws.txt.
+.PHONY: bench-aws
+BENCH_AWS_KEYS ?= 2000
+bench-aws: $(EMULATORS)
+	@mkdir -p var
+	set -o pipefail; ONCEPOST_EMULATORS=required $(GO) test -run '^$$' -bench LedgerVsPowertools -benchtime $(BENCH_AWS_KEYS)x -count 1 -timeout 30m ./shared/dynamostore/ | tee var/bench-aws.txt
 
 tidy-check:
 	$(GO) mod tidy && git diff --exit-code go.mod go.sum

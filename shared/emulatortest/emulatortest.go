@@ -22,6 +22,12 @@
 // Lambda (lambda.go) likewise runs a function binary under the Lambda
 // Runtime Interface Emulator, installed by `make rie`.
 //
+// Outside tests (infra/invoke, `make invoke`), StartDynalite, StartFauxqs
+// and StartLambda start the same processes and return a handle whose Stop
+// ends them by PID; a missing emulator is an error wrapping
+// ErrUnavailable that names the command to run. Config is AWSConfig
+// without a test.
+//
 // Node: the machine and CI have Node 20, so the emulators are the versions
 // pinned in infra/emulators/package.json that run on it (fauxqs 1.9.2:
 // fauxqs 2.x needs Node ≥ 22.5 only for its optional SQLite persistence,
@@ -132,6 +138,11 @@ func AWSConfig(t testing.TB, endpoint string) aws.Config {
 	if endpoint == "" {
 		t.Fatal("emulatortest.AWSConfig: empty endpoint")
 	}
+	return Config(endpoint)
+}
+
+// Config is the configuration AWSConfig returns, for use outside tests.
+func Config(endpoint string) aws.Config {
 	return aws.Config{
 		Region:       Region,
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDEMULATOR", "emulator-secret", ""),
@@ -211,38 +222,108 @@ if (name === 'fauxqs') {
 }
 `
 
-// start locates the emulator, runs it on a free port (another port if the
-// one picked was taken meanwhile) and registers its stop.
+// ErrUnavailable marks a start that failed because an emulator, Node.js
+// or the RIE is not installed; the error says what to run.
+var ErrUnavailable = errors.New("emulator unavailable")
+
+// missing is an error that is ErrUnavailable, with what is missing and how
+// to install it as its message.
+type missing string
+
+func (m missing) Error() string        { return string(m) }
+func (m missing) Is(target error) bool { return target == ErrUnavailable }
+
+// Server is an emulator started outside a test by StartDynalite or
+// StartFauxqs. Stop ends it; it also exits by itself when the process that
+// started it dies (its stdin closes).
+type Server struct {
+	p *proc
+}
+
+// StartDynalite starts dynalite as Dynalite does, for use outside tests
+// (the working directory must be inside the module). The caller stops it.
+func StartDynalite() (*Server, error) { return startServer(dynalite) }
+
+// StartFauxqs starts fauxqs as Fauxqs does, for use outside tests (the
+// working directory must be inside the module). The caller stops it.
+func StartFauxqs() (*Server, error) { return startServer(fauxqs) }
+
+func startServer(e emulator) (*Server, error) {
+	p, err := startEmulator(e)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{p: p}, nil
+}
+
+// Endpoint is "http://127.0.0.1:PORT".
+func (s *Server) Endpoint() string { return s.p.endpoint }
+
+// PID is the emulator's process id.
+func (s *Server) PID() int { return s.p.cmd.Process.Pid }
+
+// Output is the last 64 KiB the emulator wrote.
+func (s *Server) Output() string { return s.p.output.String() }
+
+// Stop ends the emulator by PID: SIGTERM, then SIGKILL after StopGrace.
+// It reports an error, with the emulator's output, if the emulator had
+// exited before. Calling it again does nothing.
+func (s *Server) Stop() error { return s.p.shutdown(func(string, ...any) {}) }
+
+// start locates the emulator, runs it on a free port and registers its
+// stop; a missing emulator skips (or fails) the test.
 func start(t testing.TB, e emulator) string {
 	t.Helper()
+	p, err := startEmulator(e)
+	if errors.Is(err, ErrUnavailable) {
+		unavailable(t, err.Error())
+		return "" // unavailable stops the test; only a stand-in TB gets here
+	}
+	if err != nil {
+		t.Fatalf("%v", err)
+		return ""
+	}
+	t.Cleanup(func() { p.stop(t) })
+	return p.endpoint
+}
+
+// startEmulator locates the emulator and runs it on a free port (another
+// port if the one picked was taken meanwhile). A missing emulator or node
+// is an error wrapping ErrUnavailable.
+func startEmulator(e emulator) (*proc, error) {
 	dir, msg := locate(e.name)
 	if msg != "" {
-		unavailable(t, msg)
-		return "" // unavailable stops the test; only a stand-in TB gets here
+		return nil, missing(msg)
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
-		unavailable(t, fmt.Sprintf("%s needs Node.js (node on PATH): %v", e.name, err))
-		return ""
+		return nil, missing(fmt.Sprintf("%s needs Node.js (node on PATH): %v", e.name, err))
 	}
 	var last error
 	for range 3 {
 		port, err := freePort()
 		if err != nil {
-			t.Fatalf("%s: pick a port: %v", e.name, err)
+			return nil, fmt.Errorf("%s: pick a port: %w", e.name, err)
 		}
 		p, err := launch(node, dir, e, port)
 		if err == nil {
-			t.Cleanup(func() { p.stop(t) })
-			return p.endpoint
+			return p, nil
 		}
 		last = err
 		if !errors.Is(err, errPortTaken) {
 			break
 		}
 	}
-	t.Fatalf("%v", last)
-	return ""
+	return nil, last
+}
+
+// Unavailable skips the test with msg (what is missing and the command
+// that installs it), or fails it when EnvRequired is "required", as the
+// helpers here do for a missing emulator. It is for tests that need other
+// tooling of infra/emulators, and for errors wrapping ErrUnavailable.
+func Unavailable(t testing.TB, msg string) {
+	t.Helper()
+	unavailable(t, msg)
 }
 
 // unavailable skips the test, or fails it when EnvRequired says the
@@ -373,11 +454,22 @@ func launch(node, dir string, e emulator, port int) (*proc, error) {
 // stop ends the emulator by PID: SIGTERM, then SIGKILL after StopGrace.
 // If it had died before, the test fails with its output.
 func (p *proc) stop(t testing.TB) {
+	if err := p.shutdown(t.Logf); err != nil {
+		t.Errorf("emulator died during the test: %v", err)
+	}
+}
+
+// shutdown ends the emulator by PID: SIGTERM, then SIGKILL after
+// StopGrace (saying so through logf). It returns an error with the
+// emulator's output if the emulator had exited before; only the first
+// call does anything.
+func (p *proc) shutdown(logf func(format string, args ...any)) error {
+	var err error
 	p.stopOnce.Do(func() {
+		defer p.stdin.Close()
 		select {
 		case <-p.exited:
-			t.Errorf("%s (pid %d, %s) died during the test: %v\n%s", p.name, p.cmd.Process.Pid, p.endpoint, p.waitErr, p.output.String())
-			p.stdin.Close()
+			err = fmt.Errorf("%s (pid %d, %s) exited before it was stopped: %v\n%s", p.name, p.cmd.Process.Pid, p.endpoint, p.waitErr, p.output.String())
 			return
 		default:
 		}
@@ -385,11 +477,11 @@ func (p *proc) stop(t testing.TB) {
 		select {
 		case <-p.exited:
 		case <-time.After(StopGrace):
-			t.Logf("%s (pid %d) still running %s after SIGTERM; sending SIGKILL", p.name, p.cmd.Process.Pid, StopGrace)
+			logf("%s (pid %d) still running %s after SIGTERM; sending SIGKILL", p.name, p.cmd.Process.Pid, StopGrace)
 			p.kill()
 		}
-		p.stdin.Close()
 	})
+	return err
 }
 
 // kill sends SIGKILL and waits for the process to be reaped.

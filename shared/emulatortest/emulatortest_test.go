@@ -8,11 +8,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -414,5 +417,88 @@ func TestBufferedBodiesOutliveTheSDKsClose(t *testing.T) {
 	}
 	if lateErr != nil {
 		t.Errorf("net/http's late read of a buffered body = %v, want nil", lateErr)
+	}
+}
+
+// Outside a test, StartDynalite and StartFauxqs start the same servers;
+// Stop ends the process by its PID (the port closes, the PID is gone), and
+// a second Stop does nothing.
+func TestStartedOutsideATestServesAndStops(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		start func() (*Server, error)
+		use   func(t *testing.T, cfg aws.Config)
+	}{
+		{"dynalite", StartDynalite, useDynamo},
+		{"fauxqs", StartFauxqs, useSQS},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			installed(t, tc.name)
+			s, err := tc.start()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Stop()
+			if !strings.HasPrefix(s.Endpoint(), "http://127.0.0.1:") {
+				t.Fatalf("endpoint %q, want http://127.0.0.1:PORT", s.Endpoint())
+			}
+			tc.use(t, Config(s.Endpoint()))
+			if err := s.Stop(); err != nil {
+				t.Fatalf("Stop: %v", err)
+			}
+			if err := syscall.Kill(s.PID(), 0); !errors.Is(err, syscall.ESRCH) {
+				t.Errorf("process %d after Stop: kill(0) = %v, want ESRCH", s.PID(), err)
+			}
+			if conn, err := net.DialTimeout("tcp", strings.TrimPrefix(s.Endpoint(), "http://"), time.Second); err == nil {
+				conn.Close()
+				t.Errorf("%s still accepts connections after Stop", s.Endpoint())
+			}
+			if err := s.Stop(); err != nil {
+				t.Errorf("second Stop: %v, want nil", err)
+			}
+		})
+	}
+}
+
+// Stop reports an emulator that died before it was stopped, with its
+// output.
+func TestStopReportsAnEarlierDeath(t *testing.T) {
+	installed(t, "fauxqs")
+	s, err := StartFauxqs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(s.PID(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-s.p.exited
+	err = s.Stop()
+	if err == nil || !strings.Contains(err.Error(), "exited before it was stopped") {
+		t.Errorf("Stop after the emulator died = %v, want an error saying it exited before", err)
+	}
+}
+
+// Outside a test a missing emulator or RIE is an error wrapping
+// ErrUnavailable that names the command to run.
+func TestStartUnavailable(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte("module probe\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(root)
+	for _, tc := range []struct {
+		name, wantCommand string
+		start             func() error
+	}{
+		{"dynalite", InstallCommand, func() error { _, err := StartDynalite(); return err }},
+		{"fauxqs", InstallCommand, func() error { _, err := StartFauxqs(); return err }},
+		{"rie", RIEInstallCommand, func() error { _, err := StartLambda("/nonexistent/bootstrap", nil); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.start()
+			if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), tc.wantCommand) {
+				t.Errorf("start without it installed = %v, want ErrUnavailable naming %q", err, tc.wantCommand)
+			}
+		})
 	}
 }

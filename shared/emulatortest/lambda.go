@@ -2,6 +2,8 @@ package emulatortest
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -29,13 +32,22 @@ var rieBinary = filepath.Join("infra", "emulators", "bin", "aws-lambda-rie")
 func BuildBootstrap(t testing.TB, dir string) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "bootstrap")
-	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", out, ".")
+	if err := BuildFunction(t.Context(), dir, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// BuildFunction is BuildBootstrap outside tests: it builds the package
+// main in dir into the binary out, for this machine's architecture.
+func BuildFunction(ctx context.Context, dir, out string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", out, ".")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build %s: %v\n%s", dir, err, b)
+		return fmt.Errorf("build %s: %w\n%s", dir, err, b)
 	}
-	return out
+	return nil
 }
 
 // Lambda runs bootstrap under the Lambda Runtime Interface Emulator (the
@@ -47,26 +59,69 @@ func BuildBootstrap(t testing.TB, dir string) string {
 // emulator answers 200 either way).
 func Lambda(t testing.TB, bootstrap string, env map[string]string) (invoke func(event []byte) []byte) {
 	t.Helper()
-	wd, err := os.Getwd()
+	fn, err := StartLambda(bootstrap, env)
+	if errors.Is(err, ErrUnavailable) {
+		unavailable(t, err.Error())
+		return nil
+	}
 	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := fn.Stop(); err != nil {
+			t.Errorf("stop aws-lambda-rie: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("aws-lambda-rie output:\n%s", fn.Output())
+		}
+	})
+	return func(event []byte) []byte {
+		t.Helper()
+		answer, err := fn.Invoke(t.Context(), event)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return answer
+	}
+}
+
+// Function is a bootstrap running under the Lambda Runtime Interface
+// Emulator, started by StartLambda.
+type Function struct {
+	cmd      *exec.Cmd
+	url      string
+	output   *tail
+	client   *http.Client
+	exited   chan struct{} // closed when cmd.Wait returned
+	stopOnce sync.Once
+}
+
+// StartLambda runs bootstrap under the Lambda Runtime Interface Emulator
+// as Lambda does, for use outside tests: on two free ports of 127.0.0.1,
+// with exactly the given environment (plus PATH), in a process group of
+// its own (the RIE starts bootstrap; Stop ends both). The working
+// directory must be inside the module; a RIE that is not installed is an
+// error wrapping ErrUnavailable.
+func StartLambda(bootstrap string, env map[string]string) (*Function, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("working directory: %w", err)
 	}
 	root, ok := moduleRoot(wd)
 	if !ok {
-		t.Fatalf("no go.mod above %s", wd)
+		return nil, fmt.Errorf("no go.mod above %s", wd)
 	}
 	rie := filepath.Join(root, rieBinary)
 	if _, err := os.Stat(rie); err != nil {
-		unavailable(t, fmt.Sprintf("the Lambda Runtime Interface Emulator is not installed at %s: run `%s` in %s", rie, RIEInstallCommand, root))
-		return nil
+		return nil, missing(fmt.Sprintf("the Lambda Runtime Interface Emulator is not installed at %s: run `%s` in %s", rie, RIEInstallCommand, root))
 	}
 	invokePort, err := freePort()
 	if err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("aws-lambda-rie: pick a port: %w", err)
 	}
 	apiPort, err := freePort()
 	if err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("aws-lambda-rie: pick a port: %w", err)
 	}
 	cmd := exec.Command(rie,
 		"--runtime-interface-emulator-address", "127.0.0.1:"+strconv.Itoa(invokePort),
@@ -80,49 +135,85 @@ func Lambda(t testing.TB, bootstrap string, env map[string]string) (invoke func(
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the RIE starts bootstrap: stop both
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", rie, err)
+		return nil, fmt.Errorf("start %s: %w", rie, err)
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(StopGrace):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
+	f := &Function{
+		cmd:    cmd,
+		url:    "http://127.0.0.1:" + strconv.Itoa(invokePort) + "/2015-03-31/functions/function/invocations",
+		output: out,
+		client: &http.Client{Timeout: 60 * time.Second},
+		exited: make(chan struct{}),
+	}
+	go func() { _ = cmd.Wait(); close(f.exited) }()
+	return f, nil
+}
+
+// PID is the RIE's process id, also its process group's.
+func (f *Function) PID() int { return f.cmd.Process.Pid }
+
+// Output is the last 64 KiB the RIE and the function wrote (the
+// function's logs and EMF lines included).
+func (f *Function) Output() string { return f.output.String() }
+
+// Invoke sends one event and returns the function's answer: its result,
+// or {"errorType": …, "errorMessage": …} for an error (the emulator
+// answers 200 either way; a function that fails to start is an error,
+// and Output says why). Until the RIE listens (at most StartTimeout) it
+// tries again.
+func (f *Function) Invoke(ctx context.Context, event []byte) ([]byte, error) {
+	deadline := time.Now().Add(StartTimeout)
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.url, bytes.NewReader(event))
+		if err != nil {
+			return nil, fmt.Errorf("invoke: %w", err)
 		}
-		if t.Failed() {
-			t.Logf("aws-lambda-rie output:\n%s", out.String())
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := f.client.Do(req)
+		if err == nil {
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				return nil, fmt.Errorf("invoke: read the answer: %w", err)
+			}
+			if resp.StatusCode != http.StatusOK {
+				return nil, fmt.Errorf("invoke: %s %s", resp.Status, b)
+			}
+			return b, nil
+		}
+		select {
+		case <-f.exited:
+			return nil, fmt.Errorf("invoke: aws-lambda-rie (pid %d) exited", f.cmd.Process.Pid)
+		default:
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return nil, fmt.Errorf("invoke %s: %w", f.url, err)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// Stop ends the RIE and the function by their process group: SIGTERM,
+// then SIGKILL after StopGrace. Calling it again does nothing.
+func (f *Function) Stop() error {
+	var err error
+	f.stopOnce.Do(func() {
+		select {
+		case <-f.exited:
+			// The RIE exited by itself (Invoke reported it); a function
+			// it left behind is still in its group.
+			_ = syscall.Kill(-f.cmd.Process.Pid, syscall.SIGKILL)
+			return
+		default:
+		}
+		if e := syscall.Kill(-f.cmd.Process.Pid, syscall.SIGTERM); e != nil {
+			err = fmt.Errorf("signal aws-lambda-rie (pid %d): %w", f.cmd.Process.Pid, e)
+		}
+		select {
+		case <-f.exited:
+		case <-time.After(StopGrace):
+			_ = syscall.Kill(-f.cmd.Process.Pid, syscall.SIGKILL)
+			<-f.exited
 		}
 	})
-	url := "http://127.0.0.1:" + strconv.Itoa(invokePort) + "/2015-03-31/functions/function/invocations"
-	client := &http.Client{Timeout: 60 * time.Second}
-	return func(event []byte) []byte {
-		t.Helper()
-		deadline := time.Now().Add(StartTimeout)
-		for {
-			resp, err := client.Post(url, "application/json", bytes.NewReader(event))
-			if err == nil {
-				b, err := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if err != nil {
-					t.Fatalf("invoke: %v", err)
-				}
-				if resp.StatusCode != http.StatusOK {
-					t.Fatalf("invoke: %s %s\n%s", resp.Status, b, out.String())
-				}
-				return b
-			}
-			select {
-			case <-exited:
-				t.Fatalf("aws-lambda-rie exited:\n%s", out.String())
-			default:
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("invoke %s: %v\n%s", url, err, out.String())
-			}
-			time.Sleep(25 * time.Millisecond)
-		}
-	}
+	return err
 }

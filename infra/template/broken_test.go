@@ -1,0 +1,285 @@
+package template
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// resource is the resource id of doc (Type, Properties, …).
+func resource(doc map[string]any, id string) map[string]any {
+	return asMap(asMap(doc["Resources"])[id])
+}
+
+// properties is the Properties of the resource id of doc.
+func properties(doc map[string]any, id string) map[string]any {
+	return asMap(resource(doc, id)["Properties"])
+}
+
+// globalEnv is Globals.Function.Environment.Variables of doc.
+func globalEnv(doc map[string]any) map[string]any {
+	return asMap(asMap(asMap(asMap(doc["Globals"])["Function"])["Environment"])["Variables"])
+}
+
+// statements is the first policy document's statements of a function.
+func statements(doc map[string]any, fn string) []any {
+	return asList(asMap(asList(properties(doc, fn)["Policies"])[0])["Statement"])
+}
+
+// addStatement appends a statement to a function's first policy.
+func addStatement(doc map[string]any, fn string, stmt map[string]any) {
+	p := asMap(asList(properties(doc, fn)["Policies"])[0])
+	p["Statement"] = append(asList(p["Statement"]), stmt)
+}
+
+// alarmOn finds the alarm watching metric.
+func alarmOn(doc map[string]any, metric string) map[string]any {
+	for _, r := range asMap(doc["Resources"]) {
+		if p := asMap(asMap(r)["Properties"]); asMap(r)["Type"] == "AWS::CloudWatch::Alarm" && p["MetricName"] == metric {
+			return p
+		}
+	}
+	return nil
+}
+
+func ref(name string) map[string]any { return map[string]any{"Ref": name} }
+
+func getAtt(id, attr string) map[string]any {
+	return map[string]any{"Fn::GetAtt": []any{id, attr}}
+}
+
+// Every check catches what it is there for: each case breaks one thing
+// in a copy of template.yaml and wants the problem reported, by the check
+// named at its start.
+func TestBrokenTemplatesAreCaught(t *testing.T) {
+	c, good := load(t)
+	tests := []struct {
+		name   string
+		mutate func(doc map[string]any)
+		want   string
+	}{
+		// The resource specification.
+		{"misspelt property", func(d map[string]any) {
+			properties(d, "PublishQueue")["VisibiltyTimeout"] = 360
+		}, "specification: Resources.PublishQueue.Properties.VisibiltyTimeout: not a property of AWS::SQS::Queue"},
+		{"property of the wrong type", func(d map[string]any) {
+			properties(d, "PublishQueueMapping")["BatchSize"] = "ten"
+		}, `specification: Resources.PublishQueueMapping.Properties.BatchSize: want an integer, got "ten"`},
+		{"required property missing", func(d map[string]any) {
+			delete(properties(d, "SweeperSchedule"), "FlexibleTimeWindow")
+		}, "specification: Resources.SweeperSchedule.Properties: FlexibleTimeWindow is required"},
+		{"value not allowed", func(d map[string]any) {
+			properties(d, "SweeperSchedule")["State"] = "PAUSED"
+		}, `specification: Resources.SweeperSchedule.Properties.State: "PAUSED" is not one of`},
+		{"nested property unknown", func(d map[string]any) {
+			properties(d, "PublishQueueMapping")["ScalingConfig"] = map[string]any{"MaxConcurrency": 10}
+		}, "specification: Resources.PublishQueueMapping.Properties.ScalingConfig.MaxConcurrency: not a property of ScalingConfig"},
+		{"unknown resource type", func(d map[string]any) {
+			resource(d, "ScheduleGroup")["Type"] = "AWS::Scheduler::Group"
+		}, `specification: Resources.ScheduleGroup: type "AWS::Scheduler::Group" is not in the resource specification`},
+		{"allow-listed SAM property checked as Lambda's", func(d map[string]any) {
+			asMap(asMap(d["Globals"])["Function"])["LoggingConfig"] = map[string]any{"LogFormat": "XML"}
+		}, `specification: Globals.Function.LoggingConfig.LogFormat: "XML" is not one of`},
+		{"SAM property unknown to SAM", func(d map[string]any) {
+			asMap(asMap(d["Globals"])["Function"])["Loging"] = map[string]any{}
+		}, "specification: Globals.Function.Loging: not a property of AWS::Serverless::Function"},
+
+		// References.
+		{"Ref to nothing", func(d map[string]any) {
+			properties(d, "PublishQueueMapping")["FunctionName"] = ref("PublisherFunktion")
+		}, `references: Resources.PublishQueueMapping.Properties.FunctionName: Ref "PublisherFunktion" does not resolve`},
+		{"GetAtt of an attribute the type lacks", func(d map[string]any) {
+			properties(d, "PublishQueueMapping")["EventSourceArn"] = getAtt("PublishQueue", "Url")
+		}, "references: Resources.PublishQueueMapping.Properties.EventSourceArn: Fn::GetAtt PublishQueue.Url: a AWS::SQS::Queue has no attribute Url"},
+		{"Sub variable of nothing", func(d map[string]any) {
+			properties(d, "TriggerLogGroup")["LogGroupName"] = map[string]any{"Fn::Sub": "/aws/lambda/${TrigerFunction}"}
+		}, "references: Resources.TriggerLogGroup.Properties.LogGroupName: Fn::Sub variable ${TrigerFunction} does not resolve"},
+		{"DependsOn nothing", func(d map[string]any) {
+			resource(d, "PublishQueueMapping")["DependsOn"] = "PublisherRole"
+		}, "references: Resources.PublishQueueMapping.DependsOn: no resource"},
+
+		// Functions and their build.
+		{"another build method", func(d map[string]any) {
+			asMap(resource(d, "ConfirmFunction")["Metadata"])["BuildMethod"] = "go1.x"
+		}, `functions: ConfirmFunction: Metadata.BuildMethod is "go1.x", want "makefile"`},
+		{"another architecture", func(d map[string]any) {
+			asMap(asMap(d["Globals"])["Function"])["Architectures"] = []any{"x86_64"}
+		}, `functions: ConfirmFunction: Architectures is ["x86_64"], want ["arm64"]`},
+		{"a function without a make target", func(d map[string]any) {
+			asMap(d["Resources"])["ExtraFunction"] = cloneJSON(resource(d, "ConfirmFunction"))
+		}, "make targets: ExtraFunction: no make target build-ExtraFunction"},
+
+		// Environment.
+		{"a variable the code reads is missing", func(d map[string]any) {
+			delete(globalEnv(d), "ONCEPOST_QUEUE_URL")
+		}, "environment: TriggerFunction: ONCEPOST_QUEUE_URL is not set, and the code reads it"},
+		{"the static key is set", func(d map[string]any) {
+			properties(d, "PublisherFunction")["Environment"] = map[string]any{"Variables": map[string]any{"ONCEPOST_STATIC_CREDENTIAL_KEY": "00"}}
+		}, "environment: PublisherFunction sets ONCEPOST_STATIC_CREDENTIAL_KEY"},
+		{"a variable no code reads", func(d map[string]any) {
+			globalEnv(d)["ONCEPOST_QUEUE"] = ref("PublishQueue")
+		}, "environment: ConfirmFunction sets ONCEPOST_QUEUE, which no code reads"},
+		{"the queue variable names the dead-letter queue", func(d map[string]any) {
+			globalEnv(d)["ONCEPOST_QUEUE_URL"] = ref("PublishDeadLetterQueue")
+		}, "environment: PublishDeadLetterQueue's RedrivePolicy targets null, want the dead-letter queue"},
+		{"functions disagree on the store", func(d map[string]any) {
+			properties(d, "SweeperFunction")["Environment"] = map[string]any{"Variables": map[string]any{"ONCEPOST_TABLE_PREFIX": "other-"}}
+		}, "environment: SweeperFunction: ONCEPOST_TABLE_PREFIX is \"other-\""},
+
+		// Tables.
+		{"index projects more than the store's", func(d map[string]any) {
+			gsi := asMap(asList(properties(d, "LedgerTable")["GlobalSecondaryIndexes"])[0])
+			gsi["Projection"] = map[string]any{"ProjectionType": "ALL"}
+		}, `tables: the tables differ from dynamostore.Tables`},
+		{"provisioned billing", func(d map[string]any) {
+			properties(d, "PostsTable")["BillingMode"] = "PROVISIONED"
+		}, `tables: the tables differ from dynamostore.Tables`},
+		{"no TTL on the ledger", func(d map[string]any) {
+			delete(properties(d, "LedgerTable"), "TimeToLiveSpecification")
+		}, `tables: LedgerTable: TTL attribute "", want "ttl"`},
+		{"no point-in-time recovery", func(d map[string]any) {
+			delete(properties(d, "CredentialsTable"), "PointInTimeRecoverySpecification")
+		}, "tables: CredentialsTable: point-in-time recovery is off"},
+		{"a table deleted with the stack", func(d map[string]any) {
+			delete(resource(d, "LedgerTable"), "DeletionPolicy")
+		}, "tables: LedgerTable: DeletionPolicy \"\""},
+
+		// Queues.
+		{"visibility under 6 × the publisher's timeout", func(d map[string]any) {
+			properties(d, "PublishQueue")["VisibilityTimeout"] = 300
+		}, "queues: PublishQueue: VisibilityTimeout 300, want at least 6 × PublisherFunction's timeout 60 s"},
+		{"max receives apart from the environment", func(d map[string]any) {
+			globalEnv(d)["ONCEPOST_MAX_RECEIVES"] = "5"
+		}, `queues: ONCEPOST_MAX_RECEIVES is "5", want PublishQueue's maxReceiveCount 10`},
+		{"dead-letter queue with a redrive policy", func(d map[string]any) {
+			properties(d, "PublishDeadLetterQueue")["RedrivePolicy"] = map[string]any{"deadLetterTargetArn": getAtt("ScheduleDeadLetterQueue", "Arn"), "maxReceiveCount": 5}
+		}, "queues: PublishDeadLetterQueue: has a RedrivePolicy"},
+		{"messages too small for sqsqueue", func(d map[string]any) {
+			delete(properties(d, "PublishDeadLetterQueue"), "MaximumMessageSize")
+		}, "queues: PublishDeadLetterQueue: MaximumMessageSize null, want at least sqsqueue.MinQueueMessageSize"},
+		{"whole-batch failures", func(d map[string]any) {
+			delete(properties(d, "PublishQueueMapping"), "FunctionResponseTypes")
+		}, "queues: PublishQueueMapping: FunctionResponseTypes null, want ReportBatchItemFailures"},
+		{"unbounded concurrency", func(d map[string]any) {
+			delete(properties(d, "PublishQueueMapping"), "ScalingConfig")
+		}, "queues: PublishQueueMapping: ScalingConfig.MaximumConcurrency null, want 2-1000"},
+
+		// The state machine.
+		{"a placeholder not substituted", func(d map[string]any) {
+			properties(d, "ConfirmStateMachine")["DefinitionSubstitutions"] = map[string]any{"ConfirmArn": getAtt("ConfirmFunction", "Arn")}
+		}, "state machine: ConfirmStateMachine: infra/statemachine/confirm.asl.json's placeholders (-) and DefinitionSubstitutions (+) differ"},
+		{"the workflow may not invoke its function", func(d map[string]any) {
+			delete(properties(d, "ConfirmStateMachine"), "Policies")
+		}, "state machine: ConfirmStateMachine: its policies do not allow lambda:InvokeFunction on ConfirmFunction"},
+		{"an Express workflow", func(d map[string]any) {
+			properties(d, "ConfirmStateMachine")["Type"] = "EXPRESS"
+		}, `state machine: ConfirmStateMachine: Type "EXPRESS", want STANDARD`},
+
+		// Alarms and the dashboard.
+		{"an alarm on a metric no code emits", func(d map[string]any) {
+			alarmOn(d, "StalePending")["MetricName"] = "PendingStale"
+		}, "alarms and dashboard: StalePendingAlarm: watches PendingStale, which no code emits"},
+		{"a required alarm missing", func(d map[string]any) {
+			delete(asMap(d["Resources"]), "DuplicateBlockedAlarm")
+		}, "alarms and dashboard: no alarm watches DuplicateBlocked"},
+		{"a gauge alarm quiet when the sweeper stops", func(d map[string]any) {
+			alarmOn(d, "StalePending")["TreatMissingData"] = "notBreaching"
+		}, "alarms and dashboard: StalePendingAlarm: TreatMissingData \"notBreaching\", want breaching"},
+		{"an alarm without the runtime's dimension", func(d map[string]any) {
+			delete(alarmOn(d, "HeldTargets"), "Dimensions")
+		}, `alarms and dashboard: HeldTargetsAlarm: dimensions {}, want the runtime's {"Runtime":"aws"}`},
+		{"a literal custom namespace", func(d map[string]any) {
+			alarmOn(d, "SweepErrors")["Namespace"] = "oncepost"
+		}, `alarms and dashboard: SweepErrorsAlarm: namespace "oncepost", want the MetricsNamespace parameter`},
+		{"no alarm on a function's errors", func(d map[string]any) {
+			delete(asMap(d["Resources"]), "SweeperErrorsAlarm")
+		}, "alarms and dashboard: no alarm on AWS/Lambda Errors FunctionName=SweeperFunction"},
+		{"no alarm on dead letters", func(d map[string]any) {
+			delete(asMap(d["Resources"]), "DeadLettersAlarm")
+		}, "alarms and dashboard: no alarm on AWS/SQS ApproximateNumberOfMessagesVisible QueueName=PublishDeadLetterQueue"},
+		{"an alarm notifying no one", func(d map[string]any) {
+			delete(alarmOn(d, "StuckTargets"), "AlarmActions")
+		}, "alarms and dashboard: StuckTargetsAlarm: AlarmActions null, want the topic parameter"},
+		{"a dashboard metric no code emits", func(d map[string]any) {
+			body := asMap(properties(d, "Dashboard")["DashboardBody"])
+			body["Fn::Sub"] = strings.Replace(body["Fn::Sub"].(string), `"WaitingTargets"`, `"TargetsWaiting"`, 1)
+		}, "alarms and dashboard: Dashboard: shows TargetsWaiting, which no code emits"},
+
+		// Permissions.
+		{"dynamodb:*", func(d map[string]any) {
+			asMap(statements(d, "TriggerFunction")[0])["Action"] = "dynamodb:*"
+		}, "permissions: TriggerFunction.Policies[0].Statement[0]: grants dynamodb:*"},
+		{"a wildcard within a service", func(d map[string]any) {
+			addStatement(d, "PublisherFunction", map[string]any{"Effect": "Allow", "Action": "states:Start*", "Resource": ref("ConfirmStateMachine")})
+		}, "permissions: PublisherFunction.Policies[0].Statement[6]: grants states:Start*"},
+		{"every action", func(d map[string]any) {
+			addStatement(d, "ConfirmFunction", map[string]any{"Effect": "Allow", "Action": "*", "Resource": "*"})
+		}, "permissions: ConfirmFunction.Policies[0].Statement[4]: grants *"},
+		{"a resource that is not the stack's", func(d map[string]any) {
+			asMap(statements(d, "TriggerFunction")[1])["Resource"] = "*"
+		}, `permissions: TriggerFunction.Policies[0].Statement[1]: resource "*" is not one of the stack's own`},
+		{"a call the store never makes", func(d map[string]any) {
+			addStatement(d, "SweeperFunction", map[string]any{"Effect": "Allow", "Action": "dynamodb:Scan", "Resource": getAtt("LedgerTable", "Arn")})
+		}, "permissions: SweeperFunction.Policies[0].Statement[6]: grants dynamodb:Scan, a call the store never makes"},
+		{"the trigger reads credentials", func(d map[string]any) {
+			s := asMap(statements(d, "TriggerFunction")[0])
+			s["Resource"] = append(asList(s["Resource"]), getAtt("CredentialsTable", "Arn"))
+		}, "permissions: TriggerFunction.Policies[0].Statement[0]: TriggerFunction is granted the credentials table"},
+		{"the trigger decrypts", func(d map[string]any) {
+			addStatement(d, "TriggerFunction", map[string]any{"Effect": "Allow", "Action": "kms:Decrypt", "Resource": getAtt("CredentialsKey", "Arn")})
+		}, "permissions: TriggerFunction.Policies[0].Statement[2]: TriggerFunction is granted the credentials key"},
+		{"the publisher cannot decrypt", func(d map[string]any) {
+			p := asMap(asList(properties(d, "PublisherFunction")["Policies"])[0])
+			p["Statement"] = append(asList(p["Statement"])[:1:1], asList(p["Statement"])[2:]...)
+		}, "permissions: PublisherFunction cannot decrypt with the key CredentialsKey"},
+		{"a managed policy", func(d map[string]any) {
+			properties(d, "SweeperFunction")["Policies"] = append(asList(properties(d, "SweeperFunction")["Policies"]), "AmazonDynamoDBFullAccess")
+		}, `permissions: SweeperFunction.Policies[1]: "AmazonDynamoDBFullAccess" is a managed policy or a SAM policy template`},
+		{"a SAM policy template", func(d map[string]any) {
+			properties(d, "SweeperFunction")["Policies"] = append(asList(properties(d, "SweeperFunction")["Policies"]), map[string]any{"SQSPollerPolicy": map[string]any{"QueueName": "x"}})
+		}, "permissions: SweeperFunction.Policies[1]: {\"SQSPollerPolicy\""},
+		{"NotAction", func(d map[string]any) {
+			addStatement(d, "ConfirmFunction", map[string]any{"Effect": "Allow", "NotAction": "iam:*", "Resource": getAtt("PublishQueue", "Arn")})
+		}, "permissions: ConfirmFunction.Policies[0].Statement[4]: NotAction or NotResource"},
+		{"the scheduler role invokes the publisher", func(d map[string]any) {
+			stmt := asMap(asList(asMap(asMap(asList(properties(d, "SchedulerRole")["Policies"])[0])["PolicyDocument"])["Statement"])[0])
+			stmt["Resource"] = getAtt("PublisherFunction", "Arn")
+		}, "permissions: SchedulerRole.Policies[0].PolicyDocument.Statement[0]: the scheduler role invokes"},
+		{"the scheduler role may start workflows", func(d map[string]any) {
+			doc := asMap(asMap(asList(properties(d, "SchedulerRole")["Policies"])[0])["PolicyDocument"])
+			doc["Statement"] = append(asList(doc["Statement"]), map[string]any{"Effect": "Allow", "Action": "states:StartExecution", "Resource": ref("ConfirmStateMachine")})
+		}, `permissions: SchedulerRole.Policies[0].PolicyDocument.Statement[2]: the scheduler role may "states:StartExecution"`},
+		{"a key open to everyone", func(d map[string]any) {
+			asMap(asList(asMap(properties(d, "CredentialsKey")["KeyPolicy"])["Statement"])[0])["Principal"] = map[string]any{"AWS": "*"}
+		}, "permissions: CredentialsKey.KeyPolicy.Statement[0]: opens the key to every principal"},
+
+		// Outputs.
+		{"an output the CLI reads is missing", func(d map[string]any) {
+			delete(asMap(d["Outputs"]), "ScheduleGroupName")
+		}, "outputs: no output ScheduleGroupName"},
+		{"an output apart from the functions", func(d map[string]any) {
+			asMap(asMap(d["Outputs"])["QueueUrl"])["Value"] = ref("PublishDeadLetterQueue")
+		}, `outputs: output QueueUrl is {"Ref":"PublishDeadLetterQueue"}, the functions' ONCEPOST_QUEUE_URL is {"Ref":"PublishQueue"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := cloneJSON(good.raw).(map[string]any)
+			tt.mutate(doc)
+			b, err := json.Marshal(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			broken, err := parseTemplate(b, good.dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			problems := runChecks(c, broken)
+			for _, p := range problems {
+				if strings.Contains(p, tt.want) {
+					return
+				}
+			}
+			t.Errorf("no problem reported contains %q; reported:\n%s", tt.want, strings.Join(problems, "\n"))
+		})
+	}
+}

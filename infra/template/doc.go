@@ -1,0 +1,26 @@
+// Package template holds the contract test of template.yaml, the SAM
+// template that deploys oncepost on AWS (DESIGN §6). It has no code of its
+// own outside the test.
+//
+// The test parses the template with goformation and checks it against
+// what it must agree with, each check shown to catch a broken template:
+//
+//   - the CloudFormation and SAM resource specification of
+//     @aws-cdk/aws-service-spec (property names, types, required ones,
+//     allowed values), with a short allow-list of SAM properties newer
+//     than it;
+//   - the code: every environment variable the functions read is set,
+//     every metric an alarm or the dashboard watches in the custom
+//     namespace is emitted, the tables are dynamostore.Tables, the
+//     queues have what sqsqueue.Check wants, DynamoDB and KMS actions
+//     are calls the store makes;
+//   - itself: every Ref, Fn::GetAtt and Fn::Sub resolves, the outputs the
+//     CLI reads exist, the state machine's substitutions match its file;
+//   - least privilege: no wildcard actions on DynamoDB, SQS, Step
+//     Functions or Scheduler, resources scoped to the stack's own, the
+//     credentials table and key only for the functions that act with
+//     tokens;
+//   - the build: `make build-<LogicalId> ARTIFACTS_DIR=…`, what `sam build`
+//     runs, makes a linux/arm64 bootstrap of the function's package
+//     (skipped under -short).
+package template
