@@ -167,6 +167,14 @@ type BatchSender interface {
 	SendBatch(ctx context.Context, msgs []Outgoing) ([]string, error)
 }
 
+// DeadLetterCounter is a Queue that can count its dead letters without
+// reading them (SQS: the dead-letter queue's approximate message count).
+// The sweeper uses it when the queue has it: listing would receive every
+// dead letter each minute, and hide them from the operator meanwhile.
+type DeadLetterCounter interface {
+	CountDeadLetters(ctx context.Context) (int, error)
+}
+
 // ErrMessageNotFound is returned by DeadLetterAdmin for an id that is not
 // in the dead-letter queue.
 var ErrMessageNotFound = errors.New("no dead letter with that id")

@@ -212,11 +212,19 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 		}
 	}
 
-	dls, err := s.Queue.DeadLetters(ctx, limit)
-	if err != nil {
-		readFailed(fmt.Errorf("dead letters: %w", err))
+	if c, ok := s.Queue.(DeadLetterCounter); ok {
+		n, err := c.CountDeadLetters(ctx)
+		if err != nil {
+			readFailed(fmt.Errorf("dead letters: %w", err))
+		}
+		rep.DeadLetters = n
+	} else {
+		dls, err := s.Queue.DeadLetters(ctx, limit)
+		if err != nil {
+			readFailed(fmt.Errorf("dead letters: %w", err))
+		}
+		rep.DeadLetters = len(dls)
 	}
-	rep.DeadLetters = len(dls)
 
 	counts, err := s.Posts.CountTargets(ctx, post.Held, post.Failed, post.Waiting)
 	if err != nil {

@@ -105,3 +105,26 @@ func TestDeliverySettlesEachMessageOfAnESMBatch(t *testing.T) {
 		t.Errorf("dead letters = %v, want retry as %s", got, ReasonMaxReceives)
 	}
 }
+
+// TestCountDeadLettersReadsNothing: the count follows the dead-letter
+// queue and leaves its messages visible for the operator's list.
+func TestCountDeadLettersReadsNothing(t *testing.T) {
+	e := newEnv(t)
+	q := e.pair(t, pairSpec{})
+	ctx := t.Context()
+	if n, err := q.CountDeadLetters(ctx); err != nil || n != 0 {
+		t.Fatalf("CountDeadLetters on an empty queue = %d, %v", n, err)
+	}
+	for _, body := range []string{"one", "two"} {
+		if err := q.copyToDead(ctx, outgoing([]byte(body), false), 1, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := q.CountDeadLetters(ctx); err != nil || n != 2 {
+		t.Errorf("CountDeadLetters = %d, %v; want 2", n, err)
+	}
+	dls, err := q.DeadLetters(ctx, 10)
+	if err != nil || len(dls) != 2 {
+		t.Errorf("DeadLetters after counting = %d, %v; want both, visible", len(dls), err)
+	}
+}

@@ -1,0 +1,51 @@
+package sqsqueue
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"oncepost/shared/publishing"
+)
+
+// Interface guard.
+var _ publishing.DeadLetterCounter = (*Queue)(nil)
+
+// CountDeadLetters is the dead-letter queue's approximate number of
+// messages (visible, in flight and delayed), read with one
+// GetQueueAttributes and without receiving anything, so an operator's
+// `dlq list` is never disturbed. SQS's counts are approximate and lag by
+// up to a minute, and a dead-letter queue shared by several queues is
+// counted whole.
+func (q *Queue) CountDeadLetters(ctx context.Context) (int, error) {
+	out, err := q.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(q.deadURL),
+		AttributeNames: []types.QueueAttributeName{
+			types.QueueAttributeNameApproximateNumberOfMessages,
+			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+			types.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+		},
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqsqueue %s count dead letters: %w", q.name, translate(err))
+	}
+	total := 0
+	for _, name := range []types.QueueAttributeName{
+		types.QueueAttributeNameApproximateNumberOfMessages,
+		types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+		types.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+	} {
+		if v, ok := out.Attributes[string(name)]; ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return 0, fmt.Errorf("sqsqueue %s count dead letters: %s %q is not a count", q.name, name, v)
+			}
+			total += n
+		}
+	}
+	return total, nil
+}
