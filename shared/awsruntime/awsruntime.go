@@ -27,6 +27,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"oncepost/shared/awsclient"
 	"oncepost/shared/dynamostore"
 	"oncepost/shared/emf"
 	"oncepost/shared/platform/mastodon"
@@ -130,7 +131,7 @@ func New(ctx context.Context, env Env, owner string) (*Runtime, error) {
 	if err := require(EnvTablePrefix, env.TablePrefix); err != nil {
 		return nil, err
 	}
-	cfg, err := config.LoadDefaultConfig(ctx)
+	cfg, err := config.LoadDefaultConfig(ctx, config.WithHTTPClient(awsclient.HTTPClient()))
 	if err != nil {
 		return nil, fmt.Errorf("load AWS configuration: %w", err)
 	}

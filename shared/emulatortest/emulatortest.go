@@ -56,6 +56,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"oncepost/shared/awsclient"
 )
 
 // EnvRequired names the environment variable that, set to "required",
@@ -156,39 +158,9 @@ func Config(endpoint string) aws.Config {
 		RetryMaxAttempts: 3,
 		HTTPClient: &http.Client{
 			Timeout:   30 * time.Second,
-			Transport: bufferedBodies{next: awshttp.NewBuildableClient().GetTransport()},
+			Transport: awsclient.BufferedBodies(awshttp.NewBuildableClient().GetTransport()),
 		},
 	}
-}
-
-// bufferedBodies sends each request body from a copy in memory.
-//
-// smithy-go (v1.28.9) hands net/http a request body whose WriteTo returns
-// io.EOF once the SDK has closed it, and the SDK closes it as soon as the
-// response arrives. net/http may still be reading the body then (after
-// sending Content-Length bytes it reads once more to check for extra
-// data): it takes the io.EOF for a failed write and closes the connection
-// under the response being read. The SDK then retries the call, and a
-// retried ReceiveMessage finds the messages the lost answer received
-// hidden for their visibility timeout. On a loaded machine that happened
-// about once per several suite runs; with the body copied, the SDK's close
-// no longer reaches net/http.
-type bufferedBodies struct{ next http.RoundTripper }
-
-func (b bufferedBodies) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Body == nil || req.Body == http.NoBody {
-		return b.next.RoundTrip(req)
-	}
-	buf, err := io.ReadAll(req.Body)
-	req.Body.Close()
-	if err != nil {
-		return nil, fmt.Errorf("read the request body: %w", err)
-	}
-	r := req.Clone(req.Context())
-	r.Body = io.NopCloser(bytes.NewReader(buf))
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
-	r.ContentLength = int64(len(buf))
-	return b.next.RoundTrip(r)
 }
 
 // readyMarker is the line a launcher prints once it listens. Start waits
