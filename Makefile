@@ -88,12 +88,14 @@ invoke:
 ## bench-aws: the dynamostore ledger against Powertools for AWS Lambda (TypeScript) idempotency
 ## (infra/emulators/powertools-harness.mjs on Node 22), side by side on one dynalite: DynamoDB calls
 ## and client CPU per call for new keys, keys/s sequential and at concurrency 16, and the side-effect
-## counter after a timeout and after a SIGKILL; ends with the comparison table, into var/bench-aws.txt.
+## counter after a timeout and after a SIGKILL; ends with the comparison table; then the publisher's
+## cold start (init under the RIE, target ≤ 50 ms); into var/bench-aws.txt.
 .PHONY: bench-aws
 BENCH_AWS_KEYS ?= 2000
 bench-aws: $(EMULATORS)
 	@mkdir -p var
-	set -o pipefail; ONCEPOST_EMULATORS=required $(GO) test -run '^$$' -bench LedgerVsPowertools -benchtime $(BENCH_AWS_KEYS)x -count 1 -timeout 30m ./shared/dynamostore/ | tee var/bench-aws.txt
+	set -o pipefail; { ONCEPOST_EMULATORS=required $(GO) test -run '^$$' -bench LedgerVsPowertools -benchtime $(BENCH_AWS_KEYS)x -count 1 -timeout 30m ./shared/dynamostore/ && \
+	ONCEPOST_EMULATORS=required $(GO) test -run '^$$' -bench PublisherColdStart -benchtime 10x -count $(BENCHCOUNT) ./functions/pipeline/; } | tee var/bench-aws.txt
 
 tidy-check:
 	$(GO) mod tidy && git diff --exit-code go.mod go.sum
