@@ -92,7 +92,7 @@ invoke:
 ## cold start (init under the RIE, target ≤ 50 ms); into var/bench-aws.txt.
 .PHONY: bench-aws
 BENCH_AWS_KEYS ?= 2000
-bench-aws: $(EMULATORS)
+bench-aws: $(EMULATORS) $(RIE)
 	@mkdir -p var
 	set -o pipefail; { ONCEPOST_EMULATORS=required $(GO) test -run '^$$' -bench LedgerVsPowertools -benchtime $(BENCH_AWS_KEYS)x -count 1 -timeout 30m ./shared/dynamostore/ && \
 	ONCEPOST_EMULATORS=required $(GO) test -run '^$$' -bench PublisherColdStart -benchtime 10x -count $(BENCHCOUNT) ./functions/pipeline/; } | tee var/bench-aws.txt
