@@ -1,6 +1,6 @@
-// Package awsclient is the HTTP client oncepost's AWS SDK clients use, in
-// the Lambda functions, the CLI and the tests: the SDK's own transport,
-// with every request body sent from a copy in memory (BufferedBodies).
+// Package awsclient wraps the HTTP client oncepost's AWS SDK clients use,
+// in the Lambda functions, the CLI and the tests, so that every request
+// body is sent from a copy in memory (Wrap).
 package awsclient
 
 import (
@@ -9,17 +9,14 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 )
 
-// HTTPClient is the SDK's default HTTP client (its transport: dial, TLS
-// and idle timeouts) with BufferedBodies around its transport. Set it as
-// aws.Config.HTTPClient.
-func HTTPClient() *http.Client {
-	return &http.Client{Transport: BufferedBodies(awshttp.NewBuildableClient().GetTransport())}
-}
-
-// BufferedBodies sends each request body from a copy in memory.
+// Wrap returns next sending each request body from a copy in memory. Wrap
+// a configuration's client once it is loaded (cfg.HTTPClient =
+// Wrap(cfg.HTTPClient)): the SDK's loader adds a custom CA bundle
+// (AWS_CA_BUNDLE) only to its own client type.
 //
 // smithy-go (v1.28.9) hands net/http a request body whose WriteTo returns
 // io.EOF once the SDK has closed it, and the SDK closes it as soon as the
@@ -34,13 +31,18 @@ func HTTPClient() *http.Client {
 // SDK's close no longer reaches net/http. Written here because the fix
 // belongs in smithy-go and has not been made there; the test in this
 // package fails once it is, and this can go.
-func BufferedBodies(next http.RoundTripper) http.RoundTripper { return bufferedBodies{next: next} }
+func Wrap(next aws.HTTPClient) aws.HTTPClient {
+	if next == nil {
+		next = awshttp.NewBuildableClient()
+	}
+	return bufferedBodies{next: next}
+}
 
-type bufferedBodies struct{ next http.RoundTripper }
+type bufferedBodies struct{ next aws.HTTPClient }
 
-func (b bufferedBodies) RoundTrip(req *http.Request) (*http.Response, error) {
+func (b bufferedBodies) Do(req *http.Request) (*http.Response, error) {
 	if req.Body == nil || req.Body == http.NoBody {
-		return b.next.RoundTrip(req)
+		return b.next.Do(req)
 	}
 	buf, err := io.ReadAll(req.Body)
 	req.Body.Close()
@@ -51,5 +53,5 @@ func (b bufferedBodies) RoundTrip(req *http.Request) (*http.Response, error) {
 	r.Body = io.NopCloser(bytes.NewReader(buf))
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
 	r.ContentLength = int64(len(buf))
-	return b.next.RoundTrip(r)
+	return b.next.Do(r)
 }

@@ -9,17 +9,17 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
-// roundTripFunc is an http.RoundTripper made of a function.
-type roundTripFunc func(*http.Request) (*http.Response, error)
+// doFunc is an aws.HTTPClient made of a function.
+type doFunc func(*http.Request) (*http.Response, error)
 
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+func (f doFunc) Do(r *http.Request) (*http.Response, error) { return f(r) }
 
 // The SDK closes a request body once the answer is in, while net/http may
 // still read it: smithy-go's body then reads io.EOF as an error, which
-// net/http takes for a failed write (see BufferedBodies). This test shows
+// net/http takes for a failed write (see Wrap). This test shows
 // the SDK's behaviour (it fails once smithy-go fixes it: bufferedBodies
-// may then go) and that BufferedBodies shields net/http from it.
-func TestBufferedBodiesOutliveTheSDKsClose(t *testing.T) {
+// may then go) and that Wrap shields net/http from it.
+func TestWrapOutliveTheSDKsClose(t *testing.T) {
 	sdkRequest := func() *http.Request {
 		r, err := smithyhttp.NewStackRequest().(*smithyhttp.Request).SetStream(strings.NewReader(`{"QueueUrl":"q"}`))
 		if err != nil {
@@ -39,12 +39,12 @@ func TestBufferedBodiesOutliveTheSDKsClose(t *testing.T) {
 
 	req := sdkRequest()
 	if err := late(req.Body, req.Body); err == nil {
-		t.Errorf("reading the SDK's request body after its close succeeded: smithy-go no longer returns io.EOF there, and BufferedBodies can go")
+		t.Errorf("reading the SDK's request body after its close succeeded: smithy-go no longer returns io.EOF there, and Wrap can go")
 	}
 
 	req = sdkRequest()
 	var lateErr error
-	rt := BufferedBodies(roundTripFunc(func(r *http.Request) (*http.Response, error) {
+	rt := Wrap(doFunc(func(r *http.Request) (*http.Response, error) {
 		body, _ := io.ReadAll(r.Body)
 		if string(body) != `{"QueueUrl":"q"}` || r.ContentLength != 16 {
 			t.Errorf("sent body %q, length %d; want the SDK's 16 bytes", body, r.ContentLength)
@@ -52,7 +52,7 @@ func TestBufferedBodiesOutliveTheSDKsClose(t *testing.T) {
 		lateErr = late(req.Body, r.Body)
 		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: r}, nil
 	}))
-	if _, err := rt.RoundTrip(req); err != nil {
+	if _, err := rt.Do(req); err != nil {
 		t.Fatal(err)
 	}
 	if lateErr != nil {

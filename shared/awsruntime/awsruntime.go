@@ -131,10 +131,11 @@ func New(ctx context.Context, env Env, owner string) (*Runtime, error) {
 	if err := require(EnvTablePrefix, env.TablePrefix); err != nil {
 		return nil, err
 	}
-	cfg, err := config.LoadDefaultConfig(ctx, config.WithHTTPClient(awsclient.HTTPClient()))
+	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("load AWS configuration: %w", err)
 	}
+	cfg.HTTPClient = awsclient.Wrap(cfg.HTTPClient)
 	rt := &Runtime{Env: env, AWS: cfg, Owner: owner, Logger: slog.New(slog.NewJSONHandler(os.Stderr, nil)), Now: time.Now}
 	var keys dynamostore.DataKeys
 	switch {

@@ -2,6 +2,11 @@ package awsruntime
 
 import (
 	"context"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -53,5 +58,28 @@ func TestMissingSettingsAreNamed(t *testing.T) {
 	}
 	if _, err := rt.Workflows(); err == nil || !strings.Contains(err.Error(), EnvStateMachineARN) {
 		t.Errorf("Workflows without an ARN = %v", err)
+	}
+}
+
+// TestNewWithACustomCABundle: the SDK adds AWS_CA_BUNDLE's certificates
+// only to its own client type, so the body-copying wrapper must come
+// after the configuration is loaded (it once came before, and every
+// function and CLI command failed where a CA bundle is set).
+func TestNewWithACustomCABundle(t *testing.T) {
+	srv := httptest.NewTLSServer(http.NotFoundHandler())
+	defer srv.Close()
+	bundle := filepath.Join(t.TempDir(), "ca.pem")
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(bundle, pemBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWS_CA_BUNDLE", bundle)
+	t.Setenv("AWS_REGION", "us-east-1")
+	rt, err := New(context.Background(), Env{TablePrefix: "p-", StaticKey: make([]byte, 32), MetricsNS: "oncepost"}, "test")
+	if err != nil {
+		t.Fatalf("New with AWS_CA_BUNDLE set: %v", err)
+	}
+	if rt.AWS.HTTPClient == nil {
+		t.Fatal("no HTTP client")
 	}
 }

@@ -156,10 +156,10 @@ func Config(endpoint string) aws.Config {
 			})
 		},
 		RetryMaxAttempts: 3,
-		HTTPClient: &http.Client{
+		HTTPClient: awsclient.Wrap(&http.Client{
 			Timeout:   30 * time.Second,
-			Transport: awsclient.BufferedBodies(awshttp.NewBuildableClient().GetTransport()),
-		},
+			Transport: awshttp.NewBuildableClient().GetTransport(),
+		}),
 	}
 }
 
