@@ -17,7 +17,6 @@ import (
 	"oncepost/shared/platform"
 	"oncepost/shared/platform/mastodon"
 	"oncepost/shared/post"
-	"oncepost/shared/sqlitestore"
 )
 
 func accountCommands() []*command {
@@ -39,7 +38,7 @@ var accountIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // cmdAccountAdd is `oncepost account add`.
 func cmdAccountAdd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, dbPath := dbFlag("account add")
+	fs, where := workspaceFlags("account add")
 	id := fs.String("id", "", "the account's name in oncepost, e.g. news (required)")
 	platformName := fs.String("platform", "mastodon", "the platform: mastodon")
 	baseURL := fs.String("url", "", "the instance, e.g. https://mastodon.social (required)")
@@ -50,6 +49,9 @@ func cmdAccountAdd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	timeout := fs.Duration("timeout", 30*time.Second, "deadline of each call to the instance")
 	asJSON := fs.Bool("json", false, "print the stored account as JSON")
 	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
+		return err
+	}
+	if err := where.check(); err != nil {
 		return err
 	}
 	switch {
@@ -72,12 +74,27 @@ func cmdAccountAdd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	// Check the id before any call to the instance; a workspace that does
-	// not exist yet has no accounts (it is created only once the
-	// credential is verified: a refused token leaves nothing behind).
+	// Check the id before any call to the instance; an embedded workspace
+	// that does not exist yet has no accounts (it is created only once the
+	// credential is verified: a refused token leaves nothing behind). A
+	// stack exists: it is opened now and written once the token is
+	// verified.
 	var existing post.Account
-	if _, statErr := os.Stat(*dbPath); statErr == nil {
-		if existing, err = lookupAccount(ctx, *dbPath, *id, *replace); err != nil {
+	var b *backend
+	defer func() {
+		if b != nil {
+			b.Close()
+		}
+	}()
+	if where.isAWS() {
+		if b, err = where.open(ctx); err != nil {
+			return err
+		}
+		if existing, err = b.lookupAccount(ctx, *id, *replace); err != nil {
+			return err
+		}
+	} else if _, statErr := os.Stat(where.db); statErr == nil {
+		if existing, err = lookupAccount(ctx, where, *id, *replace); err != nil {
 			return err
 		}
 	} else if *replace {
@@ -121,20 +138,20 @@ func cmdAccountAdd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if *gate != "" {
 		acc.Gate = post.GatePolicy(*gate)
 	}
-	rt, err := openWorkspace(ctx, *dbPath)
-	if err != nil {
-		return err
+	if b == nil {
+		if b, err = where.create(ctx); err != nil {
+			return err
+		}
 	}
-	defer rt.Close()
-	if _, err := rt.store.GetAccount(ctx, acc.ID); err == nil && !*replace {
+	if _, err := b.accounts.GetAccount(ctx, acc.ID); err == nil && !*replace {
 		return usageError("id", "account %q was added meanwhile; pick another id, or --replace", *id)
 	}
 	// The credential first: an account row without its credential would
 	// fail every publish; a credential without its account is inert.
-	if err := rt.store.PutCredential(ctx, acc.ID, cred); err != nil {
+	if err := b.accounts.PutCredential(ctx, acc.ID, cred); err != nil {
 		return err
 	}
-	if err := rt.store.PutAccount(ctx, acc); err != nil {
+	if err := b.accounts.PutAccount(ctx, acc); err != nil {
 		return err
 	}
 	if *asJSON {
@@ -148,15 +165,22 @@ func cmdAccountAdd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return nil
 }
 
-// lookupAccount checks an id against an existing workspace for account
-// add: taken (without replace) or missing (with replace) is bad input.
-func lookupAccount(ctx context.Context, dbPath, id string, replace bool) (post.Account, error) {
-	rt, err := openTool(ctx, dbPath)
+// lookupAccount checks an id against an existing embedded workspace for
+// account add: taken (without replace) or missing (with replace) is bad
+// input.
+func lookupAccount(ctx context.Context, where *where, id string, replace bool) (post.Account, error) {
+	b, err := where.open(ctx)
 	if err != nil {
 		return post.Account{}, err
 	}
-	defer rt.Close()
-	existing, err := rt.store.GetAccount(ctx, post.AccountID(id))
+	defer b.Close()
+	return b.lookupAccount(ctx, id, replace)
+}
+
+// lookupAccount checks an id against the backend's accounts for account
+// add: taken (without replace) or missing (with replace) is bad input.
+func (b *backend) lookupAccount(ctx context.Context, id string, replace bool) (post.Account, error) {
+	existing, err := b.accounts.GetAccount(ctx, post.AccountID(id))
 	switch {
 	case err == nil && !replace:
 		return existing, usageError("id", "account %q exists already (%s on %s); pick another id, or --replace to reconnect it", id, existing.Handle, existing.BaseURL)
@@ -290,9 +314,9 @@ type accountView struct {
 	Unfinished int `json:"unfinished_targets"`
 }
 
-func (rt *runtime) accountView(ctx context.Context, a post.Account) (accountView, error) {
+func (b *backend) accountView(ctx context.Context, a post.Account) (accountView, error) {
 	v := accountView{Account: a, Credential: "missing"}
-	c, err := rt.store.Credential(ctx, a.ID)
+	c, err := b.accounts.Credential(ctx, a.ID)
 	switch {
 	case err == nil:
 		v.Credential = "stored, encrypted"
@@ -305,7 +329,7 @@ func (rt *runtime) accountView(ctx context.Context, a post.Account) (accountView
 	case !errors.Is(err, post.ErrNotFound):
 		v.Credential = "unreadable: " + err.Error()
 	}
-	posts, err := rt.store.ListPosts(ctx, sqlitestore.PostFilter{Account: a.ID, Statuses: unfinishedStatuses, Limit: 1000})
+	posts, err := b.views.ListPosts(ctx, postFilter{Account: a.ID, Statuses: unfinishedStatuses, Limit: 1000})
 	if err != nil {
 		return v, err
 	}
@@ -321,23 +345,23 @@ var unfinishedStatuses = []post.TargetStatus{post.Scheduled, post.Triggered, pos
 
 // cmdAccountList is `oncepost account list`.
 func cmdAccountList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, dbPath := dbFlag("account list")
+	fs, where := workspaceFlags("account list")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
 		return err
 	}
-	rt, err := openTool(ctx, *dbPath)
+	b, err := where.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer rt.Close()
-	accounts, err := rt.store.ListAccounts(ctx)
+	defer b.Close()
+	accounts, err := b.accounts.ListAccounts(ctx)
 	if err != nil {
 		return err
 	}
 	views := []accountView{}
 	for _, a := range accounts {
-		v, err := rt.accountView(ctx, a)
+		v, err := b.accountView(ctx, a)
 		if err != nil {
 			return err
 		}
@@ -365,18 +389,18 @@ func cmdAccountList(ctx context.Context, args []string, stdout, stderr io.Writer
 
 // cmdAccountShow is `oncepost account show ID`.
 func cmdAccountShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, dbPath := dbFlag("account show")
+	fs, where := workspaceFlags("account show")
 	asJSON := fs.Bool("json", false, "print JSON")
-	rt, rest, err := parseAndOpen(ctx, fs, dbPath, args, stdout, 1, 1)
+	b, rest, err := parseAndOpen(ctx, fs, where, args, stdout, 1, 1)
 	if err != nil {
 		return err
 	}
-	defer rt.Close()
-	a, err := rt.getAccount(ctx, rest[0])
+	defer b.Close()
+	a, err := b.getAccount(ctx, rest[0])
 	if err != nil {
 		return err
 	}
-	v, err := rt.accountView(ctx, a)
+	v, err := b.accountView(ctx, a)
 	if err != nil {
 		return err
 	}
@@ -395,8 +419,8 @@ func cmdAccountShow(ctx context.Context, args []string, stdout, stderr io.Writer
 	return nil
 }
 
-func (rt *runtime) getAccount(ctx context.Context, id string) (post.Account, error) {
-	a, err := rt.store.GetAccount(ctx, post.AccountID(id))
+func (b *backend) getAccount(ctx context.Context, id string) (post.Account, error) {
+	a, err := b.accounts.GetAccount(ctx, post.AccountID(id))
 	if errors.Is(err, post.ErrNotFound) {
 		return post.Account{}, badInput("no account %q (oncepost account list)", id)
 	}
@@ -405,18 +429,18 @@ func (rt *runtime) getAccount(ctx context.Context, id string) (post.Account, err
 
 // cmdAccountRemove is `oncepost account remove ID`.
 func cmdAccountRemove(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, dbPath := dbFlag("account remove")
+	fs, where := workspaceFlags("account remove")
 	force := fs.Bool("force", false, "remove the account even though posts for it have not gone out")
-	rt, rest, err := parseAndOpen(ctx, fs, dbPath, args, stdout, 1, 1)
+	b, rest, err := parseAndOpen(ctx, fs, where, args, stdout, 1, 1)
 	if err != nil {
 		return err
 	}
-	defer rt.Close()
-	a, err := rt.getAccount(ctx, rest[0])
+	defer b.Close()
+	a, err := b.getAccount(ctx, rest[0])
 	if err != nil {
 		return err
 	}
-	v, err := rt.accountView(ctx, a)
+	v, err := b.accountView(ctx, a)
 	if err != nil {
 		return err
 	}
@@ -424,7 +448,7 @@ func cmdAccountRemove(ctx context.Context, args []string, stdout, stderr io.Writ
 		return fmt.Errorf("account %s has %d posts that have not gone out (oncepost post list --account %s --status %s); cancel them first, or --force",
 			a.ID, v.Unfinished, a.ID, strings.Join(statusStrings(unfinishedStatuses), ","))
 	}
-	if err := rt.store.DeleteAccount(ctx, a.ID); err != nil {
+	if err := b.admin.DeleteAccount(ctx, a.ID); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "removed %s (%s) and its credential\n", a.ID, a.Handle)

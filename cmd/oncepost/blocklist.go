@@ -24,7 +24,7 @@ func blocklistCommands() []*command {
 }
 
 func cmdBlocklistAdd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, dbPath := dbFlag("blocklist add")
+	fs, where := workspaceFlags("blocklist add")
 	rest, err := parseFlags(fs, args, stdout, 1, 1000)
 	if err != nil {
 		return err
@@ -37,13 +37,13 @@ func cmdBlocklistAdd(ctx context.Context, args []string, stdout, stderr io.Write
 		}
 		terms = append(terms, t)
 	}
-	rt, err := openWorkspace(ctx, *dbPath)
+	b, err := where.create(ctx)
 	if err != nil {
 		return err
 	}
-	defer rt.Close()
+	defer b.Close()
 	for _, t := range terms {
-		added, err := rt.store.AddBlockedTerm(ctx, t)
+		added, err := b.admin.AddBlockedTerm(ctx, t)
 		if err != nil {
 			return err
 		}
@@ -57,17 +57,17 @@ func cmdBlocklistAdd(ctx context.Context, args []string, stdout, stderr io.Write
 }
 
 func cmdBlocklistList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, dbPath := dbFlag("blocklist list")
+	fs, where := workspaceFlags("blocklist list")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
 		return err
 	}
-	rt, err := openTool(ctx, *dbPath)
+	b, err := where.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer rt.Close()
-	terms, err := rt.store.BlockedTerms(ctx)
+	defer b.Close()
+	terms, err := b.admin.BlockedTerms(ctx)
 	if err != nil {
 		return err
 	}
@@ -90,14 +90,14 @@ func cmdBlocklistList(ctx context.Context, args []string, stdout, stderr io.Writ
 }
 
 func cmdBlocklistRemove(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, dbPath := dbFlag("blocklist remove")
-	rt, rest, err := parseAndOpen(ctx, fs, dbPath, args, stdout, 1, 1000)
+	fs, where := workspaceFlags("blocklist remove")
+	b, rest, err := parseAndOpen(ctx, fs, where, args, stdout, 1, 1000)
 	if err != nil {
 		return err
 	}
-	defer rt.Close()
+	defer b.Close()
 	for _, raw := range rest {
-		removed, err := rt.store.RemoveBlockedTerm(ctx, post.NormalizeTerm(raw))
+		removed, err := b.admin.RemoveBlockedTerm(ctx, post.NormalizeTerm(raw))
 		if err != nil {
 			return err
 		}

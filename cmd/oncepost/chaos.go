@@ -78,7 +78,11 @@ func cmdChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&p.Naive, "naive", false, "run the seed's naive template instead (3 tries 40 ms apart, no ledger): it must duplicate")
 	fs.DurationVar(&p.Deadline, "deadline", 0, "give up waiting for posts to settle after this long (default: 100 ms a round, at least 55s)")
 	fs.StringVar(&p.DBPath, "db", "", "keep the drill's SQLite file here (must not exist) for `oncepost status`")
+	backendName := embeddedOnly(fs, "chaos")
 	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
+		return err
+	}
+	if err := checkEmbeddedOnly("chaos", *backendName); err != nil {
 		return err
 	}
 	switch {

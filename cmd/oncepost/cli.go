@@ -62,7 +62,7 @@ func commands() []*command {
 			help:    "Runs the whole pipeline on one SQLite file: schedules fire, jobs are queued, publishers send with a ledger row written first, confirm workflows read the platform back after an ambiguous answer, and the sweeper raises alarms (metric lines) for anything unresolved. Stops cleanly on SIGINT/SIGTERM; running it again resumes.",
 			example: "oncepost run --db var/oncepost.db --workers 4"},
 		{name: "status", summary: "targets by status, open ledger rows, waiting targets, dead letters", args: "[--json]", run: cmdStatus,
-			help: "Prints how many targets are in each status, every open ledger row with its age, targets waiting for a throttle to pass and the dead-letter queue's depth.", example: "oncepost status --json"},
+			help: "Prints how many targets are in each status, every open ledger row with its age, targets waiting for a throttle to pass and the dead-letter queue's depth. With --backend aws the ledger is counted by its open and held entries only (the other states have no index to count them by).", example: "oncepost status --json"},
 		{name: "account", summary: "connect, list, show and remove platform accounts", subs: accountCommands()},
 		{name: "post", summary: "add, list, show, cancel, reschedule and delete posts", subs: postCommands()},
 		{name: "blocklist", summary: "words and phrases no post may contain", subs: blocklistCommands()},
@@ -172,6 +172,9 @@ func usage(w io.Writer, cmds []*command) {
 			fmt.Fprintf(w, "    %-17s %s\n", strings.TrimPrefix(s.name, c.name+" "), s.summary)
 		}
 	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "workspace: --db FILE (the embedded SQLite workspace, the default), or --backend aws with --stack NAME")
+	fmt.Fprintln(w, "           (a deployed stack's Outputs, standard AWS SDK configuration) or --outputs FILE; run, sandbox, chaos are embedded only")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "exit codes: 0 done; 1 failed (a platform refused, a check found a problem, the store failed); 2 bad input (nothing written)")
 }

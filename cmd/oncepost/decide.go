@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"oncepost/shared/ledger"
-	"oncepost/shared/localflow"
 	"oncepost/shared/publishing"
 )
 
@@ -38,20 +37,22 @@ type heldRow struct {
 // cmdHeld is `oncepost held`: entries held for an operator and entries
 // still unresolved, with their reason and evidence.
 func cmdHeld(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("held")
-	dbPath := fs.String("db", defaultConfig().DBPath, "SQLite file")
+	fs, where := workspaceFlags("held")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
 		return err
 	}
-	rt, err := openTool(ctx, *dbPath)
+	b, err := where.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer rt.Close()
-	rows, err := rt.heldRows(ctx)
+	defer b.Close()
+	rows, looksErr, err := b.heldRows(ctx)
 	if err != nil {
 		return err
+	}
+	if looksErr != nil {
+		fmt.Fprintf(stderr, "oncepost held: LOOKS counts only what could be read: %v\n", looksErr)
 	}
 	if *asJSON {
 		return printJSON(stdout, rows)
@@ -79,17 +80,19 @@ func cmdHeld(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return nil
 }
 
-// heldRows lists held publish entries, then open ones, oldest first.
-func (rt *runtime) heldRows(ctx context.Context) ([]heldRow, error) {
-	held, err := rt.store.ByState(ctx, ledger.Held, 0)
+// heldRows lists held publish entries, then open ones, oldest first. A
+// failure to count an entry's looks is returned apart (looksErr, the
+// first one): the rows are listed anyway.
+func (b *backend) heldRows(ctx context.Context) (rows []heldRow, looksErr error, err error) {
+	held, err := b.views.Held(ctx, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	open, err := rt.store.Open(ctx, rt.now().Add(time.Nanosecond), 0)
+	open, err := b.ledger.Open(ctx, time.Now().Add(time.Nanosecond), 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	rows := []heldRow{}
+	rows = []heldRow{}
 	for _, e := range append(held, open...) {
 		if e.Action == ledger.Upload {
 			continue
@@ -105,29 +108,14 @@ func (rt *runtime) heldRows(ctx context.Context) ([]heldRow, error) {
 			// with the entry by the Deleter.
 			r.Post, r.RemoteID = publishing.DeletePostID(e), e.Subject
 		} else {
-			r.Looks = rt.looks(ctx, e)
+			var lerr error
+			if r.Looks, lerr = b.looks.Looks(ctx, e); lerr != nil && looksErr == nil {
+				looksErr = lerr
+			}
 		}
 		rows = append(rows, r)
 	}
-	return rows, nil
-}
-
-// looks counts the Look states the attempt's confirm workflows entered.
-func (rt *runtime) looks(ctx context.Context, e ledger.Entry) int {
-	n := 0
-	base := publishing.ConfirmName(e.Key, e.Attempt)
-	for run := 1; run <= publishing.MaxConfirmRuns; run++ {
-		name := base
-		if run > 1 {
-			name = fmt.Sprintf("%s-r%d", base, run)
-		}
-		ex, err := rt.flows.Describe(ctx, name)
-		if errors.Is(err, localflow.ErrExecutionDoesNotExist) || err != nil {
-			break
-		}
-		n += countStates(ex.History, "Look")
-	}
-	return n
+	return rows, looksErr, nil
 }
 
 func countStates(history []string, state string) int {
@@ -145,8 +133,7 @@ func countStates(history []string, state string) int {
 // decision is recorded and reaches the waiting workflow when it runs.
 func cmdDecide(action string) func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		fs := newFlags(verbOf(action))
-		dbPath := fs.String("db", defaultConfig().DBPath, "SQLite file")
+		fs, where := workspaceFlags(verbOf(action))
 		var remoteID, reason string
 		if action == publishing.DecisionConfirm {
 			fs.StringVar(&remoteID, "remote-id", "", "the post's id on the platform (required)")
@@ -162,25 +149,25 @@ func cmdDecide(action string) func(ctx context.Context, args []string, stdout, s
 		case action == publishing.DecisionConfirm && remoteID == "":
 			return usageError("remote-id", "is required: the id of the post on the platform")
 		}
-		rt, err := openTool(ctx, *dbPath)
+		b, err := where.open(ctx)
 		if err != nil {
 			return err
 		}
-		defer rt.Close()
-		key, err := rt.resolveKey(ctx, rest[0])
+		defer b.Close()
+		key, err := b.resolveKey(ctx, rest[0])
 		if err != nil {
 			return err
 		}
-		res, err := rt.operator.Decide(ctx, key, publishing.Decision{Action: action, RemoteID: remoteID, Reason: reason})
+		res, err := b.operator.Decide(ctx, key, publishing.Decision{Action: action, RemoteID: remoteID, Reason: reason})
 		isDelete := res.Entry.Action == ledger.Delete
-		if e, gerr := rt.store.Get(ctx, key); gerr == nil {
+		if e, gerr := b.ledger.Get(ctx, key); gerr == nil {
 			isDelete = e.Action == ledger.Delete
 		}
 		if isDelete && action == publishing.DecisionRelease && (err == nil || errors.Is(err, publishing.ErrNotHeld)) {
 			// An approved delete is performed now. Approving again (after a
 			// crash, a 429, a post still visible) goes on from where the
 			// ledger stands; Run is safe to repeat.
-			out, err := rt.deleter.Run(ctx, key)
+			out, err := b.deleter.Run(ctx, key)
 			if err != nil {
 				return err
 			}
@@ -204,15 +191,15 @@ func verbOf(action string) string {
 
 // resolveKey accepts a full key or a unique prefix of at least 8
 // characters among held and open entries.
-func (rt *runtime) resolveKey(ctx context.Context, arg string) (ledger.Key, error) {
+func (b *backend) resolveKey(ctx context.Context, arg string) (ledger.Key, error) {
 	arg = strings.TrimSpace(arg)
-	if _, err := rt.store.Get(ctx, ledger.Key(arg)); err == nil {
+	if _, err := b.ledger.Get(ctx, ledger.Key(arg)); err == nil {
 		return ledger.Key(arg), nil
 	}
 	if len(arg) < 8 {
 		return "", badInput("key %q: give at least 8 characters of a key listed by `oncepost held`", arg)
 	}
-	rows, err := rt.heldRows(ctx)
+	rows, _, err := b.heldRows(ctx)
 	if err != nil {
 		return "", err
 	}

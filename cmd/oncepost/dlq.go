@@ -34,8 +34,8 @@ type deadLetterView struct {
 	Body         string          `json:"body,omitempty"`
 }
 
-func (rt *runtime) deadLetters(ctx context.Context) ([]deadLetterView, error) {
-	dls, err := rt.queue.DeadLetters(ctx, 0)
+func (b *backend) deadLetterViews(ctx context.Context) ([]deadLetterView, error) {
+	dls, err := b.deadLetters.DeadLetters(ctx, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -53,17 +53,17 @@ func (rt *runtime) deadLetters(ctx context.Context) ([]deadLetterView, error) {
 }
 
 func cmdDLQList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, dbPath := dbFlag("dlq list")
+	fs, where := workspaceFlags("dlq list")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
 		return err
 	}
-	rt, err := openTool(ctx, *dbPath)
+	b, err := where.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer rt.Close()
-	views, err := rt.deadLetters(ctx)
+	defer b.Close()
+	views, err := b.deadLetterViews(ctx)
 	if err != nil {
 		return err
 	}
@@ -89,17 +89,17 @@ func cmdDLQList(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 func cmdDLQRedrive(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return dlqApply(ctx, "dlq redrive", args, stdout, "redriven", func(rt *runtime, id string) error { return rt.queue.Redrive(ctx, id) })
+	return dlqApply(ctx, "dlq redrive", args, stdout, "redriven", func(b *backend, id string) error { return b.deadLetters.Redrive(ctx, id) })
 }
 
 func cmdDLQDrop(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return dlqApply(ctx, "dlq drop", args, stdout, "dropped", func(rt *runtime, id string) error { return rt.queue.Drop(ctx, id) })
+	return dlqApply(ctx, "dlq drop", args, stdout, "dropped", func(b *backend, id string) error { return b.deadLetters.Drop(ctx, id) })
 }
 
 // dlqApply runs one dead-letter operation on the given ids (a unique
 // prefix of at least 6 characters is enough) or on all of them.
-func dlqApply(ctx context.Context, name string, args []string, stdout io.Writer, done string, op func(rt *runtime, id string) error) error {
-	fs, dbPath := dbFlag(name)
+func dlqApply(ctx context.Context, name string, args []string, stdout io.Writer, done string, op func(b *backend, id string) error) error {
+	fs, where := workspaceFlags(name)
 	all := fs.Bool("all", false, "every dead letter")
 	rest, err := parseFlags(fs, args, stdout, 0, 1000)
 	if err != nil {
@@ -108,12 +108,12 @@ func dlqApply(ctx context.Context, name string, args []string, stdout io.Writer,
 	if *all == (len(rest) > 0) {
 		return badInput("give dead-letter ids (oncepost dlq list) or --all, one of the two")
 	}
-	rt, err := openTool(ctx, *dbPath)
+	b, err := where.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer rt.Close()
-	views, err := rt.deadLetters(ctx)
+	defer b.Close()
+	views, err := b.deadLetterViews(ctx)
 	if err != nil {
 		return err
 	}
@@ -144,7 +144,7 @@ func dlqApply(ctx context.Context, name string, args []string, stdout io.Writer,
 		return nil
 	}
 	for _, id := range ids {
-		if err := op(rt, id); errors.Is(err, publishing.ErrMessageNotFound) {
+		if err := op(b, id); errors.Is(err, publishing.ErrMessageNotFound) {
 			fmt.Fprintf(stdout, "%s: gone meanwhile\n", id)
 			continue
 		} else if err != nil {

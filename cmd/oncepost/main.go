@@ -1,5 +1,8 @@
 // Command oncepost is the operator's CLI and the embedded runtime: the
-// whole publishing pipeline in one process on one SQLite file.
+// whole publishing pipeline in one process on one SQLite file. The
+// operator commands also act on a deployed AWS stack: --backend aws
+// --stack NAME (its Outputs read with CloudFormation DescribeStacks) or
+// --outputs FILE (backend.go).
 //
 //	oncepost run [--demo]              scheduler → trigger → queue → publishers → confirm workflows → sweeper
 //	oncepost account add|list|show|remove   connect Mastodon accounts (token from a file or stdin, or OAuth)

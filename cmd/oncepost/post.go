@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -21,7 +20,6 @@ import (
 	"oncepost/shared/localcron"
 	"oncepost/shared/post"
 	"oncepost/shared/publishing"
-	"oncepost/shared/sqlitestore"
 )
 
 func postCommands() []*command {
@@ -42,14 +40,6 @@ func postCommands() []*command {
 	}
 }
 
-// dbFlag returns the named command's flag set with the --db flag every
-// workspace command takes.
-func dbFlag(fsName string) (*flag.FlagSet, *string) {
-	fs := newFlags(fsName)
-	db := fs.String("db", defaultConfig().DBPath, "the workspace's SQLite file")
-	return fs, db
-}
-
 // stringList is a repeatable string flag.
 type stringList []string
 
@@ -58,7 +48,7 @@ func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
 // cmdPostAdd is `oncepost post add`.
 func cmdPostAdd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, dbPath := dbFlag("post add")
+	fs, where := workspaceFlags("post add")
 	id := fs.String("id", "", "post id (letters, digits, '.', '_', '-'); generated when empty")
 	body := fs.String("body", "", "the post's text")
 	bodyFile := fs.String("body-file", "", "read the text from a file (- for stdin)")
@@ -99,25 +89,31 @@ func cmdPostAdd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if d.ID == "" {
 		d.ID = newPostID(time.Now())
 	}
+	if err := where.check(); err != nil {
+		return err
+	}
+	if len(d.Media) > 0 && where.isAWS() {
+		return badInput("media[0]: the aws backend has no media store yet (the stack's publisher cannot read attachments); post without media")
+	}
 	files, err := readDraftMedia(&d, baseDir)
 	if err != nil {
 		return err
 	}
-	rt, err := openTool(ctx, *dbPath)
+	b, err := where.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer rt.Close()
-	p, err := rt.validateDraft(ctx, d, files)
+	defer b.Close()
+	p, err := b.validateDraft(ctx, d, files)
 	if err != nil {
 		return err
 	}
 	for _, f := range files {
-		if err := storeMedia(rt.cfg.MediaDir, f); err != nil {
+		if err := storeMedia(b.mediaDir, f); err != nil {
 			return err
 		}
 	}
-	if err := rt.createPost(ctx, p); err != nil {
+	if err := b.schedules.CreatePost(ctx, p); err != nil {
 		if errors.Is(err, post.ErrConflict) {
 			return badInput("id: post %q exists already; pick another id (oncepost post show %s)", p.ID, p.ID)
 		}
@@ -221,12 +217,12 @@ func readDraftMedia(d *post.Draft, baseDir string) ([]importedMedia, error) {
 // validateDraft checks a draft against the workspace's accounts, their
 // instances' limits and the blocklist, and the imported files against the
 // accounts' media size limits.
-func (rt *runtime) validateDraft(ctx context.Context, d post.Draft, files []importedMedia) (post.Post, error) {
-	accounts, err := rt.store.ListAccounts(ctx)
+func (b *backend) validateDraft(ctx context.Context, d post.Draft, files []importedMedia) (post.Post, error) {
+	accounts, err := b.accounts.ListAccounts(ctx)
 	if err != nil {
 		return post.Post{}, err
 	}
-	blocked, err := rt.store.BlockedTerms(ctx)
+	blocked, err := b.admin.BlockedTerms(ctx)
 	if err != nil {
 		return post.Post{}, err
 	}
@@ -368,7 +364,7 @@ func bothZones(t time.Time) string {
 
 // cmdPostList is `oncepost post list`.
 func cmdPostList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, dbPath := dbFlag("post list")
+	fs, where := workspaceFlags("post list")
 	statuses := fs.String("status", "", "comma-separated target statuses: "+strings.Join(statusNames(), ","))
 	account := fs.String("account", "", "only targets on this account")
 	limit := fs.Int("limit", 100, "at most this many posts")
@@ -376,7 +372,7 @@ func cmdPostList(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
 		return err
 	}
-	filter := sqlitestore.PostFilter{Account: post.AccountID(*account), Limit: *limit}
+	filter := postFilter{Account: post.AccountID(*account), Limit: *limit}
 	if *limit < 1 {
 		return usageError("limit", "%d: need at least 1", *limit)
 	}
@@ -389,17 +385,17 @@ func cmdPostList(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			filter.Statuses = append(filter.Statuses, st)
 		}
 	}
-	rt, err := openTool(ctx, *dbPath)
+	b, err := where.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer rt.Close()
+	defer b.Close()
 	if *account != "" {
-		if _, err := rt.store.GetAccount(ctx, post.AccountID(*account)); errors.Is(err, post.ErrNotFound) {
+		if _, err := b.accounts.GetAccount(ctx, post.AccountID(*account)); errors.Is(err, post.ErrNotFound) {
 			return usageError("account", "unknown account %q (oncepost account list)", *account)
 		}
 	}
-	posts, err := rt.store.ListPosts(ctx, filter)
+	posts, err := b.views.ListPosts(ctx, filter)
 	if err != nil {
 		return err
 	}
@@ -478,14 +474,14 @@ type entryView struct {
 
 // cmdPostShow is `oncepost post show ID`.
 func cmdPostShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, dbPath := dbFlag("post show")
+	fs, where := workspaceFlags("post show")
 	asJSON := fs.Bool("json", false, "print JSON")
-	rt, rest, err := parseAndOpen(ctx, fs, dbPath, args, stdout, 1, 1)
+	b, rest, err := parseAndOpen(ctx, fs, where, args, stdout, 1, 1)
 	if err != nil {
 		return err
 	}
-	defer rt.Close()
-	p, err := rt.getPost(ctx, rest[0])
+	defer b.Close()
+	p, err := b.getPost(ctx, rest[0])
 	if err != nil {
 		return err
 	}
@@ -497,14 +493,14 @@ func cmdPostShow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			keys = append(keys, ledger.DeleteKey(string(t.Account), t.RemoteID))
 		}
 		for _, k := range keys {
-			e, err := rt.store.Get(ctx, k)
+			e, err := b.ledger.Get(ctx, k)
 			if errors.Is(err, ledger.ErrNotFound) {
 				continue
 			}
 			if err != nil {
 				return err
 			}
-			h, err := rt.store.History(ctx, k)
+			h, err := b.ledger.History(ctx, k)
 			if err != nil {
 				return err
 			}
@@ -552,8 +548,8 @@ func cmdPostShow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 }
 
 // getPost reads a post, or returns bad input naming the unknown id.
-func (rt *runtime) getPost(ctx context.Context, id string) (post.Post, error) {
-	p, err := rt.store.GetPost(ctx, post.ID(id))
+func (b *backend) getPost(ctx context.Context, id string) (post.Post, error) {
+	p, err := b.posts.GetPost(ctx, post.ID(id))
 	if errors.Is(err, post.ErrNotFound) {
 		return post.Post{}, badInput("no post %q (oncepost post list)", id)
 	}
@@ -562,21 +558,21 @@ func (rt *runtime) getPost(ctx context.Context, id string) (post.Post, error) {
 
 // parseAndOpen parses a workspace command's flags and arguments and opens
 // the workspace (which must exist); the caller closes it.
-func parseAndOpen(ctx context.Context, fs *flag.FlagSet, dbPath *string, args []string, stdout io.Writer, minArgs, maxArgs int) (*runtime, []string, error) {
+func parseAndOpen(ctx context.Context, fs *flag.FlagSet, where *where, args []string, stdout io.Writer, minArgs, maxArgs int) (*backend, []string, error) {
 	rest, err := parseFlags(fs, args, stdout, minArgs, maxArgs)
 	if err != nil {
 		return nil, nil, err
 	}
-	rt, err := openTool(ctx, *dbPath)
+	b, err := where.open(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	return rt, rest, nil
+	return b, rest, nil
 }
 
 // postTargets reads a post and its targets, or the one on account.
-func (rt *runtime) postTargets(ctx context.Context, id, account string) (post.Post, []post.Target, error) {
-	p, err := rt.getPost(ctx, id)
+func (b *backend) postTargets(ctx context.Context, id, account string) (post.Post, []post.Target, error) {
+	p, err := b.getPost(ctx, id)
 	if err != nil {
 		return post.Post{}, nil, err
 	}
@@ -598,19 +594,19 @@ func selectTargets(p post.Post, account string) ([]post.Target, error) {
 
 // cmdPostCancel is `oncepost post cancel ID`.
 func cmdPostCancel(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, dbPath := dbFlag("post cancel")
+	fs, where := workspaceFlags("post cancel")
 	account := fs.String("account", "", "cancel only the target on this account")
-	rt, rest, err := parseAndOpen(ctx, fs, dbPath, args, stdout, 1, 1)
+	b, rest, err := parseAndOpen(ctx, fs, where, args, stdout, 1, 1)
 	if err != nil {
 		return err
 	}
-	defer rt.Close()
-	p, targets, err := rt.postTargets(ctx, rest[0], *account)
+	defer b.Close()
+	p, targets, err := b.postTargets(ctx, rest[0], *account)
 	if err != nil {
 		return err
 	}
 	return forTargets(stdout, p, targets, "cancelled", func(t post.Target) (string, error) {
-		msg, err := rt.cancelTarget(ctx, p, t)
+		msg, err := b.cancelTarget(ctx, p, t)
 		if err != nil {
 			return "", refused{err}
 		}
@@ -647,7 +643,7 @@ func forTargets(stdout io.Writer, p post.Post, targets []post.Target, verb strin
 
 // cancelTarget cancels one target if nothing was sent for it, and says
 // what it did.
-func (rt *runtime) cancelTarget(ctx context.Context, p post.Post, t post.Target) (string, error) {
+func (b *backend) cancelTarget(ctx context.Context, p post.Post, t post.Target) (string, error) {
 	key := ledger.PublishKey(string(t.Account), string(p.ID), t.Slot)
 	switch t.Status {
 	case post.Cancelled:
@@ -659,13 +655,13 @@ func (rt *runtime) cancelTarget(ctx context.Context, p post.Post, t post.Target)
 	case post.Publishing:
 		return "", fmt.Errorf("a send may have reached the platform and is being confirmed (oncepost held)")
 	case post.Held:
-		if e, err := rt.store.Get(ctx, key); err == nil {
+		if e, err := b.ledger.Get(ctx, key); err == nil {
 			return "", fmt.Errorf("held after a send (ledger entry %s is %s); decide with: oncepost reject %s --reason TEXT", e.Key[:12], e.State, e.Key[:12])
 		} else if !errors.Is(err, ledger.ErrNotFound) {
 			return "", err
 		}
 	}
-	_, err := rt.store.UpdateTarget(ctx, p.ID, t.Account, post.TargetUpdate{Status: post.Cancelled, Reason: "cancelled by operator",
+	_, err := b.posts.UpdateTarget(ctx, p.ID, t.Account, post.TargetUpdate{Status: post.Cancelled, Reason: "cancelled by operator",
 		From: []post.TargetStatus{post.Scheduled, post.Triggered, post.Waiting, post.Held}, At: time.Now()})
 	if errors.Is(err, post.ErrConflict) {
 		return "", fmt.Errorf("its status changed meanwhile; look again with oncepost post show %s", p.ID)
@@ -673,10 +669,10 @@ func (rt *runtime) cancelTarget(ctx context.Context, p post.Post, t post.Target)
 	if err != nil {
 		return "", err
 	}
-	rt.dropSchedule(ctx, publishing.TargetRef{Post: p.ID, Account: t.Account, Slot: t.Slot})
+	b.schedules.Cancelled(ctx, publishing.TargetRef{Post: p.ID, Account: t.Account, Slot: t.Slot})
 	// A publisher re-reads the post before it sends, but one already past
 	// that point may be sending now: the ledger says so.
-	if e, err := rt.store.Get(ctx, key); err == nil && (e.State == ledger.Pending || e.State == ledger.Unknown || e.State == ledger.Confirmed) {
+	if e, err := b.ledger.Get(ctx, key); err == nil && (e.State == ledger.Pending || e.State == ledger.Unknown || e.State == ledger.Confirmed) {
 		return fmt.Sprintf("cancelled, but a send was already in flight (ledger entry %s is %s): check with oncepost post show %s", e.Key[:12], e.State, p.ID), nil
 	}
 	return "cancelled; it will not be sent", nil
@@ -693,7 +689,7 @@ func (rt *runtime) dropSchedule(ctx context.Context, ref publishing.TargetRef) {
 
 // cmdPostReschedule is `oncepost post reschedule ID --at TIME`.
 func cmdPostReschedule(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, dbPath := dbFlag("post reschedule")
+	fs, where := workspaceFlags("post reschedule")
 	account := fs.String("account", "", "move only the target on this account")
 	at := fs.String("at", "", "the new time, RFC 3339 with an offset (required)")
 	rest, err := parseFlags(fs, args, stdout, 1, 1)
@@ -710,30 +706,26 @@ func cmdPostReschedule(ctx context.Context, args []string, stdout, stderr io.Wri
 	if now := time.Now(); slot.Before(now) {
 		return usageError("at", "%s is in the past (now %s); pick a time from now on", *at, now.UTC().Format(time.RFC3339))
 	}
-	rt, err := openTool(ctx, *dbPath)
+	b, err := where.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer rt.Close()
-	p, targets, err := rt.postTargets(ctx, rest[0], *account)
+	defer b.Close()
+	p, targets, err := b.postTargets(ctx, rest[0], *account)
 	if err != nil {
 		return err
 	}
-	defer rt.cron.Wake()
 	return forTargets(stdout, p, targets, "rescheduled", func(t post.Target) (string, error) {
 		if t.Slot.Equal(slot) && t.Status == post.Scheduled {
 			return "already scheduled at " + bothZones(slot), nil
 		}
-		_, err := rt.store.RescheduleTarget(ctx, p.ID, t.Account, slot, time.Now(), func(tx *sql.Tx, _, next publishing.TargetRef) error {
-			return rt.scheduleTx(ctx, tx, next)
-		})
+		err := b.schedules.Reschedule(ctx, p.ID, t.Account, slot)
 		if errors.Is(err, post.ErrConflict) {
 			return "", refused{err}
 		}
 		if err != nil {
 			return "", err
 		}
-		rt.dropSchedule(ctx, publishing.TargetRef{Post: p.ID, Account: t.Account, Slot: t.Slot})
 		return "rescheduled for " + bothZones(slot), nil
 	})
 }
@@ -741,15 +733,15 @@ func cmdPostReschedule(ctx context.Context, args []string, stdout, stderr io.Wri
 // cmdPostDelete is `oncepost post delete ID`: a delete through the ledger,
 // waiting for approval unless --yes.
 func cmdPostDelete(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, dbPath := dbFlag("post delete")
+	fs, where := workspaceFlags("post delete")
 	account := fs.String("account", "", "delete only the copy on this account")
 	yes := fs.Bool("yes", false, "approve the delete now and perform it (default: it waits for oncepost approve KEY)")
-	rt, rest, err := parseAndOpen(ctx, fs, dbPath, args, stdout, 1, 1)
+	b, rest, err := parseAndOpen(ctx, fs, where, args, stdout, 1, 1)
 	if err != nil {
 		return err
 	}
-	defer rt.Close()
-	p, targets, err := rt.postTargets(ctx, rest[0], *account)
+	defer b.Close()
+	p, targets, err := b.postTargets(ctx, rest[0], *account)
 	if err != nil {
 		return err
 	}
@@ -757,7 +749,7 @@ func cmdPostDelete(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if *account == "" && t.Status != post.Published && t.Status != post.Deleted {
 			return string(t.Status) + ", nothing to delete", nil
 		}
-		req, err := rt.deleter.Request(ctx, p.ID, t.Account, *yes)
+		req, err := b.deleter.Request(ctx, p.ID, t.Account, *yes)
 		if errors.Is(err, publishing.ErrNotPublished) {
 			return "", refused{err}
 		}
@@ -775,7 +767,7 @@ func cmdPostDelete(ctx context.Context, args []string, stdout, stderr io.Writer)
 		case !*yes && !req.New:
 			return fmt.Sprintf("delete requested before (%s); it goes on with: oncepost approve %s", e.State, e.Key), nil
 		}
-		res, err := rt.deleter.Run(ctx, e.Key)
+		res, err := b.deleter.Run(ctx, e.Key)
 		if err != nil {
 			return "", refused{err}
 		}

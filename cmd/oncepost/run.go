@@ -32,7 +32,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	runtimeFlags(fs, &cfg)
 	demo := fs.Bool("demo", false, "create (once) and run a demo workspace against a local sandbox platform")
 	logFormat := fs.String("log", "", `log format: "json" (default) or "human" (default with --demo)`)
+	backendName := embeddedOnly(fs, "run")
 	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
+		return err
+	}
+	if err := checkEmbeddedOnly("run", *backendName); err != nil {
 		return err
 	}
 	switch *logFormat {

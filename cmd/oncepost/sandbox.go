@@ -27,7 +27,11 @@ func cmdSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	logRequests := fs.Bool("log", false, "log one line per request to stderr (never tokens or post text)")
 	var accounts stringList
 	fs.Var(&accounts, "account", "username of an account to create if missing (repeatable; default demo when there is none)")
+	backendName := embeddedOnly(fs, "sandbox")
 	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
+		return err
+	}
+	if err := checkEmbeddedOnly("sandbox", *backendName); err != nil {
 		return err
 	}
 	random, err := sandbox.Profile(*faults)

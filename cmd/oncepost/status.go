@@ -16,17 +16,16 @@ import (
 	"oncepost/shared/ledger"
 	"oncepost/shared/post"
 	"oncepost/shared/publishing"
-	"oncepost/shared/sqlitestore"
 )
 
 // statusReport is what `oncepost status` prints.
 type statusReport struct {
-	At          time.Time                   `json:"at"`
-	Targets     map[post.TargetStatus]int   `json:"targets"`
-	Ledger      map[ledger.State]int        `json:"ledger"`
-	Open        []openRow                   `json:"open"`
-	Waiting     []sqlitestore.WaitingTarget `json:"waiting"`
-	DeadLetters []deadLetterRow             `json:"dead_letters"`
+	At          time.Time                 `json:"at"`
+	Targets     map[post.TargetStatus]int `json:"targets"`
+	Ledger      map[ledger.State]int      `json:"ledger"`
+	Open        []openRow                 `json:"open"`
+	Waiting     []waitingTarget           `json:"waiting"`
+	DeadLetters []deadLetterRow           `json:"dead_letters"`
 }
 
 type openRow struct {
@@ -50,21 +49,17 @@ type deadLetterRow struct {
 
 // cmdStatus is `oncepost status`: targets by status and open ledger rows.
 func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("status")
-	dbPath := fs.String("db", defaultConfig().DBPath, "SQLite file")
+	fs, where := workspaceFlags("status")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
 		return err
 	}
-	if err := mustExist(*dbPath); err != nil {
-		return err
-	}
-	store, err := sqlitestore.Open(ctx, *dbPath, sqlitestore.Options{})
+	b, err := where.openStatus(ctx)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	rep, err := readStatus(ctx, store, time.Now().UTC())
+	defer b.Close()
+	rep, err := readStatus(ctx, b, time.Now().UTC())
 	if err != nil {
 		return err
 	}
@@ -84,17 +79,19 @@ func mustExist(path string) error {
 	return nil
 }
 
-func readStatus(ctx context.Context, store *sqlitestore.Store, now time.Time) (statusReport, error) {
-	sum, err := store.Summary(ctx)
+// readStatus reads what `status` prints from the backend's store and
+// dead-letter queue.
+func readStatus(ctx context.Context, b *backend, now time.Time) (statusReport, error) {
+	counts, err := b.views.Counts(ctx)
 	if err != nil {
 		return statusReport{}, err
 	}
-	open, err := store.Open(ctx, now.Add(time.Nanosecond), 0)
+	open, err := b.ledger.Open(ctx, now.Add(time.Nanosecond), 0)
 	if err != nil {
 		return statusReport{}, err
 	}
-	rep := statusReport{At: now, Targets: sum.Targets, Ledger: sum.Ledger, Open: []openRow{}, Waiting: []sqlitestore.WaitingTarget{}, DeadLetters: []deadLetterRow{}}
-	waiting, err := store.Waiting(ctx, 100)
+	rep := statusReport{At: now, Targets: counts.Targets, Ledger: counts.Ledger, Open: []openRow{}, Waiting: []waitingTarget{}, DeadLetters: []deadLetterRow{}}
+	waiting, err := b.views.Waiting(ctx, 100)
 	if err != nil {
 		return statusReport{}, err
 	}
@@ -104,7 +101,7 @@ func readStatus(ctx context.Context, store *sqlitestore.Store, now time.Time) (s
 		rep.Open = append(rep.Open, openRow{Key: e.Key, Action: e.Action, Account: e.Account, Subject: e.Subject, State: e.State,
 			Attempt: e.Attempt, OpenSince: e.OpenSince, AgeSeconds: age.Seconds(), Stale: age > publishing.StaleAfter, Reason: e.Reason})
 	}
-	dls, err := store.Queue("publish", 0).DeadLetters(ctx, 0)
+	dls, err := b.deadLetters.DeadLetters(ctx, 0)
 	if err != nil {
 		return statusReport{}, err
 	}

@@ -92,10 +92,10 @@
 // Writes, at $0.625 per million 1 KB write units: an index costs one unit
 // when an item enters or leaves it and two when its index key changes
 // (delete + put). The publish path — ledger Create, ledger Update pending →
-// confirmed, UpdateTarget triggered → published — is three calls, three
+// confirmed, UpdateTarget scheduled → published — is three calls, three
 // item writes of under 1 KB each, plus two OpenIndex writes (enter, leave)
-// and two StatusIndex writes (triggered out, published in): 7 write units,
-// no read.
+// and two StatusIndex writes (scheduled out, published in): 7 write units.
+// Its reads are two GetTarget calls, shared by the jobs of a batch.
 //
 // # Calls per operation
 //
@@ -107,6 +107,8 @@
 //	Open, Held    4 Query (one per shard) + 1 BatchGetItem per 50 entries listed
 //	CreatePost    2 + len(Targets) writes
 //	GetPost       1 Query, strongly consistent
+//	GetTarget     1 BatchGetItem shared by the reads made within ReadWindow
+//	              (up to 50), strongly consistent
 //	UpdateTarget  1 UpdateItem (+2 index writes; a refusal as Update)
 //	Due           4 Query + BatchGetItem (target and post per result)
 //	Unfinished    12 Query + BatchGetItem
@@ -118,4 +120,10 @@
 //	              key: KMS GenerateDataKey + 1 PutItem)
 //	accounts, blocklist
 //	              1 call each (ListAccounts, BlockedTerms: 1 Query)
+//	ListPosts     4 Query per status asked (36 for all) + 1 Query (GetPost)
+//	              per post met
+//	Waiting       4 Query + BatchGetItem
+//	RescheduleTarget
+//	              1 Query + 2 GetItem + 1 UpdateItem (+1 UpdateItem when
+//	              undone)
 package dynamostore

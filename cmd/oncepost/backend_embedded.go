@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"oncepost/shared/ledger"
+	"oncepost/shared/localflow"
+	"oncepost/shared/post"
+	"oncepost/shared/publishing"
+	"oncepost/shared/sqlitestore"
+)
+
+// embeddedBackend is the embedded workspace's runtime as the operator
+// commands use it; nothing runs.
+func embeddedBackend(rt *runtime) *backend {
+	return &backend{
+		kind: backendEmbedded, ledger: rt.store, posts: rt.store, accounts: rt.store, admin: rt.store,
+		views: sqliteViews{rt.store}, schedules: embeddedSchedules{rt}, deadLetters: rt.queue,
+		looks: localLooks{rt.flows}, operator: rt.operator, deleter: rt.deleter, mediaDir: rt.cfg.MediaDir, close: rt.Close,
+	}
+}
+
+// openStatus opens what `status` reads: on the embedded workspace the
+// store alone (no workflow engine nor scheduler is set up), on AWS the
+// stack as every command opens it.
+func (w *where) openStatus(ctx context.Context) (*backend, error) {
+	if err := w.check(); err != nil {
+		return nil, err
+	}
+	if w.isAWS() {
+		return w.openStack(ctx)
+	}
+	if err := mustExist(w.db); err != nil {
+		return nil, err
+	}
+	s, err := sqlitestore.Open(ctx, w.db, sqlitestore.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return &backend{kind: backendEmbedded, ledger: s, posts: s, accounts: s, admin: s, views: sqliteViews{s},
+		deadLetters: s.Queue("publish", 0), close: s.Close}, nil
+}
+
+// sqliteViews are the operator's lists on the SQLite store.
+type sqliteViews struct{ s *sqlitestore.Store }
+
+// ListPosts lists posts by their earliest matching slot (sqlitestore.Store.ListPosts).
+func (v sqliteViews) ListPosts(ctx context.Context, f postFilter) ([]post.Post, error) {
+	return v.s.ListPosts(ctx, sqlitestore.PostFilter{Statuses: f.Statuses, Account: f.Account, Limit: f.Limit})
+}
+
+// Held lists held entries, oldest first.
+func (v sqliteViews) Held(ctx context.Context, limit int) ([]ledger.Entry, error) {
+	return v.s.ByState(ctx, ledger.Held, limit)
+}
+
+// Waiting lists waiting targets, next try first.
+func (v sqliteViews) Waiting(ctx context.Context, limit int) ([]waitingTarget, error) {
+	ws, err := v.s.Waiting(ctx, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]waitingTarget, len(ws))
+	for i, w := range ws {
+		out[i] = waitingTarget(w)
+	}
+	return out, nil
+}
+
+// Counts reads every target status and ledger state in one snapshot.
+func (v sqliteViews) Counts(ctx context.Context) (storeCounts, error) {
+	sum, err := v.s.Summary(ctx)
+	if err != nil {
+		return storeCounts{}, err
+	}
+	return storeCounts{Targets: sum.Targets, Ledger: sum.Ledger}, nil
+}
+
+// embeddedSchedules are the targets' one-time schedules in localcron,
+// written in the post's transaction.
+type embeddedSchedules struct{ rt *runtime }
+
+// CreatePost writes the post and its targets' schedules in one transaction.
+func (e embeddedSchedules) CreatePost(ctx context.Context, p post.Post) error {
+	return e.rt.createPost(ctx, p)
+}
+
+// Reschedule moves the target and replaces its schedule in one
+// transaction, then deletes the old slot's schedule.
+func (e embeddedSchedules) Reschedule(ctx context.Context, id post.ID, account post.AccountID, slot time.Time) error {
+	rt := e.rt
+	defer rt.cron.Wake()
+	var old publishing.TargetRef
+	_, err := rt.store.RescheduleTarget(ctx, id, account, slot, time.Now(), func(tx *sql.Tx, prev, next publishing.TargetRef) error {
+		old = prev
+		return rt.scheduleTx(ctx, tx, next)
+	})
+	if err != nil {
+		return err
+	}
+	rt.dropSchedule(ctx, old)
+	return nil
+}
+
+// Cancelled deletes the target's schedule.
+func (e embeddedSchedules) Cancelled(ctx context.Context, ref publishing.TargetRef) {
+	e.rt.dropSchedule(ctx, ref)
+}
+
+// localLooks counts looks in the local workflow engine's executions.
+type localLooks struct{ flows *localflow.Engine }
+
+// Looks counts the Look states the attempt's confirm workflows (the name
+// and its replacements -r2 …) entered.
+func (l localLooks) Looks(ctx context.Context, e ledger.Entry) (int, error) {
+	n := 0
+	base := publishing.ConfirmName(e.Key, e.Attempt)
+	for run := 1; run <= publishing.MaxConfirmRuns; run++ {
+		name := base
+		if run > 1 {
+			name = fmt.Sprintf("%s-r%d", base, run)
+		}
+		ex, err := l.flows.Describe(ctx, name)
+		if errors.Is(err, localflow.ErrExecutionDoesNotExist) {
+			break
+		}
+		if err != nil {
+			return n, fmt.Errorf("describe confirm workflow %s: %w", name, err)
+		}
+		n += countStates(ex.History, "Look")
+	}
+	return n, nil
+}
