@@ -5,12 +5,7 @@
 package main
 
 import (
-	"context"
-	"log"
-	"os"
 	"time"
-
-	"github.com/aws/aws-lambda-go/lambda"
 
 	"oncepost/shared/awsruntime"
 )
@@ -19,18 +14,11 @@ import (
 const lookTimeout = 30 * time.Second
 
 func main() {
-	ctx := context.Background()
-	env, err := awsruntime.ReadEnv(os.LookupEnv)
-	if err != nil {
-		log.Fatalf("confirm: %v", err)
-	}
-	rt, err := awsruntime.New(ctx, env, "confirm/"+os.Getenv("AWS_LAMBDA_LOG_STREAM_NAME"))
-	if err != nil {
-		log.Fatalf("confirm: %v", err)
-	}
-	confirmer, err := rt.Confirmer(lookTimeout)
-	if err != nil {
-		log.Fatalf("confirm: %v", err)
-	}
-	lambda.Start(handler{steps: confirmer}.handle)
+	awsruntime.Start("confirm", func(rt *awsruntime.Runtime) (any, error) {
+		confirmer, err := rt.Confirmer(lookTimeout)
+		if err != nil {
+			return nil, err
+		}
+		return handler{steps: confirmer}.handle, nil
+	})
 }

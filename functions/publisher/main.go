@@ -5,12 +5,7 @@
 package main
 
 import (
-	"context"
-	"log"
-	"os"
 	"time"
-
-	"github.com/aws/aws-lambda-go/lambda"
 
 	"oncepost/shared/awsruntime"
 )
@@ -19,22 +14,15 @@ import (
 const callTimeout = 10 * time.Second
 
 func main() {
-	ctx := context.Background()
-	env, err := awsruntime.ReadEnv(os.LookupEnv)
-	if err != nil {
-		log.Fatalf("publisher: %v", err)
-	}
-	rt, err := awsruntime.New(ctx, env, "publisher/"+os.Getenv("AWS_LAMBDA_LOG_STREAM_NAME"))
-	if err != nil {
-		log.Fatalf("publisher: %v", err)
-	}
-	q, err := rt.Queue()
-	if err != nil {
-		log.Fatalf("publisher: %v", err)
-	}
-	pub, err := rt.Publisher(callTimeout)
-	if err != nil {
-		log.Fatalf("publisher: %v", err)
-	}
-	lambda.Start(handler{batches: q, publisher: pub, log: rt.Logger, need: 3 * callTimeout}.handle)
+	awsruntime.Start("publisher", func(rt *awsruntime.Runtime) (any, error) {
+		q, err := rt.Queue()
+		if err != nil {
+			return nil, err
+		}
+		pub, err := rt.Publisher(callTimeout)
+		if err != nil {
+			return nil, err
+		}
+		return handler{batches: q, publisher: pub, log: rt.Logger, need: 3 * callTimeout}.handle, nil
+	})
 }

@@ -5,12 +5,7 @@
 package main
 
 import (
-	"context"
-	"log"
-	"os"
 	"time"
-
-	"github.com/aws/aws-lambda-go/lambda"
 
 	"oncepost/shared/awsruntime"
 )
@@ -19,18 +14,11 @@ import (
 const callTimeout = 10 * time.Second
 
 func main() {
-	ctx := context.Background()
-	env, err := awsruntime.ReadEnv(os.LookupEnv)
-	if err != nil {
-		log.Fatalf("sweeper: %v", err)
-	}
-	rt, err := awsruntime.New(ctx, env, "sweeper/"+os.Getenv("AWS_LAMBDA_LOG_STREAM_NAME"))
-	if err != nil {
-		log.Fatalf("sweeper: %v", err)
-	}
-	sw, err := rt.Sweeper(callTimeout)
-	if err != nil {
-		log.Fatalf("sweeper: %v", err)
-	}
-	lambda.Start(handler{sweeper: sw, log: rt.Logger}.handle)
+	awsruntime.Start("sweeper", func(rt *awsruntime.Runtime) (any, error) {
+		sw, err := rt.Sweeper(callTimeout)
+		if err != nil {
+			return nil, err
+		}
+		return handler{sweeper: sw, log: rt.Logger}.handle, nil
+	})
 }
