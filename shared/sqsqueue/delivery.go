@@ -73,14 +73,7 @@ func (q *Queue) NewDelivery(ctx context.Context, records []events.SQSMessage) *D
 		d.records[r.ReceiptHandle] = rec
 		count, sentAt, body, problem := inboundRecord(r, rec.w)
 		rec.count = count
-		reason := ""
-		switch {
-		case problem != "":
-			reason = ReasonUndecodable + ": " + problem
-		case q.maxReceives > 0 && count > q.maxReceives:
-			reason = fmt.Sprintf("%s: delivered %d times", ReasonMaxReceives, count-1)
-		}
-		if reason != "" {
+		if reason := q.deadOnArrival(count, problem); reason != "" {
 			if err := q.copyToDead(ctx, rec.w, max(count-1, 0), reason); err != nil {
 				q.log.ErrorContext(ctx, "sqsqueue: could not dead-letter a message; it comes back after its visibility timeout",
 					"queue", q.name, "message_id", rec.w.id, "reason", reason, "err", err)

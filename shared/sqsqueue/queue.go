@@ -218,14 +218,7 @@ func (q *Queue) Receive(ctx context.Context, maxMessages int, visibility time.Du
 		receipt := aws.ToString(m.ReceiptHandle)
 		w := fromSQS(m)
 		count, sentAt, body, problem := inbound(m, w)
-		reason := ""
-		switch {
-		case problem != "":
-			reason = ReasonUndecodable + ": " + problem
-		case q.maxReceives > 0 && count > q.maxReceives:
-			reason = fmt.Sprintf("%s: delivered %d times", ReasonMaxReceives, count-1)
-		}
-		if reason != "" {
+		if reason := q.deadOnArrival(count, problem); reason != "" {
 			if err := q.moveToDead(ctx, receipt, w, max(count-1, 0), reason); err != nil {
 				q.log.ErrorContext(ctx, "sqsqueue: could not dead-letter a message; it comes back after its visibility timeout",
 					"queue", q.name, "message_id", w.id, "reason", reason, "err", err)
@@ -246,6 +239,19 @@ func (q *Queue) Receive(ctx context.Context, maxMessages int, visibility time.Du
 
 // inbound decodes a received message: its receive count, send time and
 // body, or what makes it undecodable.
+// deadOnArrival is why a delivery is dead-lettered instead of handed
+// out — it cannot be decoded (problem), or this is delivery MaxReceives+1 —
+// or "".
+func (q *Queue) deadOnArrival(count int, problem string) string {
+	switch {
+	case problem != "":
+		return ReasonUndecodable + ": " + problem
+	case q.maxReceives > 0 && count > q.maxReceives:
+		return fmt.Sprintf("%s: delivered %d times", ReasonMaxReceives, count-1)
+	}
+	return ""
+}
+
 func inbound(m types.Message, w wire) (count int, sentAt time.Time, body []byte, problem string) {
 	count, err := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
 	if err != nil || count < 1 {
