@@ -170,7 +170,14 @@ func TestBrokenTemplatesAreCaught(t *testing.T) {
 		}, "state machine: ConfirmStateMachine: infra/statemachine/confirm.asl.json's placeholders (-) and DefinitionSubstitutions (+) differ"},
 		{"the workflow may not invoke its function", func(d map[string]any) {
 			delete(properties(d, "ConfirmStateMachine"), "Policies")
-		}, "state machine: ConfirmStateMachine: its policies do not allow lambda:InvokeFunction on ConfirmFunction"},
+		}, "state machine: ConfirmStateMachine: its policies do not allow lambda:InvokeFunction on"},
+		{"a workflow and its function referring to each other", func(d map[string]any) {
+			properties(d, "ConfirmStateMachine")["DefinitionSubstitutions"] = map[string]any{"ConfirmFunctionArn": getAtt("ConfirmFunction", "Arn")}
+		}, "dependencies: circular references: ConfirmFunction → ConfirmStateMachine → ConfirmFunction"},
+		{"a workflow naming no function of the stack", func(d map[string]any) {
+			properties(d, "ConfirmStateMachine")["DefinitionSubstitutions"] = map[string]any{
+				"ConfirmFunctionArn": map[string]any{"Fn::Sub": "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:${AWS::StackName}-confrim"}}
+		}, "is no function's FunctionName in this template"},
 		{"an Express workflow", func(d map[string]any) {
 			properties(d, "ConfirmStateMachine")["Type"] = "EXPRESS"
 		}, `state machine: ConfirmStateMachine: Type "EXPRESS", want STANDARD`},

@@ -517,16 +517,57 @@ func checkStateMachine(c *contract, t *tmpl) []string {
 			problems = append(problems, fmt.Sprintf("%s: %s's placeholders (-) and DefinitionSubstitutions (+) differ:\n%s", id, uri, diff))
 		}
 		for _, k := range sortedKeys(subs) {
-			fn, attr, ok := getAttOf(subs[k])
-			if !ok || attr != "Arn" || resourceType(t, fn) != "AWS::Serverless::Function" {
+			if fn, attr, ok := getAttOf(subs[k]); ok && attr == "Arn" && resourceType(t, fn) == "AWS::Serverless::Function" {
+				if !grants(t, id, "lambda:InvokeFunction", fn) {
+					problems = append(problems, fmt.Sprintf("%s: its policies do not allow lambda:InvokeFunction on %s, which ${%s} names", id, fn, k))
+				}
 				continue
 			}
-			if !grants(t, id, "lambda:InvokeFunction", fn) {
-				problems = append(problems, fmt.Sprintf("%s: its policies do not allow lambda:InvokeFunction on %s, which ${%s} names", id, fn, k))
+			arn, _, ok := subOf(subs[k])
+			if !ok || !strings.HasPrefix(arn, lambdaARNPrefix) {
+				continue
+			}
+			fn := functionNamed(t, strings.TrimPrefix(arn, lambdaARNPrefix))
+			if fn == "" {
+				problems = append(problems, fmt.Sprintf("%s: ${%s} is %s, which is no function's FunctionName in this template", id, k, arn))
+				continue
+			}
+			if !grantsARN(t, id, "lambda:InvokeFunction", arn) {
+				problems = append(problems, fmt.Sprintf("%s: its policies do not allow lambda:InvokeFunction on %s (%s), which ${%s} names", id, arn, fn, k))
 			}
 		}
 	}
 	return problems
+}
+
+// lambdaARNPrefix starts a Lambda function's ARN written with Fn::Sub.
+const lambdaARNPrefix = "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:"
+
+// functionNamed is the function whose FunctionName is !Sub name, or "".
+func functionNamed(t *tmpl, name string) string {
+	for _, fn := range resourcesOf(t, "AWS::Serverless::Function") {
+		if s, _, ok := subOf(props(t, fn)["FunctionName"]); ok && s == name {
+			return fn
+		}
+	}
+	return ""
+}
+
+// grantsARN reports whether owner's policy statements allow action on
+// the resource written as the Fn::Sub string arn.
+func grantsARN(t *tmpl, owner, action, arn string) bool {
+	stmts, _ := policyStatements(t)
+	for _, s := range stmts {
+		if s.owner != owner || s.stmt["Effect"] != "Allow" || !slices.Contains(asList(s.stmt["Action"]), any(action)) {
+			continue
+		}
+		for _, r := range asList(s.stmt["Resource"]) {
+			if sub, _, ok := subOf(r); ok && sub == arn {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // grants reports whether owner's policy statements allow action on a
@@ -811,6 +852,12 @@ func checkPermissions(c *contract, t *tmpl) []string {
 		}
 		for _, r := range asList(s.stmt["Resource"]) {
 			refs := slices.DeleteFunc(references(r), func(n string) bool { return resourcesOfTemplate[n] == nil })
+			if sub, _, ok := subOf(r); ok && strings.HasPrefix(sub, lambdaARNPrefix) {
+				// A function named by its ARN (to keep a reference cycle out).
+				if fn := functionNamed(t, strings.TrimSuffix(strings.TrimPrefix(sub, lambdaARNPrefix), ":*")); fn != "" {
+					refs = append(refs, fn)
+				}
+			}
 			if scoped && len(refs) == 0 {
 				problems = append(problems, fmt.Sprintf("%s: resource %s is not one of the stack's own", s.path, show(r)))
 			}

@@ -129,6 +129,7 @@ type check struct {
 var checks = []check{
 	{"specification", func(c *contract, t *tmpl) []string { return c.spec.validateTemplate(t.raw) }},
 	{"references", checkReferences},
+	{"dependencies", checkDependencies},
 	{"functions", checkFunctions},
 	{"make targets", checkMakeTargets},
 	{"environment", checkEnvironment},
