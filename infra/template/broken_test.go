@@ -171,6 +171,14 @@ func TestBrokenTemplatesAreCaught(t *testing.T) {
 		{"the workflow may not invoke its function", func(d map[string]any) {
 			delete(properties(d, "ConfirmStateMachine"), "Policies")
 		}, "state machine: ConfirmStateMachine: its policies do not allow lambda:InvokeFunction on"},
+		{"no operators' policy", func(d map[string]any) {
+			delete(asMap(d["Resources"]), "OperatorPolicy")
+			delete(asMap(d["Outputs"]), "OperatorPolicyArn")
+		}, "permissions: no AWS::IAM::ManagedPolicy OperatorPolicy"},
+		{"the operators' policy with a wildcard", func(d map[string]any) {
+			stmts := asList(asMap(properties(d, "OperatorPolicy")["PolicyDocument"])["Statement"])
+			asMap(stmts[1])["Action"] = "dynamodb:*"
+		}, "permissions: OperatorPolicy.PolicyDocument.Statement[1]: grants dynamodb:*"},
 		{"a workflow and its function referring to each other", func(d map[string]any) {
 			properties(d, "ConfirmStateMachine")["DefinitionSubstitutions"] = map[string]any{"ConfirmFunctionArn": getAtt("ConfirmFunction", "Arn")}
 		}, "dependencies: circular references: ConfirmFunction → ConfirmStateMachine → ConfirmFunction"},

@@ -801,9 +801,13 @@ func policyStatements(t *tmpl) ([]statement, []string) {
 var (
 	noWildcardServices = []string{"dynamodb", "sqs", "states", "scheduler"}
 	scopedServices     = []string{"dynamodb", "sqs", "states", "scheduler", "kms", "lambda"}
-	// tokenFunctions act with an account's token: only they may read the
+	// tokenFunctions act with an account's token: only they, and the
+	// operators' policy (account add seals the tokens), may read the
 	// credentials table and decrypt with the key.
 	tokenFunctions = []string{"PublisherFunction", "ConfirmFunction", "SweeperFunction"}
+	// operatorPolicy is the managed policy for people running the CLI
+	// against the stack, output as OperatorPolicyArn.
+	operatorPolicy = "OperatorPolicy"
 )
 
 // checkPermissions: least privilege. No "*" or service:* actions on
@@ -862,11 +866,16 @@ func checkPermissions(c *contract, t *tmpl) []string {
 				problems = append(problems, fmt.Sprintf("%s: resource %s is not one of the stack's own", s.path, show(r)))
 			}
 			for _, ref := range refs {
-				if what, ok := sensitive[ref]; ok && !slices.Contains(tokenFunctions, s.owner) {
+				if what, ok := sensitive[ref]; ok && !slices.Contains(tokenFunctions, s.owner) && s.owner != operatorPolicy {
 					problems = append(problems, fmt.Sprintf("%s: %s is granted %s; only %s act with tokens", s.path, s.owner, what, strings.Join(tokenFunctions, ", ")))
 				}
 			}
 		}
+	}
+	if resourceType(t, operatorPolicy) != "AWS::IAM::ManagedPolicy" {
+		problems = append(problems, fmt.Sprintf("no AWS::IAM::ManagedPolicy %s: the CLI's operators need their permissions from the stack", operatorPolicy))
+	} else if id, ok := refOf(asMap(asMap(t.raw["Outputs"])["OperatorPolicyArn"])["Value"]); !ok || id != operatorPolicy {
+		problems = append(problems, fmt.Sprintf("output OperatorPolicyArn is not a Ref to %s", operatorPolicy))
 	}
 	for _, fn := range tokenFunctions {
 		if resourceType(t, fn) == "" {
