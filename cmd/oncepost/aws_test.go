@@ -18,6 +18,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/go-cmp/cmp"
@@ -29,6 +30,7 @@ import (
 	"oncepost/shared/platform/sandbox"
 	"oncepost/shared/post"
 	"oncepost/shared/publishing"
+	"oncepost/shared/s3media"
 	"oncepost/shared/sqsqueue"
 )
 
@@ -37,6 +39,7 @@ const (
 	testStackName     = "oncepost-test"
 	testTablePrefix   = "oncepost-test-"
 	testScheduleGroup = "oncepost-test-slots"
+	testMediaBucket   = "oncepost-test-media"
 	testTriggerARN    = "arn:aws:lambda:us-east-1:000000000000:function:oncepost-test-trigger"
 	testSchedulerRole = "arn:aws:iam::000000000000:role/oncepost-test-scheduler"
 	testScheduleDLQ   = "arn:aws:sqs:us-east-1:000000000000:oncepost-test-schedule-dlq"
@@ -57,6 +60,7 @@ type awsStack struct {
 	store     *dynamostore.Store
 	sqs       *sqs.Client
 	queue     *sqsqueue.Queue
+	media     *s3media.Store
 	scheduler *fakeScheduler
 	flows     *fakeStepFunctions
 	cfn       *fakeCloudFormation
@@ -101,11 +105,20 @@ func newAWSStack(t *testing.T) *awsStack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &awsStack{t: t, store: store, sqs: sq, queue: queue, scheduler: newFakeScheduler(t, testScheduleGroup), flows: newFakeStepFunctions(t)}
+	// fauxqs serves S3 too: the attachments' bucket.
+	s3client := s3.NewFromConfig(emulatortest.AWSConfig(t, sqsURL), func(o *s3.Options) { o.UsePathStyle = true })
+	if _, err := s3client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(testMediaBucket)}); err != nil {
+		t.Fatal(err)
+	}
+	media, err := s3media.New(s3client, testMediaBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &awsStack{t: t, store: store, sqs: sq, queue: queue, media: media, scheduler: newFakeScheduler(t, testScheduleGroup), flows: newFakeStepFunctions(t)}
 	st.outputs = stackOutputs{
 		outTablePrefix: testTablePrefix, outQueueURL: queueURL, outDeadLetterQueueURL: dlqURL, outStateMachineARN: testMachineARN,
 		outScheduleGroupName: testScheduleGroup, outSchedulerRoleARN: testSchedulerRole, outScheduleDLQARN: testScheduleDLQ,
-		outTriggerFunctionARN: testTriggerARN, outMetricsNamespace: "oncepost-test",
+		outTriggerFunctionARN: testTriggerARN, outMetricsNamespace: "oncepost-test", outMediaBucketName: testMediaBucket,
 		// No KmsKeyId: the credentials' data key is the static key, as the
 		// stack's functions on emulators have it.
 	}
@@ -120,7 +133,7 @@ func newAWSStack(t *testing.T) *awsStack {
 		t.Fatal(err)
 	}
 	st.env = childEnv(dir, map[string]string{
-		"DYNAMODB": ddbURL, "SQS": sqsURL, "SFN": st.flows.url, "SCHEDULER": st.scheduler.url, "CLOUDFORMATION": st.cfn.url,
+		"DYNAMODB": ddbURL, "SQS": sqsURL, "S3": sqsURL, "SFN": st.flows.url, "SCHEDULER": st.scheduler.url, "CLOUDFORMATION": st.cfn.url,
 	}, "ONCEPOST_STATIC_CREDENTIAL_KEY="+hex.EncodeToString(key))
 	return st
 }
@@ -346,15 +359,18 @@ func TestOperatorCommandsOnAWS(t *testing.T) {
 	if len(st.scheduler.names()) != 2 {
 		t.Errorf("the near post got a schedule: %v", st.scheduler.names())
 	}
-	// Media have no store on AWS yet: refused, nothing written.
+	// An attachment goes to the stack's bucket, under its content hash.
 	img := filepath.Join(t.TempDir(), "photo.png")
 	writePNG(t, img)
-	if code, _, errOut := st.cli("", "post", "add", "--id", "img", "--account", "news", "--at", slotA.Format(time.RFC3339), "--body", "x", "--media", img); code != exitUsage ||
-		!strings.Contains(errOut, "media[0]") {
-		t.Errorf("post add --media: exit %d, %q", code, errOut)
+	st.ok("", "post", "add", "--id", "img", "--account", "news", "--at", slotA.Format(time.RFC3339), "--body", "With a photo.", "--media", img, "--alt", "a photo")
+	withImage, err := st.store.GetPost(ctx, "img")
+	if err != nil || len(withImage.Media) != 1 {
+		t.Fatalf("post with an image: %+v, %v", withImage, err)
 	}
-	if _, err := st.store.GetPost(ctx, "img"); !errors.Is(err, post.ErrNotFound) {
-		t.Errorf("a refused post was stored: %v", err)
+	stored, err := st.media.ReadMedia(ctx, withImage.Media[0].Ref)
+	raw, rerr := os.ReadFile(img)
+	if err != nil || rerr != nil || !bytes.Equal(stored, raw) {
+		t.Errorf("the bucket holds %d bytes for %s (%v), want the file's %d", len(stored), withImage.Media[0].Ref, err, len(raw))
 	}
 	if code, _, errOut := st.cli("", "post", "add", "--id", "a", "--account", "news", "--at", slotA.Format(time.RFC3339), "--body", "Again."); code != exitUsage ||
 		!strings.Contains(errOut, `id: post "a" exists already`) {
@@ -387,7 +403,7 @@ func TestOperatorCommandsOnAWS(t *testing.T) {
 	// Listing and showing.
 	var listed []post.Post
 	st.okJSON(&listed, "post", "list")
-	if diff := cmp.Diff([]post.ID{"soon", "a", "b", "c", "d"}, postIDs(listed)); diff != "" {
+	if diff := cmp.Diff([]post.ID{"soon", "a", "b", "img", "c", "d"}, postIDs(listed)); diff != "" {
 		t.Errorf("post list (-want +got):\n%s", diff)
 	}
 	st.okJSON(&listed, "post", "list", "--status", "scheduled", "--account", "spare")
@@ -395,7 +411,7 @@ func TestOperatorCommandsOnAWS(t *testing.T) {
 		t.Errorf("post list --account spare (-want +got):\n%s", diff)
 	}
 	st.okJSON(&listed, "post", "list", "--status", "scheduled", "--account", "news", "--limit", "3")
-	if diff := cmp.Diff([]post.ID{"a", "b", "c"}, postIDs(listed)); diff != "" {
+	if diff := cmp.Diff([]post.ID{"a", "b", "img"}, postIDs(listed)); diff != "" {
 		t.Errorf("post list --status scheduled (-want +got):\n%s", diff)
 	}
 	var shown postView
@@ -525,7 +541,7 @@ func TestOperatorCommandsOnAWS(t *testing.T) {
 	}
 	var rep statusReport
 	st.okJSON(&rep, "status")
-	wantTargets := map[post.TargetStatus]int{post.Scheduled: 4, post.Triggered: 2, post.Cancelled: 1, post.Held: 1, post.Waiting: 1}
+	wantTargets := map[post.TargetStatus]int{post.Scheduled: 5, post.Triggered: 2, post.Cancelled: 1, post.Held: 1, post.Waiting: 1}
 	if diff := cmp.Diff(wantTargets, rep.Targets); diff != "" {
 		t.Errorf("status targets (-want +got):\n%s", diff)
 	}
@@ -591,7 +607,7 @@ func TestBadBackendInputNamesTheFlag(t *testing.T) {
 	full := map[string]string{
 		outTablePrefix: "oncepost-x-", outQueueURL: "https://sqs.us-east-1.amazonaws.com/000000000000/q", outDeadLetterQueueURL: "https://sqs.us-east-1.amazonaws.com/000000000000/dlq",
 		outStateMachineARN: testMachineARN, outScheduleGroupName: "g", outSchedulerRoleARN: testSchedulerRole, outScheduleDLQARN: testScheduleDLQ,
-		outTriggerFunctionARN: testTriggerARN,
+		outTriggerFunctionARN: testTriggerARN, outMediaBucketName: testMediaBucket,
 	}
 	with := func(name string, change map[string]any) string {
 		m := map[string]any{}

@@ -112,10 +112,15 @@ type backend struct {
 	looks       lookCounter
 	operator    *publishing.Operator
 	deleter     *publishing.Deleter
-	// mediaDir holds imported attachments; "" means the backend has no
-	// media store.
-	mediaDir string
-	close    func() error
+	// media keeps imported attachments where the publisher reads them.
+	media mediaImporter
+	close func() error
+}
+
+// mediaImporter keeps an imported attachment where the runtime's
+// publisher reads it: the embedded media directory, or the stack's bucket.
+type mediaImporter interface {
+	ImportMedia(ctx context.Context, m importedMedia) error
 }
 
 // Close releases the backend (the SQLite file; nothing on AWS).

@@ -43,6 +43,7 @@ const (
 	outTriggerFunctionARN = "TriggerFunctionArn"
 	outKMSKeyID           = "KmsKeyId"
 	outMetricsNamespace   = "MetricsNamespace"
+	outMediaBucketName    = "MediaBucketName"
 )
 
 // stackOutputs are a deployed stack's Outputs, by name.
@@ -52,7 +53,7 @@ type stackOutputs map[string]string
 // required unless a static credential key is given (emulators), and
 // MetricsNamespace defaults to "oncepost".
 var requiredOutputs = []string{outTablePrefix, outQueueURL, outDeadLetterQueueURL, outStateMachineARN,
-	outScheduleGroupName, outSchedulerRoleARN, outScheduleDLQARN, outTriggerFunctionARN}
+	outScheduleGroupName, outSchedulerRoleARN, outScheduleDLQARN, outTriggerFunctionARN, outMediaBucketName}
 
 // maxOutputsBytes bounds an --outputs file (a stack has at most 200
 // outputs of a few hundred bytes).
@@ -210,7 +211,7 @@ func openAWS(ctx context.Context, src string, outs stackOutputs, static []byte) 
 	env := awsruntime.Env{
 		TablePrefix: outs[outTablePrefix], KMSKeyID: outs[outKMSKeyID], StaticKey: static,
 		QueueURL: outs[outQueueURL], DeadLetterURL: outs[outDeadLetterQueueURL],
-		StateMachineARN: outs[outStateMachineARN], MetricsNS: outs[outMetricsNamespace],
+		StateMachineARN: outs[outStateMachineARN], MetricsNS: outs[outMetricsNamespace], MediaBucket: outs[outMediaBucketName],
 	}
 	if env.MetricsNS == "" {
 		env.MetricsNS = "oncepost"
@@ -229,6 +230,10 @@ func openAWS(ctx context.Context, src string, outs stackOutputs, static []byte) 
 		return nil, refused(err)
 	}
 	flows, err := rt.Workflows()
+	if err != nil {
+		return nil, refused(err)
+	}
+	media, err := rt.Media()
 	if err != nil {
 		return nil, refused(err)
 	}
@@ -257,6 +262,7 @@ func openAWS(ctx context.Context, src string, outs stackOutputs, static []byte) 
 		looks:       sfnLooks{client: sfn.NewFromConfig(rt.AWS), execPrefix: executionPrefix(outs[outStateMachineARN])},
 		operator:    &publishing.Operator{Ledger: rt.Store, Confirmer: confirmer, Tasks: flows, Logger: rt.Logger},
 		deleter:     deleter,
+		media:       mediaBucket{media},
 	}, nil
 }
 

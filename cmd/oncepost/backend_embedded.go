@@ -20,7 +20,7 @@ func embeddedBackend(rt *runtime) *backend {
 	return &backend{
 		kind: backendEmbedded, ledger: rt.store, posts: rt.store, accounts: rt.store, admin: rt.store,
 		views: sqliteViews{rt.store}, schedules: embeddedSchedules{rt}, deadLetters: rt.queue,
-		looks: localLooks{rt.flows}, operator: rt.operator, deleter: rt.deleter, mediaDir: rt.cfg.MediaDir, close: rt.Close,
+		looks: localLooks{rt.flows}, operator: rt.operator, deleter: rt.deleter, media: mediaDir(rt.cfg.MediaDir), close: rt.Close,
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 
 	"oncepost/shared/post"
+	"oncepost/shared/s3media"
 )
 
 // maxMediaFileBytes bounds a file `post add` imports. Instances accept
@@ -59,6 +61,22 @@ func readMediaFile(field, path, alt string) (importedMedia, error) {
 	sum := sha256.Sum256(data)
 	sha := hex.EncodeToString(sum[:])
 	return importedMedia{Media: post.Media{Ref: sha + ext, SHA256: sha, ContentType: ct, Alt: alt}, data: data}, nil
+}
+
+// mediaDir is the embedded runtime's media directory.
+type mediaDir string
+
+// ImportMedia stores the attachment in the directory (storeMedia).
+func (d mediaDir) ImportMedia(_ context.Context, m importedMedia) error {
+	return storeMedia(string(d), m)
+}
+
+// mediaBucket is a stack's attachments' bucket.
+type mediaBucket struct{ s *s3media.Store }
+
+// ImportMedia uploads the attachment under its ref (its content hash).
+func (b mediaBucket) ImportMedia(ctx context.Context, m importedMedia) error {
+	return b.s.PutMedia(ctx, m.Ref, m.ContentType, m.data)
 }
 
 // storeMedia copies an imported file into the media directory under its

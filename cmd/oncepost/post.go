@@ -92,9 +92,6 @@ func cmdPostAdd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := where.check(); err != nil {
 		return err
 	}
-	if len(d.Media) > 0 && where.isAWS() {
-		return badInput("media[0]: the aws backend has no media store yet (the stack's publisher cannot read attachments); post without media")
-	}
 	files, err := readDraftMedia(&d, baseDir)
 	if err != nil {
 		return err
@@ -109,7 +106,7 @@ func cmdPostAdd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	for _, f := range files {
-		if err := storeMedia(b.mediaDir, f); err != nil {
+		if err := b.media.ImportMedia(ctx, f); err != nil {
 			return err
 		}
 	}

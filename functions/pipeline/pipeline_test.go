@@ -49,7 +49,7 @@ func function(t *testing.T, s *stacktest.Stack, name string) (invoke func(event 
 		}
 		out, err := f.Invoke(context.Background(), b)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return nil, fmt.Errorf("%s: %w\nits output:\n%s", name, err, f.Output())
 		}
 		var fail struct{ ErrorType, ErrorMessage string }
 		if json.Unmarshal(out, &fail) == nil && fail.ErrorType != "" {

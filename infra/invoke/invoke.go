@@ -20,6 +20,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/awslabs/goformation/v7/intrinsics"
@@ -118,7 +119,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer stopServer(stderr, "fauxqs", sq)
 	fmt.Fprintf(stderr, "invoke: fauxqs (pid %d) on %s\n", sq.PID(), sq.Endpoint())
 
-	local := &localStack{tpl: tpl, queues: map[string]localQueue{}}
+	local := &localStack{tpl: tpl, queues: map[string]localQueue{}, buckets: map[string]string{}}
+	if err := local.createBuckets(ctx, s3.NewFromConfig(emulatortest.Config(sq.Endpoint()), func(o *s3.Options) { o.UsePathStyle = true })); err != nil {
+		return err
+	}
 	if err := local.createQueues(ctx, sqs.NewFromConfig(emulatortest.Config(sq.Endpoint()))); err != nil {
 		return err
 	}
@@ -155,6 +159,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"AWS_ENDPOINT_URL":                refused,
 		"AWS_ENDPOINT_URL_SFN":            sfnEndpoint,
 		"AWS_ENDPOINT_URL_SQS":            sq.Endpoint(),
+		"AWS_ENDPOINT_URL_S3":             sq.Endpoint(), // fauxqs serves S3 too
 		"AWS_EC2_METADATA_DISABLED":       "true",
 		"AWS_ENDPOINT_URL_DYNAMODB":       ddb.Endpoint(),
 		"AWS_LAMBDA_FUNCTION_NAME":        id,
@@ -318,13 +323,30 @@ type localQueue struct {
 // stand-ins: queues on fauxqs, the stack name "local", parameters'
 // defaults.
 type localStack struct {
-	tpl    *template
-	queues map[string]localQueue // by logical id
+	tpl     *template
+	queues  map[string]localQueue // by logical id
+	buckets map[string]string     // bucket names, by logical id
 }
 
 // errKMSKey marks a value naming the template's KMS key, which the
 // static credential key replaces.
 var errKMSKey = errors.New("a KMS key")
+
+// createBuckets creates every AWS::S3::Bucket of the template in fauxqs's
+// S3, named <stack>-<logical id in lower case>.
+func (l *localStack) createBuckets(ctx context.Context, client *s3.Client) error {
+	for id, r := range l.tpl.Resources {
+		if r.Type != "AWS::S3::Bucket" {
+			continue
+		}
+		name := stackName + "-" + strings.ToLower(id)
+		if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+			return fmt.Errorf("create bucket %s: %w", id, err)
+		}
+		l.buckets[id] = name
+	}
+	return nil
+}
 
 // createQueues creates every AWS::SQS::Queue of the template on fauxqs,
 // with its attributes and redrive policy: dead-letter queues first.
@@ -520,6 +542,10 @@ func (l *localStack) ref(name string) (string, error) {
 		}
 	case "AWS::KMS::Key":
 		return "", fmt.Errorf("%w (%s)", errKMSKey, name)
+	case "AWS::S3::Bucket":
+		if b, ok := l.buckets[name]; ok {
+			return b, nil
+		}
 	}
 	return "", fmt.Errorf("Ref %s: a %s has no local stand-in", name, r.Type)
 }

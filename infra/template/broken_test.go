@@ -226,7 +226,7 @@ func TestBrokenTemplatesAreCaught(t *testing.T) {
 		}, "permissions: TriggerFunction.Policies[0].Statement[0]: grants dynamodb:*"},
 		{"a wildcard within a service", func(d map[string]any) {
 			addStatement(d, "PublisherFunction", map[string]any{"Effect": "Allow", "Action": "states:Start*", "Resource": ref("ConfirmStateMachine")})
-		}, "permissions: PublisherFunction.Policies[0].Statement[6]: grants states:Start*"},
+		}, "permissions: PublisherFunction.Policies[0].Statement[7]: grants states:Start*"},
 		{"every action", func(d map[string]any) {
 			addStatement(d, "ConfirmFunction", map[string]any{"Effect": "Allow", "Action": "*", "Resource": "*"})
 		}, "permissions: ConfirmFunction.Policies[0].Statement[4]: grants *"},

@@ -939,7 +939,7 @@ func checkSchedulerRole(t *tmpl, stmts []statement) []string {
 }
 
 // requiredOutputs are the outputs the CLI reads.
-var requiredOutputs = []string{"TablePrefix", "QueueUrl", "DeadLetterQueueUrl", "StateMachineArn", "ScheduleGroupName", "SchedulerRoleArn", "ScheduleDeadLetterQueueArn", "TriggerFunctionArn", "KmsKeyId", "MetricsNamespace"}
+var requiredOutputs = []string{"TablePrefix", "QueueUrl", "DeadLetterQueueUrl", "StateMachineArn", "ScheduleGroupName", "SchedulerRoleArn", "ScheduleDeadLetterQueueArn", "TriggerFunctionArn", "KmsKeyId", "MetricsNamespace", "MediaBucketName"}
 
 // checkOutputs: the outputs the CLI reads exist and say what the
 // functions use.

@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -32,6 +33,7 @@ import (
 	"oncepost/shared/emf"
 	"oncepost/shared/platform/mastodon"
 	"oncepost/shared/publishing"
+	"oncepost/shared/s3media"
 	"oncepost/shared/sfnflow"
 	"oncepost/shared/sqsqueue"
 )
@@ -49,6 +51,7 @@ const (
 	EnvOAuthClientID   = "ONCEPOST_OAUTH_CLIENT_ID"
 	EnvOAuthSecret     = "ONCEPOST_OAUTH_CLIENT_SECRET"
 	EnvMetricsNS       = "ONCEPOST_METRICS_NAMESPACE"
+	EnvMediaBucket     = "ONCEPOST_MEDIA_BUCKET"
 )
 
 // Env is a function's settings, read from the environment.
@@ -63,6 +66,7 @@ type Env struct {
 	OAuthClientID   string
 	OAuthSecret     string
 	MetricsNS       string
+	MediaBucket     string
 }
 
 // ReadEnv reads the settings from the environment; lookup is os.LookupEnv
@@ -73,6 +77,7 @@ func ReadEnv(lookup func(string) (string, bool)) (Env, error) {
 		TablePrefix: get(EnvTablePrefix), KMSKeyID: get(EnvKMSKeyID), QueueURL: get(EnvQueueURL),
 		DeadLetterURL: get(EnvDeadLetterURL), StateMachineARN: get(EnvStateMachineARN),
 		OAuthClientID: get(EnvOAuthClientID), OAuthSecret: get(EnvOAuthSecret), MetricsNS: get(EnvMetricsNS),
+		MediaBucket: get(EnvMediaBucket),
 	}
 	if e.MetricsNS == "" {
 		e.MetricsNS = "oncepost"
@@ -172,6 +177,16 @@ func (rt *Runtime) Workflows() (*sfnflow.StateMachine, error) {
 	return sfnflow.New(sfn.NewFromConfig(rt.AWS), rt.Env.StateMachineARN)
 }
 
+// Media is the attachments' bucket. With AWS_ENDPOINT_URL_S3 set (an
+// emulator) it addresses the bucket in the path, not the host name.
+func (rt *Runtime) Media() (*s3media.Store, error) {
+	if err := require(EnvMediaBucket, rt.Env.MediaBucket); err != nil {
+		return nil, err
+	}
+	pathStyle := os.Getenv("AWS_ENDPOINT_URL_S3") != ""
+	return s3media.New(s3.NewFromConfig(rt.AWS, func(o *s3.Options) { o.UsePathStyle = pathStyle }), rt.Env.MediaBucket)
+}
+
 // Platforms reaches every account through the Mastodon adapter.
 func (rt *Runtime) Platforms() publishing.Platforms {
 	return mastodon.Connector{ClientID: rt.Env.OAuthClientID, ClientSecret: rt.Env.OAuthSecret}
@@ -210,8 +225,12 @@ func (rt *Runtime) Publisher(callTimeout time.Duration) (*publishing.Publisher, 
 	if err != nil {
 		return nil, err
 	}
+	media, err := rt.Media()
+	if err != nil {
+		return nil, err
+	}
 	return &publishing.Publisher{
-		Ledger: rt.Store, Posts: rt.Store, Accounts: rt.Accounts, Flows: flows, Platforms: rt.Platforms(),
+		Ledger: rt.Store, Posts: rt.Store, Accounts: rt.Accounts, Flows: flows, Platforms: rt.Platforms(), Media: media,
 		Credentials: rt.Credentials(callTimeout), Blocklist: rt.Blocklist, Metrics: rt.Metrics,
 		Owner: rt.Owner, CallTimeout: callTimeout, Logger: rt.Logger,
 	}, nil

@@ -27,6 +27,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -35,11 +36,15 @@ import (
 	"oncepost/shared/platform"
 	"oncepost/shared/platform/sandbox"
 	"oncepost/shared/post"
+	"oncepost/shared/s3media"
 	"oncepost/shared/sqsqueue"
 )
 
 // Prefix is the tables' name prefix.
 const Prefix = "stack-"
+
+// MediaBucket is the attachments' bucket, in fauxqs's S3.
+const MediaBucket = "stack-media"
 
 // MaxReceives is the queue's redrive maxReceiveCount and the functions'
 // ONCEPOST_MAX_RECEIVES.
@@ -60,12 +65,14 @@ type Stack struct {
 	QueueURL, QueueARN, DeadLetterURL string
 	Key                               dynamostore.StaticKey
 	Sandbox                           *sandbox.Server
+	// Media is the attachments' store (fauxqs's S3).
+	Media *s3media.Store
 	// Calls counts the calls made through the proxies, by
 	// "<service>.<operation>" (dynamodb.PutItem, sqs.SendMessageBatch,
-	// states.StartExecution).
+	// states.StartExecution; S3's by method and path).
 	Calls *Counter
 	// endpoints of the proxies.
-	ddbURL, sqsURL, sfnURL string
+	ddbURL, sqsURL, s3URL, sfnURL string
 }
 
 // New starts the stack for t; everything stops when t ends.
@@ -74,7 +81,9 @@ func New(t testing.TB) *Stack {
 	ctx := context.Background()
 	s := &Stack{Calls: &Counter{counts: map[string]int{}}}
 	s.ddbURL = s.Calls.proxy(t, "dynamodb", emulatortest.Dynalite(t))
-	s.sqsURL = s.Calls.proxy(t, "sqs", emulatortest.Fauxqs(t))
+	fauxqs := emulatortest.Fauxqs(t)
+	s.sqsURL = s.Calls.proxy(t, "sqs", fauxqs)
+	s.s3URL = s.Calls.proxy(t, "s3", fauxqs)
 	s.sfnURL = s.Calls.proxy(t, "states", "http://127.0.0.1:1")
 	s.DynamoDB = dynamodb.NewFromConfig(emulatortest.AWSConfig(t, s.ddbURL))
 	s.SQS = sqs.NewFromConfig(emulatortest.AWSConfig(t, s.sqsURL))
@@ -95,6 +104,14 @@ func New(t testing.TB) *Stack {
 	})
 	s.Queue, err = sqsqueue.New(s.SQS, s.QueueURL, s.DeadLetterURL, sqsqueue.Options{MaxReceives: MaxReceives})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// fauxqs serves S3 on the same endpoint, addressed by path.
+	s3client := s3.NewFromConfig(emulatortest.AWSConfig(t, s.s3URL), func(o *s3.Options) { o.UsePathStyle = true })
+	if _, err := s3client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(MediaBucket)}); err != nil {
+		t.Fatalf("create bucket %s: %v", MediaBucket, err)
+	}
+	if s.Media, err = s3media.New(s3client, MediaBucket); err != nil {
 		t.Fatal(err)
 	}
 	s.Sandbox = sandbox.New(sandbox.Options{})
@@ -137,6 +154,8 @@ func (s *Stack) Env() map[string]string {
 		"ONCEPOST_STATE_MACHINE_ARN":     StateMachineARN,
 		"ONCEPOST_MAX_RECEIVES":          fmt.Sprint(MaxReceives),
 		"ONCEPOST_METRICS_NAMESPACE":     "oncepost",
+		"ONCEPOST_MEDIA_BUCKET":          MediaBucket,
+		"AWS_ENDPOINT_URL_S3":            s.s3URL,
 		"AWS_LAMBDA_FUNCTION_TIMEOUT":    "60",
 	}
 }

@@ -1,0 +1,110 @@
+// Package s3media keeps posts' attachments in Amazon S3 for the AWS
+// runtime: the publishing.MediaStore the publisher reads them from, and
+// the writer the operator CLI imports them with. An attachment's ref is
+// its content hash and extension (sha256hex.png, as the embedded runtime's
+// media directory names files), so the object key depends on the bytes
+// alone: importing the same file twice writes the same object, and a ref
+// never names other bytes than the ones the post's fingerprint hashed.
+package s3media
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"oncepost/shared/post"
+	"oncepost/shared/publishing"
+)
+
+// Interface guard.
+var _ publishing.MediaStore = (*Store)(nil)
+
+// Prefix is where attachments are kept in the bucket: media/<ref>.
+const Prefix = "media/"
+
+// MaxBytes bounds what ReadMedia reads (the CLI imports at most 16 MB).
+const MaxBytes = 32 << 20
+
+// refPattern is a ref the CLI writes: a SHA-256 in hex and an image
+// extension. Anything else is refused before it reaches S3.
+var refPattern = regexp.MustCompile(`^[0-9a-f]{64}\.(png|jpg|gif|webp)$`)
+
+// API is the part of the S3 client the store calls.
+type API interface {
+	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+}
+
+var _ API = (*s3.Client)(nil)
+
+// Store reads and writes attachments in one bucket.
+type Store struct {
+	api    API
+	bucket string
+}
+
+// New returns the store on bucket; it makes no call.
+func New(api API, bucket string) (*Store, error) {
+	if api == nil || bucket == "" {
+		return nil, errors.New("s3media: no S3 client or no bucket")
+	}
+	return &Store{api: api, bucket: bucket}, nil
+}
+
+// Bucket is the store's bucket.
+func (s *Store) Bucket() string { return s.bucket }
+
+func checkRef(ref string) error {
+	if !refPattern.MatchString(ref) {
+		return fmt.Errorf("media ref %q is not a SHA-256 with an image extension", ref)
+	}
+	return nil
+}
+
+// ReadMedia reads an attachment's bytes; a missing object is an error
+// wrapping post.ErrNotFound.
+func (s *Store) ReadMedia(ctx context.Context, ref string) ([]byte, error) {
+	if err := checkRef(ref); err != nil {
+		return nil, err
+	}
+	out, err := s.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(Prefix + ref)})
+	if errors.As(err, new(*types.NoSuchKey)) {
+		return nil, fmt.Errorf("media %s in s3://%s: %w", ref, s.bucket, post.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read media %s from s3://%s: %w", ref, s.bucket, err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(out.Body, MaxBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read media %s from s3://%s: %w", ref, s.bucket, err)
+	}
+	if len(b) > MaxBytes {
+		return nil, fmt.Errorf("media %s in s3://%s is over %d bytes", ref, s.bucket, MaxBytes)
+	}
+	return b, nil
+}
+
+// PutMedia stores an attachment under its ref. The key depends on the
+// bytes only, so writing it again (a retried import, the same image in
+// another post) writes the same object.
+func (s *Store) PutMedia(ctx context.Context, ref, contentType string, data []byte) error {
+	if err := checkRef(ref); err != nil {
+		return err
+	}
+	_, err := s.api.PutObject(ctx, &s3.PutObjectInput{
+		Bucket: aws.String(s.bucket), Key: aws.String(Prefix + ref), Body: bytes.NewReader(data),
+		ContentType: aws.String(contentType), ContentLength: aws.Int64(int64(len(data))),
+	})
+	if err != nil {
+		return fmt.Errorf("store media %s in s3://%s: %w", ref, s.bucket, err)
+	}
+	return nil
+}
