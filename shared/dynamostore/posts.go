@@ -485,6 +485,20 @@ func (s *Store) Due(ctx context.Context, t time.Time, limit int) ([]publishing.T
 	return out, nil
 }
 
+// DueAt lists the targets scheduled at exactly slot
+// (publishing.SlotLister): one range of StatusIndex per shard (the slot's
+// sort keys, sortTime(slot)+"#…"), read back as Due reads them. Its cost
+// follows the slot's targets, never the targets of earlier slots still
+// scheduled (a backlog), which Due would read too. A limit ≤ 0 means no
+// limit.
+func (s *Store) DueAt(ctx context.Context, slot time.Time, limit int) ([]publishing.TargetRef, error) {
+	out, err := s.statusRange(ctx, []post.TargetStatus{post.Scheduled}, sortTime(slot)+"#", sortTime(slot)+"$", limit)
+	if err != nil {
+		return nil, fmt.Errorf("due at exactly %s: %w", encTime(slot), err)
+	}
+	return out, nil
+}
+
 // Unfinished lists triggered or publishing targets last updated before t
 // and waiting targets whose next try is before t, oldest first (by the
 // time compared with t, then post id and account). It merges StatusIndex's
@@ -506,11 +520,25 @@ func (s *Store) Unfinished(ctx context.Context, t time.Time, limit int) ([]publi
 // statusRefs lists the targets in statuses whose StatusIndex sort key is
 // below bound, in sort-key order.
 func (s *Store) statusRefs(ctx context.Context, statuses []post.TargetStatus, bound string, limit int) ([]publishing.TargetRef, error) {
+	return s.statusRange(ctx, statuses, "", bound, limit)
+}
+
+// statusRange lists the targets in statuses whose StatusIndex sort key is
+// from lo (inclusive; "" for no lower bound) to below hi, in sort-key
+// order.
+func (s *Store) statusRange(ctx context.Context, statuses []post.TargetStatus, lo, hi string, limit int) ([]publishing.TargetRef, error) {
 	var queries []dynamodb.QueryInput
 	for _, st := range statuses {
 		for k := range StatusShards {
 			var x expr
-			cond := fmt.Sprintf("%s = %s AND %s < %s", x.name(attrSt), x.str(shardKey(string(st), k)), x.name(attrStAt), x.str(bound))
+			var cond string
+			if lo == "" {
+				cond = fmt.Sprintf("%s = %s AND %s < %s", x.name(attrSt), x.str(shardKey(string(st), k)), x.name(attrStAt), x.str(hi))
+			} else {
+				// BETWEEN is inclusive; no sort key equals hi (it ends in "$"
+				// where sort keys have "#").
+				cond = fmt.Sprintf("%s = %s AND %s BETWEEN %s AND %s", x.name(attrSt), x.str(shardKey(string(st), k)), x.name(attrStAt), x.str(lo), x.str(hi))
+			}
 			queries = append(queries, dynamodb.QueryInput{
 				TableName: &s.tables.posts, IndexName: ptr(StatusIndex), KeyConditionExpression: &cond,
 				ExpressionAttributeNames: x.names, ExpressionAttributeValues: x.values, Limit: pageLimit(limit),

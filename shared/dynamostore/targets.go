@@ -10,8 +10,11 @@ import (
 	"oncepost/shared/publishing"
 )
 
-// Interface guard.
-var _ publishing.TargetReader = (*Store)(nil)
+// Interface guards.
+var (
+	_ publishing.TargetReader = (*Store)(nil)
+	_ publishing.SlotLister   = (*Store)(nil)
+)
 
 // DefaultReadWindow is how long GetTarget waits for other reads to share
 // its BatchGetItem (Options.ReadWindow's default).

@@ -99,3 +99,45 @@ func TestGetTargetSharesRequests(t *testing.T) {
 		t.Errorf("requests for %d concurrent reads (-want +got):\n%s", n, diff)
 	}
 }
+
+// TestDueAtListsOneSlot: the targets scheduled at exactly the slot, not
+// those of an earlier slot still scheduled (Due would list them) nor a
+// later one, nor one that moved on.
+func TestDueAtListsOneSlot(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	prefix := e.tables(t, PostsTable)
+	s := e.store(t, prefix, nil, Options{})
+	ctx := t.Context()
+	slot := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	at := func(id post.ID, when time.Time) {
+		p := twoTargets(id, "Post "+string(id)+".", "acct-a")
+		p.Targets[0].Slot = when
+		mustDo(t, s.CreatePost(ctx, p))
+	}
+	at("earlier", slot.Add(-time.Minute))
+	at("exact-1", slot)
+	at("exact-2", slot)
+	at("sub-second-later", slot.Add(time.Millisecond))
+	at("published", slot)
+	if _, err := s.UpdateTarget(ctx, "published", "acct-a", post.TargetUpdate{Status: post.Published, RemoteID: "1", At: slot}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.DueAt(ctx, slot, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []post.ID
+	for _, r := range got {
+		ids = append(ids, r.Post)
+		if !r.Slot.Equal(slot) {
+			t.Errorf("%s listed with slot %s", r.Post, r.Slot)
+		}
+	}
+	if diff := cmp.Diff([]post.ID{"exact-1", "exact-2"}, ids); diff != "" {
+		t.Errorf("DueAt (-want +got):\n%s", diff)
+	}
+	if due, err := s.Due(ctx, slot, 0); err != nil || len(due) != 3 {
+		t.Errorf("Due = %d targets, %v; want 3 (earlier slots too)", len(due), err)
+	}
+}

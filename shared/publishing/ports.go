@@ -55,6 +55,13 @@ type Posts interface {
 	CountTargets(ctx context.Context, statuses ...post.TargetStatus) (map[post.TargetStatus]int, error)
 }
 
+// SlotLister is a Posts that can list the targets scheduled at exactly
+// one slot without reading those of earlier slots (Due lists every
+// scheduled target up to a time). The trigger uses it when Posts has it.
+type SlotLister interface {
+	DueAt(ctx context.Context, slot time.Time, limit int) ([]TargetRef, error)
+}
+
 // TargetReader is a Posts that can read one target of a post with the
 // post's content, without its other targets (strongly consistent, like
 // GetPost): the returned post's Targets hold that target only, or nothing

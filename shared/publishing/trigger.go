@@ -126,7 +126,13 @@ func (t *Trigger) FireDue(ctx context.Context, limit int) (int, error) {
 // before the firing is not sent; one cancelled after it is stopped by the
 // publisher's re-read.
 func (t *Trigger) FireSlot(ctx context.Context, slot time.Time) (int, error) {
-	due, err := t.Posts.Due(ctx, slot, SlotLimit)
+	var due []TargetRef
+	var err error
+	if l, ok := t.Posts.(SlotLister); ok {
+		due, err = l.DueAt(ctx, slot, SlotLimit)
+	} else {
+		due, err = t.Posts.Due(ctx, slot, SlotLimit)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("trigger slot %s: due targets: %w", slot.UTC().Format(time.RFC3339Nano), err)
 	}
