@@ -566,6 +566,32 @@ func TestOperatorCommandsOnAWS(t *testing.T) {
 		t.Errorf("dlq list after the redrive: %q", out)
 	}
 
+	// A delete: a published post, deleted on the platform through the
+	// stack's ledger after an approval, and a no-op the second time.
+	onPlatform := sb.InjectStatus(acct.ID, "Published on AWS, then deleted.")
+	delSlot := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
+	if err := st.store.CreatePost(ctx, post.Post{ID: "del", Body: "Published on AWS, then deleted.", CreatedAt: delSlot,
+		Targets: []post.Target{{Account: "news", Slot: delSlot, Status: post.Scheduled, UpdatedAt: delSlot}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.store.UpdateTarget(ctx, "del", "news", post.TargetUpdate{Status: post.Published, RemoteID: onPlatform.ID, At: delSlot}); err != nil {
+		t.Fatal(err)
+	}
+	out := st.ok("", "post", "delete", "del")
+	_, keyText, found := strings.Cut(out, "waits for approval: oncepost approve ")
+	if !found || sb.Stats().Deleted != 0 {
+		t.Fatalf("post delete: %q (%d deleted); want it to wait for approval", out, sb.Stats().Deleted)
+	}
+	if out := st.ok("", "approve", strings.TrimSpace(keyText)); !strings.Contains(out, "is deleted") || sb.Stats().Deleted != 1 {
+		t.Errorf("approve the delete: %q, %d deleted on the platform; want 1", out, sb.Stats().Deleted)
+	}
+	if out := st.ok("", "post", "delete", "del"); !strings.Contains(out, "already deleted") || sb.Stats().Deleted != 1 {
+		t.Errorf("post delete twice: %q, %d deleted on the platform", out, sb.Stats().Deleted)
+	}
+	if got := st.target("del").Status; got != post.Deleted {
+		t.Errorf("post del is %s, want deleted", got)
+	}
+
 	// The stack by name: its Outputs read with DescribeStacks.
 	code, out, errOut := runChild(t, st.env, "", "post", "list", "--backend", "aws", "--stack", testStackName, "--status", "cancelled", "--json")
 	if err := json.Unmarshal([]byte(out), &listed); code != exitOK || err != nil || len(listed) != 1 || listed[0].ID != "b" {
