@@ -347,10 +347,7 @@ var unfinishedStatuses = []post.TargetStatus{post.Scheduled, post.Triggered, pos
 func cmdAccountList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, where := workspaceFlags("account list")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
-		return err
-	}
-	b, err := where.open(ctx)
+	b, _, err := parseAndOpen(ctx, fs, where, args, stdout, 0, 0)
 	if err != nil {
 		return err
 	}

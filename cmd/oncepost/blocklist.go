@@ -59,10 +59,7 @@ func cmdBlocklistAdd(ctx context.Context, args []string, stdout, stderr io.Write
 func cmdBlocklistList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, where := workspaceFlags("blocklist list")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
-		return err
-	}
-	b, err := where.open(ctx)
+	b, _, err := parseAndOpen(ctx, fs, where, args, stdout, 0, 0)
 	if err != nil {
 		return err
 	}

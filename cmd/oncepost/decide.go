@@ -39,10 +39,7 @@ type heldRow struct {
 func cmdHeld(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, where := workspaceFlags("held")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
-		return err
-	}
-	b, err := where.open(ctx)
+	b, _, err := parseAndOpen(ctx, fs, where, args, stdout, 0, 0)
 	if err != nil {
 		return err
 	}

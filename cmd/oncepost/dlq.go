@@ -55,10 +55,7 @@ func (b *backend) deadLetterViews(ctx context.Context) ([]deadLetterView, error)
 func cmdDLQList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, where := workspaceFlags("dlq list")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
-		return err
-	}
-	b, err := where.open(ctx)
+	b, _, err := parseAndOpen(ctx, fs, where, args, stdout, 0, 0)
 	if err != nil {
 		return err
 	}
