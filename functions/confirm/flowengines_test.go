@@ -9,14 +9,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -49,46 +46,6 @@ type decideFunc func(token string, tasks publishing.Tasks)
 // stateMachineRunTimeout bounds one execution on either engine.
 const stateMachineRunTimeout = 2 * time.Minute
 
-// moduleRootDir is the directory of go.mod above the working directory.
-func moduleRootDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
-
-// toolMissing skips the test, or fails it when ONCEPOST_EMULATORS is
-// "required", as shared/emulatortest does for a missing emulator.
-func toolMissing(t *testing.T, msg string) {
-	t.Helper()
-	if os.Getenv(emulatortest.EnvRequired) == "required" {
-		t.Fatalf("%s (%s=required)", msg, emulatortest.EnvRequired)
-	}
-	t.Skip(msg)
-}
-
-// freeLocalPort returns a TCP port of 127.0.0.1 that was free a moment ago.
-func freeLocalPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("pick a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // lockedBuffer collects a child process's output; safe for concurrent use.
 type lockedBuffer struct {
 	mu  sync.Mutex
@@ -108,63 +65,28 @@ func (b *lockedBuffer) String() string {
 }
 
 // startFunctionEndpoint runs bootstrap under the Lambda Runtime Interface
-// Emulator on two free ports of 127.0.0.1, with exactly env (plus PATH),
-// stops it by PID (its process group: the RIE starts bootstrap) when the
-// test ends, and returns its invoke URL once it accepts connections.
-//
-// emulatortest.Lambda does the same but returns only a Go invoke func;
-// run-state-machine.mjs needs the URL. This copy goes once emulatortest
-// returns the URL itself.
-func startFunctionEndpoint(t *testing.T, root, bootstrap string, env map[string]string) (invokeURL string) {
+// Emulator (emulatortest.StartLambda), stopped by PID when the test ends,
+// and returns its invoke URL once it accepts connections: the Node runner
+// calls the function over HTTP.
+func startFunctionEndpoint(t *testing.T, bootstrap string, env map[string]string) (invokeURL string) {
 	t.Helper()
-	rie := filepath.Join(root, "infra", "emulators", "bin", "aws-lambda-rie")
-	if _, err := os.Stat(rie); err != nil {
-		toolMissing(t, fmt.Sprintf("the Lambda Runtime Interface Emulator is not installed at %s: run `%s` in %s", rie, emulatortest.RIEInstallCommand, root))
+	f, err := emulatortest.StartLambda(bootstrap, env)
+	if errors.Is(err, emulatortest.ErrUnavailable) {
+		emulatortest.Unavailable(t, err.Error())
 	}
-	invokeAddr := "127.0.0.1:" + strconv.Itoa(freeLocalPort(t))
-	apiAddr := "127.0.0.1:" + strconv.Itoa(freeLocalPort(t))
-	cmd := exec.Command(rie, "--runtime-interface-emulator-address", invokeAddr, "--runtime-api-address", apiAddr, bootstrap)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
+	if err != nil {
+		t.Fatal(err)
 	}
-	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", rie, err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(emulatortest.StopGrace):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
+		_ = f.Stop()
 		if t.Failed() {
-			t.Logf("aws-lambda-rie (pid %d) output:\n%s", cmd.Process.Pid, out.String())
+			t.Logf("aws-lambda-rie (pid %d) output:\n%s", f.PID(), f.Output())
 		}
 	})
-	deadline := time.Now().Add(emulatortest.StartTimeout)
-	for {
-		c, err := net.DialTimeout("tcp", invokeAddr, time.Second)
-		if err == nil {
-			c.Close()
-			return "http://" + invokeAddr + "/2015-03-31/functions/function/invocations"
-		}
-		select {
-		case <-exited:
-			t.Fatalf("aws-lambda-rie exited before listening on %s:\n%s", invokeAddr, out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("aws-lambda-rie did not listen on %s within %s: %v\n%s", invokeAddr, emulatortest.StartTimeout, err, out.String())
-		}
-		time.Sleep(25 * time.Millisecond)
+	if err := f.Ready(t.Context()); err != nil {
+		t.Fatal(err)
 	}
+	return f.URL()
 }
 
 // functionError is an error the function returned, named as Step
@@ -324,7 +246,7 @@ func newNodeRunner(t *testing.T, root string, args ...string) *nodeRunner {
 	node := filepath.Join(dir, "node_modules", ".bin", "node")
 	for _, need := range []string{node, filepath.Join(dir, "node_modules", "aws-local-stepfunctions", "package.json")} {
 		if _, err := os.Stat(need); err != nil {
-			toolMissing(t, fmt.Sprintf("%s is missing: run `%s` in %s", need, emulatortest.InstallCommand, root))
+			emulatortest.Unavailable(t, fmt.Sprintf("%s is missing: run `%s` in %s", need, emulatortest.InstallCommand, root))
 		}
 	}
 	return &nodeRunner{node: node, script: filepath.Join(dir, "run-state-machine.mjs"), args: args}

@@ -2,20 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/google/go-cmp/cmp"
 
-	"oncepost/shared/dynamostore"
+	"oncepost/shared/awsruntime/stacktest"
 	"oncepost/shared/emulatortest"
 	"oncepost/shared/ledger"
 	"oncepost/shared/platform"
-	"oncepost/shared/platform/sandbox"
 	"oncepost/shared/post"
 	"oncepost/shared/publishing"
 )
@@ -26,27 +22,12 @@ import (
 // Catch match must cross the Runtime API as the error type.
 func TestConfirmFunctionUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 	ctx := context.Background()
-	ddbURL, sqsURL := emulatortest.Dynalite(t), emulatortest.Fauxqs(t)
-	ddb := dynamodb.NewFromConfig(emulatortest.AWSConfig(t, ddbURL))
-	const prefix = "rie-confirm-"
-	if err := dynamostore.CreateTables(ctx, ddb, prefix); err != nil {
-		t.Fatal(err)
-	}
-	sq := sqs.NewFromConfig(emulatortest.AWSConfig(t, sqsURL))
-	queueURL, dlqURL := createQueue(t, sq, "rie-confirm"), createQueue(t, sq, "rie-confirm-dlq")
-	key := dynamostore.NewStaticKey()
-	store, err := dynamostore.New(ddb, dynamostore.Options{Prefix: prefix, Keys: key})
-	if err != nil {
-		t.Fatal(err)
-	}
+	stack := stacktest.New(t)
+	store := stack.Store
 
 	// An account on a sandbox that has the post, and one whose instance
 	// does not answer.
-	sb := sandbox.New(sandbox.Options{})
-	if err := sb.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sb.Close() })
+	sb := stack.Sandbox
 	sa := sb.AddAccount("news")
 	const body = "Found by the confirm function."
 	sb.InjectStatus(sa.ID, body)
@@ -81,13 +62,7 @@ func TestConfirmFunctionUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 		entries[id] = k
 	}
 
-	invoke := emulatortest.Lambda(t, bootstrap(t), map[string]string{
-		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-		"AWS_ENDPOINT_URL_DYNAMODB": ddbURL, "AWS_ENDPOINT_URL_SQS": sqsURL, "AWS_ENDPOINT_URL_SFN": "http://127.0.0.1:1",
-		"ONCEPOST_TABLE_PREFIX": prefix, "ONCEPOST_STATIC_CREDENTIAL_KEY": hex.EncodeToString(key),
-		"ONCEPOST_QUEUE_URL": queueURL, "ONCEPOST_DEAD_LETTER_URL": dlqURL,
-		"ONCEPOST_STATE_MACHINE_ARN": "arn:aws:states:us-east-1:000000000000:stateMachine:oncepost-confirm",
-	})
+	invoke := emulatortest.Lambda(t, bootstrap(t), stack.Env())
 	tests := []struct {
 		name      string
 		event     any
@@ -122,15 +97,6 @@ func TestConfirmFunctionUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 			}
 		})
 	}
-}
-
-func createQueue(t *testing.T, client *sqs.Client, name string) string {
-	t.Helper()
-	out, err := client.CreateQueue(context.Background(), &sqs.CreateQueueInput{QueueName: &name})
-	if err != nil {
-		t.Fatalf("create queue %s: %v", name, err)
-	}
-	return *out.QueueUrl
 }
 
 // bootstrap builds this function as the Makefile's build target does and

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,12 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"oncepost/infra/statemachine"
+	"oncepost/shared/awsruntime/stacktest"
 	"oncepost/shared/dynamostore"
 	"oncepost/shared/emulatortest"
 	"oncepost/shared/ledger"
@@ -78,41 +76,15 @@ type scenarioEnd struct {
 // and target. Each engine works on ledger entries of its own.
 func TestConfirmStateMachineEndsTheSameOnAWSLocalStepFunctionsAndLocalflow(t *testing.T) {
 	ctx := context.Background()
-	root := moduleRootDir(t)
+	root := emulatortest.ModuleRoot(t)
 	definitionFile := filepath.Join(root, "infra", "statemachine", "confirm.asl.json")
 	// Before anything starts: a missing tool skips (or fails) at once.
 	newNodeRunner(t, root)
 
-	ddbURL, sqsURL := emulatortest.Dynalite(t), emulatortest.Fauxqs(t)
-	ddb := dynamodb.NewFromConfig(emulatortest.AWSConfig(t, ddbURL))
-	const prefix = "sfn-confirm-"
-	if err := dynamostore.CreateTables(ctx, ddb, prefix); err != nil {
-		t.Fatal(err)
-	}
-	sq := sqs.NewFromConfig(emulatortest.AWSConfig(t, sqsURL))
-	queueURL, dlqURL := createQueue(t, sq, "sfn-confirm"), createQueue(t, sq, "sfn-confirm-dlq")
-	key := dynamostore.NewStaticKey()
-	store, err := dynamostore.New(ddb, dynamostore.Options{Prefix: prefix, Keys: key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	queue, err := sqsqueue.New(sq, queueURL, dlqURL, sqsqueue.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb := sandbox.New(sandbox.Options{})
-	if err := sb.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sb.Close() })
+	stack := stacktest.New(t)
+	store, queue, sb := stack.Store, stack.Queue, stack.Sandbox
 
-	endpoint := startFunctionEndpoint(t, root, bootstrap(t), map[string]string{
-		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-		"AWS_ENDPOINT_URL_DYNAMODB": ddbURL, "AWS_ENDPOINT_URL_SQS": sqsURL, "AWS_ENDPOINT_URL_SFN": "http://127.0.0.1:1",
-		"ONCEPOST_TABLE_PREFIX": prefix, "ONCEPOST_STATIC_CREDENTIAL_KEY": hex.EncodeToString(key),
-		"ONCEPOST_QUEUE_URL": queueURL, "ONCEPOST_DEAD_LETTER_URL": dlqURL,
-		"ONCEPOST_STATE_MACHINE_ARN": "arn:aws:states:us-east-1:000000000000:stateMachine:oncepost-confirm",
-	})
+	endpoint := startFunctionEndpoint(t, bootstrap(t), stack.Env())
 	proxy := newFunctionProxy(t, endpoint)
 	local := newLocalflowEngine(t, statemachine.Confirm, map[string]string{"ConfirmFunctionArn": confirmFunctionARN},
 		httpInvoker{function: confirmFunctionARN, url: proxy.URL(), client: &http.Client{Timeout: time.Minute}})

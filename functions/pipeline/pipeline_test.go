@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -38,6 +39,9 @@ func function(t *testing.T, s *stacktest.Stack, name string) (invoke func(event 
 	t.Helper()
 	bootstrap = emulatortest.BuildBootstrap(t, filepath.Join("..", name))
 	f, err := emulatortest.StartLambda(bootstrap, s.Env())
+	if errors.Is(err, emulatortest.ErrUnavailable) {
+		emulatortest.Unavailable(t, err.Error())
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -331,6 +331,21 @@ func checkInstalled(dir, root, pkg string) (string, string) {
 	return dir, ""
 }
 
+// ModuleRoot is the module's root: the nearest directory at or above the
+// working directory (a test's package directory) with a go.mod.
+func ModuleRoot(t testing.TB) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, ok := moduleRoot(wd)
+	if !ok {
+		t.Fatalf("no go.mod above %s", wd)
+	}
+	return root
+}
+
 // moduleRoot is the nearest directory at or above dir with a go.mod.
 func moduleRoot(dir string) (string, bool) {
 	for {

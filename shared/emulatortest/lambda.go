@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -146,6 +148,40 @@ func StartLambda(bootstrap string, env map[string]string) (*Function, error) {
 	}
 	go func() { _ = cmd.Wait(); close(f.exited) }()
 	return f, nil
+}
+
+// URL is the function's invoke endpoint
+// (http://127.0.0.1:PORT/2015-03-31/functions/function/invocations), for
+// a client other than Invoke; it answers once the RIE listens (Ready).
+func (f *Function) URL() string { return f.url }
+
+// Ready waits until the RIE accepts connections on the invoke endpoint,
+// at most StartTimeout; an RIE that exits first is an error with its
+// output.
+func (f *Function) Ready(ctx context.Context) error {
+	u, err := url.Parse(f.url)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(StartTimeout)
+	for {
+		c, err := net.DialTimeout("tcp", u.Host, time.Second)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case <-f.exited:
+			return fmt.Errorf("aws-lambda-rie exited before listening on %s:\n%s", u.Host, f.Output())
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("aws-lambda-rie did not listen on %s within %s: %w\n%s", u.Host, StartTimeout, err, f.Output())
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
 }
 
 // PID is the RIE's process id, also its process group's.
