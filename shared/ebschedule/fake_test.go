@@ -340,7 +340,14 @@ func groupOf(g string) string {
 	return g
 }
 
-func (f *fakeScheduler) create(w http.ResponseWriter, r *http.Request) {
+func (f *fakeScheduler) create(w http.ResponseWriter, r *http.Request) { f.write(w, r, f.createLocked) }
+
+func (f *fakeScheduler) update(w http.ResponseWriter, r *http.Request) { f.write(w, r, f.updateLocked) }
+
+// write is what CreateSchedule and UpdateSchedule share: decode the body,
+// record the call, answer an injected fault that applies nothing, refuse
+// an invalid schedule; then apply runs with f.mu held.
+func (f *fakeScheduler) write(w http.ResponseWriter, r *http.Request, apply func(w http.ResponseWriter, name string, body *wireSchedule, ft fault, faulty bool)) {
 	name := r.PathValue("name")
 	body, ok := f.decode(w, r)
 	if !ok {
@@ -358,6 +365,10 @@ func (f *fakeScheduler) create(w http.ResponseWriter, r *http.Request) {
 		f.fail(w, http.StatusBadRequest, "ValidationException", msg)
 		return
 	}
+	apply(w, name, body, ft, faulty)
+}
+
+func (f *fakeScheduler) createLocked(w http.ResponseWriter, name string, body *wireSchedule, ft fault, faulty bool) {
 	group := groupOf(body.GroupName)
 	if !f.groups[group] {
 		f.fail(w, http.StatusNotFound, "ResourceNotFoundException", "Schedule group "+group+" does not exist.")
@@ -388,24 +399,7 @@ func (f *fakeScheduler) create(w http.ResponseWriter, r *http.Request) {
 	f.ok(w, map[string]string{"ScheduleArn": s.ARN})
 }
 
-func (f *fakeScheduler) update(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	body, ok := f.decode(w, r)
-	if !ok {
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls = append(f.calls, call{Method: r.Method, Name: name, Query: r.URL.Query(), Body: body})
-	ft, faulty := f.takeFault(r.Method)
-	if faulty && !ft.Apply {
-		f.fail(w, ft.Status, ft.Code, "injected")
-		return
-	}
-	if msg := validate(name, body); msg != "" {
-		f.fail(w, http.StatusBadRequest, "ValidationException", msg)
-		return
-	}
+func (f *fakeScheduler) updateLocked(w http.ResponseWriter, name string, body *wireSchedule, ft fault, faulty bool) {
 	key := groupOf(body.GroupName) + "/" + name
 	s, ok := f.schedules[key]
 	if !ok {
