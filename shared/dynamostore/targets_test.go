@@ -1,6 +1,7 @@
 package dynamostore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"oncepost/shared/post"
+	"oncepost/shared/publishing"
 )
 
 // TestGetTargetReadsOneTargetAsGetPostSeesIt checks GetTarget against
@@ -139,5 +141,47 @@ func TestDueAtListsOneSlot(t *testing.T) {
 	}
 	if due, err := s.Due(ctx, slot, 0); err != nil || len(due) != 3 {
 		t.Errorf("Due = %d targets, %v; want 3 (earlier slots too)", len(due), err)
+	}
+}
+
+// cancelAfterFirstRead cancels the job's target right after the
+// publisher's first GetTarget, as an operator's `post cancel` landing
+// between the publisher's first read and its ledger write would.
+type cancelAfterFirstRead struct {
+	*Store
+	reads int
+}
+
+func (c *cancelAfterFirstRead) GetTarget(ctx context.Context, id post.ID, account post.AccountID) (post.Post, error) {
+	p, err := c.Store.GetTarget(ctx, id, account)
+	c.reads++
+	if err == nil && c.reads == 1 {
+		if _, err := c.Store.UpdateTarget(ctx, id, account, post.TargetUpdate{Status: post.Cancelled, At: time.Now()}); err != nil {
+			return p, err
+		}
+	}
+	return p, err
+}
+
+// TestPublisherRereadsTheTargetAfterItsLedgerWrite: on DynamoDB the
+// publisher reads its target through GetTarget, batched; the read after
+// the ledger write must still be a fresh one, so a cancel that landed in
+// between stops the send (G1: the post never reaches the platform).
+func TestPublisherRereadsTheTargetAfterItsLedgerWrite(t *testing.T) {
+	env := newBenchEnv(t)
+	f := newOnceFixture(t, env)
+	job := f.schedule(t, "cancelled-meanwhile")
+	pub := f.publisher("worker", 5*time.Second, time.Second, time.Minute)
+	wrapped := &cancelAfterFirstRead{Store: f.store}
+	pub.Posts = wrapped
+	out := publishJob(t, pub, job)
+	if wrapped.reads != 2 {
+		t.Errorf("%d target reads, want 2 (before and after the ledger write)", wrapped.reads)
+	}
+	if n := f.sb.Stats().CreateRequests; n != 0 {
+		t.Errorf("%d creates reached the platform for a post cancelled before the send; outcome %+v", n, out)
+	}
+	if out.Reason != publishing.ReasonCancelled {
+		t.Errorf("outcome %+v, want reason %s", out, publishing.ReasonCancelled)
 	}
 }
