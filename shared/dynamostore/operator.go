@@ -87,17 +87,7 @@ func (s *Store) listPosts(ctx context.Context, f PostFilter) ([]post.Post, error
 	matches := func(t post.Target) bool {
 		return slices.Contains(statuses, t.Status) && (f.Account == "" || t.Account == f.Account)
 	}
-	var queries []dynamodb.QueryInput
-	for _, st := range statuses {
-		for k := range StatusShards {
-			var x expr
-			cond := fmt.Sprintf("%s = %s", x.name(attrSt), x.str(shardKey(string(st), k)))
-			queries = append(queries, dynamodb.QueryInput{
-				TableName: &s.tables.posts, IndexName: ptr(StatusIndex), KeyConditionExpression: &cond,
-				ExpressionAttributeNames: x.names, ExpressionAttributeValues: x.values, Limit: pageLimit(limit),
-			})
-		}
-	}
+	queries := s.statusQueries(statuses, "", "", pageLimit(limit))
 	m, err := s.mergeQueries(ctx, attrStAt, queries)
 	if err != nil {
 		return nil, err
@@ -210,15 +200,7 @@ type WaitingTarget struct {
 // it grows with the waiting targets, never with the table. A limit ≤ 0
 // means no limit.
 func (s *Store) Waiting(ctx context.Context, limit int) ([]WaitingTarget, error) {
-	var queries []dynamodb.QueryInput
-	for k := range StatusShards {
-		var x expr
-		cond := fmt.Sprintf("%s = %s", x.name(attrSt), x.str(shardKey(string(post.Waiting), k)))
-		queries = append(queries, dynamodb.QueryInput{
-			TableName: &s.tables.posts, IndexName: ptr(StatusIndex), KeyConditionExpression: &cond,
-			ExpressionAttributeNames: x.names, ExpressionAttributeValues: x.values, Limit: pageLimit(limit),
-		})
-	}
+	queries := s.statusQueries([]post.TargetStatus{post.Waiting}, "", "", pageLimit(limit))
 	m, err := s.mergeQueries(ctx, attrStAt, queries)
 	if err != nil {
 		return nil, fmt.Errorf("waiting targets: %w", err)

@@ -517,6 +517,34 @@ func (s *Store) Unfinished(ctx context.Context, t time.Time, limit int) ([]publi
 	return out, nil
 }
 
+// statusQueries are the StatusIndex Queries of statuses, one per status
+// and shard in that order: the whole partition when hi is "", the sort
+// keys below hi when lo is "", else those from lo (inclusive) to below hi.
+// Each Query reads at most limit keys (nil: no limit).
+func (s *Store) statusQueries(statuses []post.TargetStatus, lo, hi string, limit *int32) []dynamodb.QueryInput {
+	var queries []dynamodb.QueryInput
+	for _, st := range statuses {
+		for k := range StatusShards {
+			var x expr
+			cond := fmt.Sprintf("%s = %s", x.name(attrSt), x.str(shardKey(string(st), k)))
+			switch {
+			case hi == "":
+			case lo == "":
+				cond += fmt.Sprintf(" AND %s < %s", x.name(attrStAt), x.str(hi))
+			default:
+				// BETWEEN is inclusive; no sort key equals hi (it ends in "$"
+				// where sort keys have "#").
+				cond += fmt.Sprintf(" AND %s BETWEEN %s AND %s", x.name(attrStAt), x.str(lo), x.str(hi))
+			}
+			queries = append(queries, dynamodb.QueryInput{
+				TableName: &s.tables.posts, IndexName: ptr(StatusIndex), KeyConditionExpression: &cond,
+				ExpressionAttributeNames: x.names, ExpressionAttributeValues: x.values, Limit: limit,
+			})
+		}
+	}
+	return queries
+}
+
 // statusRefs lists the targets in statuses whose StatusIndex sort key is
 // below bound, in sort-key order.
 func (s *Store) statusRefs(ctx context.Context, statuses []post.TargetStatus, bound string, limit int) ([]publishing.TargetRef, error) {
@@ -527,24 +555,7 @@ func (s *Store) statusRefs(ctx context.Context, statuses []post.TargetStatus, bo
 // from lo (inclusive; "" for no lower bound) to below hi, in sort-key
 // order.
 func (s *Store) statusRange(ctx context.Context, statuses []post.TargetStatus, lo, hi string, limit int) ([]publishing.TargetRef, error) {
-	var queries []dynamodb.QueryInput
-	for _, st := range statuses {
-		for k := range StatusShards {
-			var x expr
-			var cond string
-			if lo == "" {
-				cond = fmt.Sprintf("%s = %s AND %s < %s", x.name(attrSt), x.str(shardKey(string(st), k)), x.name(attrStAt), x.str(hi))
-			} else {
-				// BETWEEN is inclusive; no sort key equals hi (it ends in "$"
-				// where sort keys have "#").
-				cond = fmt.Sprintf("%s = %s AND %s BETWEEN %s AND %s", x.name(attrSt), x.str(shardKey(string(st), k)), x.name(attrStAt), x.str(lo), x.str(hi))
-			}
-			queries = append(queries, dynamodb.QueryInput{
-				TableName: &s.tables.posts, IndexName: ptr(StatusIndex), KeyConditionExpression: &cond,
-				ExpressionAttributeNames: x.names, ExpressionAttributeValues: x.values, Limit: pageLimit(limit),
-			})
-		}
-	}
+	queries := s.statusQueries(statuses, lo, hi, pageLimit(limit))
 	m, err := s.mergeQueries(ctx, attrStAt, queries)
 	if err != nil {
 		return nil, err
@@ -600,17 +611,7 @@ func (s *Store) CountTargets(ctx context.Context, statuses ...post.TargetStatus)
 	if all {
 		asked = allStatuses
 	}
-	var queries []dynamodb.QueryInput
-	for _, st := range asked {
-		for k := range StatusShards {
-			var x expr
-			cond := fmt.Sprintf("%s = %s", x.name(attrSt), x.str(shardKey(string(st), k)))
-			queries = append(queries, dynamodb.QueryInput{
-				TableName: &s.tables.posts, IndexName: ptr(StatusIndex), KeyConditionExpression: &cond,
-				ExpressionAttributeNames: x.names, ExpressionAttributeValues: x.values,
-			})
-		}
-	}
+	queries := s.statusQueries(asked, "", "", nil)
 	counts, err := s.countQueries(ctx, queries)
 	if err != nil {
 		return nil, fmt.Errorf("count targets: %w", err)
