@@ -27,6 +27,17 @@ func (e *Rejected) Error() string {
 // failing.
 const ReasonMediaConsumed = "media_already_attached"
 
+// ReasonDuplicate is the Rejected reason of a create the platform refused
+// as a duplicate of a post already there (X's duplicate-content 403,
+// LinkedIn's DUPLICATE_POST). Like ReasonMediaConsumed it is a signal to
+// look, not a failure: the post may be ours from an earlier attempt.
+const ReasonDuplicate = "duplicate_content"
+
+// ReasonReconnectNeeded is the Rejected reason of a refresh the platform
+// refused for good (invalid_grant and the like): an operator must connect
+// the account again.
+const ReasonReconnectNeeded = "reconnect_needed"
+
 // NotPerformed means the platform certainly did not act (429, a refused
 // connection, a request not completely written), so the call may be sent
 // again. A 5xx on a write is never NotPerformed: a proxy may answer it

@@ -48,6 +48,19 @@ type PublishRequest struct {
 	Text string
 	// MediaIDs are remote ids returned by UploadMedia, in display order.
 	MediaIDs []string
+	// CreatedAt is fixed for the ledger entry (its slot) and the same on
+	// every attempt: a platform whose record carries a client-set time
+	// (Bluesky's createdAt) must send the same bytes each time.
+	CreatedAt time.Time
+	// Checkpoint, when not nil, records on the ledger entry a handle the
+	// platform made in a first step (a Threads container id), before the
+	// step that publishes. An adapter with a two-step create calls it
+	// between the steps and stops if it fails: a later attempt gets the
+	// handle back as Resume, and Lookup as LookupQuery.Checkpoint.
+	Checkpoint func(ctx context.Context, handle string) error
+	// Resume is the handle an earlier attempt recorded through Checkpoint,
+	// or "".
+	Resume string
 }
 
 // Receipt is the platform's answer to a successful create.
@@ -79,6 +92,8 @@ type LookupQuery struct {
 	// NotBefore bounds a search without After: posts created earlier are
 	// not candidates.
 	NotBefore time.Time
+	// Checkpoint is the handle recorded by PublishRequest.Checkpoint, or "".
+	Checkpoint string
 }
 
 // StartOfHistory is LookupQuery.After for an account that had no post
@@ -165,4 +180,53 @@ type Capabilities struct {
 	MaxTextGraphemes int
 	// MaxMedia is the largest number of attachments on one post.
 	MaxMedia int
+	// Handle says what the ledger's handle becomes on this platform, for
+	// the guarantee table (e.g. "Idempotency-Key header, kept 1 h").
+	Handle string
+	// ReadBack says how Lookup reads the platform, or why it cannot.
+	ReadBack string
+	// PostingLimits are the platform's documented posting budgets per
+	// account; the publisher spaces sends to stay under them.
+	PostingLimits []Rate
+}
+
+// Rate is a budget of Count posts per Per.
+type Rate struct {
+	Count int
+	Per   time.Duration
+}
+
+// Guarantee is what oncepost can promise on a platform when a create's
+// outcome is unknown.
+type Guarantee string
+
+const (
+	// Exact: the platform deduplicates a repeated create by our handle,
+	// and Lookup reads the post by that handle.
+	Exact Guarantee = "exact"
+	// ReadBack: an unknown outcome is resolved by reading the account's
+	// posts back (by handle or fingerprint) before anything is re-sent.
+	ReadBack Guarantee = "confirm by read-back"
+	// Human: the platform cannot be read back; an unknown outcome is held
+	// for an operator.
+	Human Guarantee = "human"
+)
+
+// Guarantee derives the platform's guarantee from its capabilities.
+func (c Capabilities) Guarantee() Guarantee {
+	switch {
+	case !c.ReadableHistory:
+		return Human
+	case c.NativeIdempotency && c.LookupByHandle:
+		return Exact
+	default:
+		return ReadBack
+	}
+}
+
+// TextMeasurer is implemented by clients whose platform does not count
+// text in graphemes (X weighs URLs and wide characters): the length
+// compared with MaxTextGraphemes.
+type TextMeasurer interface {
+	MeasureText(text string) int
 }
