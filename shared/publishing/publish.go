@@ -487,7 +487,7 @@ func (p *Publisher) sendAcquired(ctx context.Context, t target, a *authedClient,
 		return p.recordBeforeSend(ctx, t, e, err)
 	}
 
-	req := platform.PublishRequest{Handle: e.Handle, Text: t.post.Body, MediaIDs: mediaIDs}
+	req := platform.PublishRequest{Handle: e.Handle, Text: t.post.Body, MediaIDs: mediaIDs, CreatedAt: e.Slot}
 	var rcpt platform.Receipt
 	err = a.do(ctx, func(ctx context.Context, c platform.Client) (err error) {
 		// The lease must outlast the call and its recording, or another
