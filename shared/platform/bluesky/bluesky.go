@@ -243,7 +243,7 @@ type postRecord struct {
 
 // imagesEmbed is app.bsky.embed.images.
 type imagesEmbed struct {
-	Type   string  `json:"$type"`
+	Type   string          `json:"$type"`
 	Images []embeddedImage `json:"images"`
 }
 
