@@ -14,6 +14,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"sync"
 	"testing"
 	"time"
@@ -832,5 +833,64 @@ func TestOwnCreateResentIsOurs(t *testing.T) {
 	}
 	if got := e.ourStatuses("Library opens late on Monday."); len(got) != 1 {
 		t.Errorf("sandbox has %d copies, want 1", len(got))
+	}
+}
+
+// duplicatePlatforms answers one create with the platform's duplicate
+// refusal (X's 403, LinkedIn's DUPLICATE_POST) after the post was stored:
+// what a create looks like whose earlier attempt's post arrived late.
+type duplicatePlatforms struct {
+	publishing.Platforms
+	once *atomic.Bool
+}
+
+func (d duplicatePlatforms) Client(ctx context.Context, a post.Account, c platform.Credential) (platform.Client, error) {
+	cl, err := d.Platforms.Client(ctx, a, c)
+	return duplicateClient{Client: cl, once: d.once}, err
+}
+
+type duplicateClient struct {
+	platform.Client
+	once *atomic.Bool
+}
+
+func (d duplicateClient) Publish(ctx context.Context, req platform.PublishRequest) (platform.Receipt, error) {
+	rcpt, err := d.Client.Publish(ctx, req)
+	if err == nil && d.once.CompareAndSwap(true, false) {
+		return platform.Receipt{}, &platform.Rejected{Status: 403, Reason: platform.ReasonDuplicate, Message: "You are not allowed to create a Tweet with duplicate content."}
+	}
+	return rcpt, err
+}
+
+// A duplicate refusal is a signal to look, never a failure: the entry goes
+// unknown, the confirm loop finds the post and confirms it, and the post
+// is on the platform once. Not found, a human decides (a re-send would be
+// refused the same way).
+func TestDuplicateRefusalIsASignalToLook(t *testing.T) {
+	e := newEnv(t, sandbox.Options{DisableIdempotency: true})
+	once := &atomic.Bool{}
+	once.Store(true)
+	e.pub.Platforms = duplicatePlatforms{Platforms: mastodonPlatforms, once: once}
+	body := "Quarterly numbers are out."
+	job := e.schedule("dup", body)
+	out := e.publish(job)
+	if out.Result != publishing.Confirming {
+		t.Fatalf("publish = %+v, want confirming", out)
+	}
+	en := e.entry(job)
+	if en.State != ledger.Unknown || !strings.HasPrefix(en.Reason, platform.ReasonDuplicate) {
+		t.Fatalf("entry after the duplicate refusal = %s %q, want unknown %s", en.State, en.Reason, platform.ReasonDuplicate)
+	}
+	name := publishing.ConfirmName(en.Key, 1)
+	if in, _ := e.flows.input(name); in.Policy != publishing.PolicyManual {
+		t.Errorf("confirm policy %q, want manual", in.Policy)
+	}
+	e.runConfirm(name)
+	ours := e.ourStatuses(body)
+	if len(ours) != 1 {
+		t.Fatalf("%d copies, want 1", len(ours))
+	}
+	if en := e.entry(job); en.State != ledger.Confirmed || en.RemoteID != ours[0].ID {
+		t.Errorf("entry %s remote %q, want confirmed %q", en.State, en.RemoteID, ours[0].ID)
 	}
 }

@@ -544,6 +544,13 @@ func outcomeNotSent(reason string) outcome {
 	return outcome{state: ledger.Released, reason: reason}
 }
 
+// lookSignal reports whether a Rejected reason is evidence that the post
+// may already be on the platform, so the create goes unknown and is looked
+// for rather than failed.
+func lookSignal(reason string) bool {
+	return reason == platform.ReasonMediaConsumed || reason == platform.ReasonDuplicate
+}
+
 // classify maps a platform call's error to the ledger move (DESIGN §4).
 // Anything not classified by the adapter is treated as ambiguous: when in
 // doubt, look before re-sending.
@@ -555,10 +562,11 @@ func classify(err error) outcome {
 		amb *platform.Ambiguous
 	)
 	switch {
-	case errors.As(err, &rej) && rej.Reason == platform.ReasonMediaConsumed:
-		// An upload this attempt reuses is attached to a post already:
+	case errors.As(err, &rej) && lookSignal(rej.Reason):
+		// An upload this attempt reuses is attached to a post already, or
+		// the platform refused the post as a duplicate of one it has:
 		// evidence that an earlier attempt's post exists. Look for it.
-		return outcome{state: ledger.Unknown, reason: platform.ReasonMediaConsumed + ": " + rej.Message, status: rej.Status}
+		return outcome{state: ledger.Unknown, reason: rej.Reason + ": " + rej.Message, status: rej.Status}
 	case errors.As(err, &rej):
 		reason := rej.Reason
 		if rej.Message != "" {
@@ -737,9 +745,10 @@ func (p *Publisher) startConfirm(ctx context.Context, acc post.Account, client p
 	if in.Policy == "" {
 		in.Policy = PolicyAuto
 	}
-	if strings.HasPrefix(e.Reason, platform.ReasonMediaConsumed) {
-		// Our upload is attached to a post we cannot see: re-sending would
-		// be refused the same way. Not found means a human looks.
+	if reason, _, _ := strings.Cut(e.Reason, ":"); lookSignal(reason) {
+		// Our upload is attached to a post we cannot see, or the platform
+		// has a post like ours that we cannot see: re-sending would be
+		// refused the same way. Not found means a human looks.
 		in.Policy = PolicyManual
 	}
 	if !client.Capabilities().ReadableHistory {
