@@ -1,0 +1,472 @@
+package threads
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeThreads is an in-memory Threads Graph API serving the shapes Meta
+// documents; each handler names its page. It counts what it committed, so
+// tests can assert "exactly one post".
+type fakeThreads struct {
+	t      *testing.T
+	userID string
+
+	mu         sync.Mutex
+	token      string // the valid access token
+	clock      time.Time
+	seq        int
+	containers map[string]*fakeContainer
+	posts      []*fakePost // newest first
+	// Counters of committed effects and of requests by route.
+	containersMade, published, deleted int
+	calls                              map[string]int
+	requests                           []seenRequest
+
+	// Hooks, called with the lock released. before runs ahead of the
+	// route (nothing committed): true means it answered. after runs once
+	// the route committed its effect (id is the container or media id):
+	// true means it answered (or dropped the connection) instead.
+	before func(route string, w http.ResponseWriter, r *http.Request) bool
+	after  func(route, id string, w http.ResponseWriter, r *http.Request) bool
+}
+
+type fakeContainer struct {
+	id, text, status, errorMessage string
+	mediaID                        string
+}
+
+type fakePost struct {
+	id, text, mediaType string
+	created             time.Time
+}
+
+// seenRequest is a request as the fake received it.
+type seenRequest struct {
+	Method, Path, Auth, ContentType string
+	Query                           url.Values
+	Form                            url.Values
+}
+
+const (
+	fakeUserID = "5150"
+	fakeToken  = "THAAtoken-1"
+)
+
+// fixedNow is the clock of every test client; the fake's posts start an
+// hour later and advance a minute each.
+var fixedNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func newFake(t *testing.T) *fakeThreads {
+	return &fakeThreads{
+		t:          t,
+		userID:     fakeUserID,
+		token:      fakeToken,
+		clock:      fixedNow.Add(time.Hour),
+		containers: map[string]*fakeContainer{},
+		calls:      map[string]int{},
+	}
+}
+
+func (f *fakeThreads) nextID(prefix string) string {
+	f.seq++
+	return fmt.Sprintf("%s%013d", prefix, f.seq)
+}
+
+// addPost stores an existing post (newest first) and returns its id.
+func (f *fakeThreads) addPost(text, mediaType string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.addPostLocked(text, mediaType)
+}
+
+func (f *fakeThreads) addPostLocked(text, mediaType string) string {
+	f.clock = f.clock.Add(time.Minute)
+	p := &fakePost{id: f.nextID("180"), text: text, mediaType: mediaType, created: f.clock}
+	f.posts = append([]*fakePost{p}, f.posts...)
+	return p.id
+}
+
+// addContainer stores a container with the given status and returns its id.
+func (f *fakeThreads) addContainer(text, status string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := &fakeContainer{id: f.nextID("178"), text: text, status: status}
+	if status == StatusError {
+		c.errorMessage = "UNKNOWN"
+	}
+	f.containers[c.id] = c
+	return c.id
+}
+
+// publishedContainer stores a container and its post, as an earlier
+// attempt whose answer was lost would have left them.
+func (f *fakeThreads) publishedContainer(text string) (container, media string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := &fakeContainer{id: f.nextID("178"), text: text, status: StatusPublished}
+	c.mediaID = f.addPostLocked(text, "TEXT_POST")
+	f.containers[c.id] = c
+	return c.id, c.mediaID
+}
+
+func (f *fakeThreads) postCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.posts)
+}
+
+func (f *fakeThreads) counts() (containers, published, deleted int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.containersMade, f.published, f.deleted
+}
+
+func (f *fakeThreads) callCount(route string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[route]
+}
+
+func (f *fakeThreads) seen() []seenRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]seenRequest(nil), f.requests...)
+}
+
+func (f *fakeThreads) setToken(tok string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.token = tok
+}
+
+// graphErr writes a Graph API error object
+// (https://developers.facebook.com/docs/graph-api/guides/error-handling,
+// Error Responses).
+func graphErr(w http.ResponseWriter, status, code, subcode int, typ, msg string) {
+	e := map[string]any{"message": msg, "type": typ, "code": code, "fbtrace_id": "AbCdEf123"}
+	if subcode != 0 {
+		e["error_subcode"] = subcode
+	}
+	writeJSON(w, status, map[string]any{"error": e})
+}
+
+// notExistErr is the Graph API's answer for an unknown object id.
+func notExistErr(w http.ResponseWriter, id string) {
+	graphErr(w, http.StatusBadRequest, 100, 33, "GraphMethodException", fmt.Sprintf(
+		"Unsupported get request. Object with ID '%s' does not exist, cannot be loaded due to missing permissions, or does not support this operation", id))
+}
+
+// route names the request: create, publish, list, get, delete, refresh,
+// oauth, exchange, me; "" when unknown.
+func (f *fakeThreads) route(r *http.Request) (name, id string) {
+	p := r.URL.Path
+	switch {
+	case r.Method == http.MethodPost && p == "/v1.0/"+f.userID+"/threads":
+		return "create", ""
+	case r.Method == http.MethodPost && p == "/v1.0/"+f.userID+"/threads_publish":
+		return "publish", ""
+	case r.Method == http.MethodGet && p == "/v1.0/"+f.userID+"/threads":
+		return "list", ""
+	case r.Method == http.MethodGet && p == "/v1.0/me":
+		return "me", ""
+	case r.Method == http.MethodGet && p == "/refresh_access_token":
+		return "refresh", ""
+	case r.Method == http.MethodPost && p == "/oauth/access_token":
+		return "oauth", ""
+	case r.Method == http.MethodGet && p == "/access_token":
+		return "exchange", ""
+	}
+	rest, ok := strings.CutPrefix(p, "/v1.0/")
+	if !ok || rest == "" || strings.Contains(rest, "/") {
+		return "", ""
+	}
+	switch r.Method {
+	case http.MethodGet:
+		return "get", rest
+	case http.MethodDelete:
+		return "delete", rest
+	}
+	return "", ""
+}
+
+func (f *fakeThreads) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		f.t.Errorf("fake: parse form: %v", err)
+	}
+	route, id := f.route(r)
+	f.mu.Lock()
+	f.calls[route]++
+	form := url.Values{}
+	if r.Method == http.MethodPost {
+		form = r.PostForm
+	}
+	f.requests = append(f.requests, seenRequest{
+		Method: r.Method, Path: r.URL.Path, Auth: r.Header.Get("Authorization"),
+		ContentType: r.Header.Get("Content-Type"), Query: r.URL.Query(), Form: form,
+	})
+	token := f.token
+	f.mu.Unlock()
+
+	if route == "" {
+		f.t.Errorf("fake: unexpected request %s %s", r.Method, r.URL.Path)
+		http.NotFound(w, r)
+		return
+	}
+	if f.before != nil && f.before(route, w, r) {
+		return
+	}
+	switch route {
+	case "refresh", "oauth", "exchange":
+		f.serveToken(route, w, r)
+		return
+	}
+	// Object endpoints: the token goes in the Authorization header, never
+	// in the URL.
+	if r.URL.Query().Has("access_token") {
+		f.t.Errorf("fake: %s %s carries access_token in its URL", r.Method, r.URL.Path)
+	}
+	if r.Header.Get("Authorization") != "Bearer "+token {
+		graphErr(w, http.StatusBadRequest, 190, 0, "OAuthException", "Error validating access token: Session has expired")
+		return
+	}
+	switch route {
+	case "create":
+		f.serveCreate(w, r)
+	case "publish":
+		f.servePublish(w, r)
+	case "list":
+		f.serveList(w, r)
+	case "get":
+		f.serveGet(w, r, id)
+	case "delete":
+		f.serveDelete(w, r, id)
+	case "me":
+		writeJSON(w, http.StatusOK, map[string]any{"id": f.userID, "username": "oncepost_test"})
+	}
+}
+
+// serveCreate is POST /{threads-user-id}/threads
+// (https://developers.facebook.com/docs/threads/posts, Step 1: "Create a
+// Threads media container"; answer {"id": "<THREADS_MEDIA_CONTAINER_ID>"}).
+func (f *fakeThreads) serveCreate(w http.ResponseWriter, r *http.Request) {
+	if mt := r.PostForm.Get("media_type"); mt != "TEXT" {
+		graphErr(w, http.StatusBadRequest, 100, 0, "OAuthException", "Param media_type must be one of {TEXT, IMAGE, VIDEO, CAROUSEL}")
+		return
+	}
+	f.mu.Lock()
+	c := &fakeContainer{id: f.nextID("178"), text: r.PostForm.Get("text"), status: StatusFinished}
+	f.containers[c.id] = c
+	f.containersMade++
+	f.mu.Unlock()
+	if f.after != nil && f.after("create", c.id, w, r) {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": c.id})
+}
+
+// servePublish is POST /{threads-user-id}/threads_publish?creation_id=
+// (https://developers.facebook.com/docs/threads/posts, Step 2: "Publish a
+// Threads media container"; answer {"id": "<THREADS_MEDIA_ID>"}).
+func (f *fakeThreads) servePublish(w http.ResponseWriter, r *http.Request) {
+	cid := r.PostForm.Get("creation_id")
+	f.mu.Lock()
+	c, ok := f.containers[cid]
+	if !ok || c.status != StatusFinished {
+		f.mu.Unlock()
+		graphErr(w, http.StatusBadRequest, 100, 0, "OAuthException", "The media container cannot be published")
+		return
+	}
+	c.mediaID = f.addPostLocked(c.text, "TEXT_POST")
+	c.status = StatusPublished
+	f.published++
+	media := c.mediaID
+	f.mu.Unlock()
+	if f.after != nil && f.after("publish", media, w, r) {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": media})
+}
+
+func (p *fakePost) json(fields []string) map[string]any {
+	all := map[string]any{
+		"id":         p.id,
+		"media_type": p.mediaType,
+		"text":       p.text,
+		"timestamp":  p.created.Format("2006-01-02T15:04:05-0700"),
+		"permalink":  "https://www.threads.net/@oncepost_test/post/" + p.id,
+	}
+	out := map[string]any{"id": p.id}
+	for _, k := range fields {
+		if v, ok := all[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// serveList is GET /{threads-user-id}/threads with fields, since, limit
+// and the after cursor (https://developers.facebook.com/documentation/threads/reference/user;
+// example response with data and paging.cursors in
+// https://developers.facebook.com/docs/threads/threads-media). The cursor
+// here is an offset; the real one is opaque.
+func (f *fakeThreads) serveList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit := 25
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 || n > 100 {
+			graphErr(w, http.StatusBadRequest, 100, 0, "OAuthException", "Param limit must be a number between 0 and 100")
+			return
+		}
+		limit = n
+	}
+	var since time.Time
+	if s := q.Get("since"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 1688540400 {
+			graphErr(w, http.StatusBadRequest, 100, 0, "OAuthException", "Param since is invalid")
+			return
+		}
+		since = time.Unix(n, 0)
+	}
+	offset := 0
+	if s := q.Get("after"); s != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(s, "cur-"))
+		if err != nil {
+			graphErr(w, http.StatusBadRequest, 100, 0, "OAuthException", "Invalid cursor")
+			return
+		}
+		offset = n
+	}
+	fields := strings.Split(q.Get("fields"), ",")
+	f.mu.Lock()
+	var window []*fakePost
+	for _, p := range f.posts {
+		if since.IsZero() || !p.created.Before(since) {
+			window = append(window, p)
+		}
+	}
+	f.mu.Unlock()
+	data := []map[string]any{}
+	end := min(offset+limit, len(window))
+	for i := offset; i < end; i++ {
+		data = append(data, window[i].json(fields))
+	}
+	paging := map[string]any{"cursors": map[string]any{"before": fmt.Sprintf("cur-%d", offset), "after": fmt.Sprintf("cur-%d", end)}}
+	if end < len(window) {
+		// The real next link repeats the token in its query.
+		paging["next"] = fmt.Sprintf("https://graph.threads.net/v1.0/%s/threads?access_token=%s&after=cur-%d", f.userID, fakeToken, end)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"data": data, "paging": paging})
+}
+
+// serveGet is GET /{threads-container-id}?fields=status,error_message
+// (https://developers.facebook.com/docs/threads/troubleshooting, "Publishing
+// Does Not Return a Media ID") and GET /{threads-media-id}?fields=…
+// (https://developers.facebook.com/docs/threads/threads-media, "Retrieve a
+// Single Threads Media Object").
+func (f *fakeThreads) serveGet(w http.ResponseWriter, r *http.Request, id string) {
+	fields := strings.Split(r.URL.Query().Get("fields"), ",")
+	f.mu.Lock()
+	if c, ok := f.containers[id]; ok {
+		out := map[string]any{"id": c.id, "status": c.status}
+		if c.errorMessage != "" {
+			out["error_message"] = c.errorMessage
+		}
+		f.mu.Unlock()
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
+	for _, p := range f.posts {
+		if p.id == id {
+			out := p.json(fields)
+			f.mu.Unlock()
+			writeJSON(w, http.StatusOK, out)
+			return
+		}
+	}
+	f.mu.Unlock()
+	notExistErr(w, id)
+}
+
+// serveDelete is DELETE /{threads-media-id}
+// (https://developers.facebook.com/docs/threads/posts/delete-posts;
+// answer {"success": true, "deleted_id": "…"}). An unknown id gets the
+// Graph API's "does not exist" error.
+func (f *fakeThreads) serveDelete(w http.ResponseWriter, r *http.Request, id string) {
+	f.mu.Lock()
+	for i, p := range f.posts {
+		if p.id == id {
+			f.posts = append(f.posts[:i], f.posts[i+1:]...)
+			f.deleted++
+			f.mu.Unlock()
+			if f.after != nil && f.after("delete", id, w, r) {
+				return
+			}
+			writeJSON(w, http.StatusOK, map[string]any{"success": true, "deleted_id": id})
+			return
+		}
+	}
+	f.mu.Unlock()
+	notExistErr(w, id)
+}
+
+// Test app of the OAuth endpoints.
+const (
+	testClientID     = "990602627938098"
+	testClientSecret = "a1b2C3D4secret"
+	testRedirectURI  = "https://oncepost.example/threads/callback"
+	testCode         = "AQBcode-xyz"
+)
+
+// serveToken serves the token endpoints:
+//   - GET /refresh_access_token?grant_type=th_refresh_token&access_token=
+//     (https://developers.facebook.com/docs/threads/get-started/long-lived-tokens,
+//     "Refresh a Long-Lived Token": {"access_token","token_type","expires_in"});
+//   - POST /oauth/access_token (form client_id, client_secret, code,
+//     grant_type=authorization_code, redirect_uri;
+//     https://developers.facebook.com/docs/threads/get-started/get-access-tokens-and-permissions,
+//     Step 2: {"access_token","user_id"});
+//   - GET /access_token?grant_type=th_exchange_token&client_secret&access_token
+//     (long-lived-tokens page, "Get a Long-Lived Token").
+func (f *fakeThreads) serveToken(route string, w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	switch route {
+	case "refresh":
+		f.mu.Lock()
+		ok := q.Get("grant_type") == "th_refresh_token" && q.Get("access_token") == f.token
+		next := ""
+		if ok {
+			f.seq++
+			next = fmt.Sprintf("THAAtoken-%d", f.seq+1)
+			f.token = next
+		}
+		f.mu.Unlock()
+		if !ok {
+			graphErr(w, http.StatusBadRequest, 190, 0, "OAuthException", "Error validating access token: the session is invalid")
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"access_token": next, "token_type": "bearer", "expires_in": 5184000})
+	case "oauth":
+		p := r.PostForm
+		if p.Get("client_id") != testClientID || p.Get("client_secret") != testClientSecret ||
+			p.Get("grant_type") != "authorization_code" || p.Get("redirect_uri") != testRedirectURI || p.Get("code") != testCode {
+			graphErr(w, http.StatusBadRequest, 100, 36007, "OAuthException", "Invalid verification code format.")
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"access_token": "THshort-1", "user_id": 5150})
+	case "exchange":
+		if q.Get("grant_type") != "th_exchange_token" || q.Get("client_secret") != testClientSecret || q.Get("access_token") != "THshort-1" {
+			graphErr(w, http.StatusBadRequest, 190, 0, "OAuthException", "Invalid OAuth access token")
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"access_token": "THlong-1", "token_type": "bearer", "expires_in": 5183944})
+	}
+}

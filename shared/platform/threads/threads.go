@@ -1,0 +1,439 @@
+package threads
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"oncepost/shared/platform"
+	"oncepost/shared/platform/httpcall"
+)
+
+const (
+	// DefaultBaseURL is the Threads Graph API
+	// (https://developers.facebook.com/documentation/threads/reference: "The
+	// Threads API can be accessed by either graph.threads.com or
+	// graph.threads.net").
+	DefaultBaseURL = "https://graph.threads.net"
+	// apiVersion is the path prefix of every object endpoint.
+	apiVersion = "v1.0"
+	// PostsPerDay is the publishing quota: "Threads profiles are limited to
+	// 250 API-published posts within a 24-hour moving period"
+	// (https://developers.facebook.com/docs/threads/overview, Rate Limiting;
+	// GET /{user-id}/threads_publishing_limit answers quota_total 250,
+	// quota_duration 86400, https://developers.facebook.com/docs/threads/troubleshooting).
+	PostsPerDay = 250
+	// containerPollWait is how long to wait for a container that is still
+	// IN_PROGRESS: Meta recommends "querying a container's status once per
+	// minute, for no more than 5 minutes"
+	// (https://developers.facebook.com/docs/threads/troubleshooting).
+	containerPollWait = time.Minute
+)
+
+// Container statuses (https://developers.facebook.com/docs/threads/troubleshooting,
+// "Publishing Does Not Return a Media ID").
+const (
+	StatusExpired    = "EXPIRED"
+	StatusError      = "ERROR"
+	StatusFinished   = "FINISHED"
+	StatusInProgress = "IN_PROGRESS"
+	StatusPublished  = "PUBLISHED"
+)
+
+// Config configures a Client for one account.
+type Config struct {
+	// BaseURL is the API root; empty means DefaultBaseURL. Tests point it
+	// at a fake.
+	BaseURL string
+	// UserID is the account's Threads user id (post.Account.RemoteID), the
+	// {threads-user-id} of the publishing and listing endpoints. "me" (the
+	// token's own user) is accepted too.
+	UserID string
+	// Credential holds the access token (a long-lived token, see
+	// ExchangeCode).
+	Credential platform.Credential
+	// HTTPClient is used for every call. nil means a client without a
+	// Timeout: deadlines come from the context.
+	HTTPClient *http.Client
+}
+
+// Client is one Threads account. It is safe for concurrent use.
+type Client struct {
+	base   string
+	userID string
+	hc     *httpcall.Client
+	// now is replaced by tests.
+	now func() time.Time
+
+	mu   sync.Mutex
+	cred platform.Credential
+}
+
+var (
+	_ platform.Client       = (*Client)(nil)
+	_ platform.TextMeasurer = (*Client)(nil)
+)
+
+// New validates cfg and returns a Client. It makes no network call.
+func New(cfg Config) (*Client, error) {
+	base, err := baseURL(cfg.BaseURL, "BaseURL")
+	if err != nil {
+		return nil, err
+	}
+	if cfg.UserID == "" {
+		return nil, errors.New("threads: config UserID (the account's Threads user id, post.Account.RemoteID) is required")
+	}
+	if strings.ContainsAny(cfg.UserID, "/?#") || strings.TrimSpace(cfg.UserID) != cfg.UserID {
+		return nil, fmt.Errorf("threads: config UserID %q is not a Threads user id", cfg.UserID)
+	}
+	if cfg.Credential.AccessToken == "" {
+		return nil, errors.New("threads: config Credential.AccessToken is required")
+	}
+	c := &Client{base: base, userID: cfg.UserID, now: time.Now, cred: cfg.Credential}
+	c.hc = newHTTP(cfg.HTTPClient, func() []string { return []string{c.accessToken()} })
+	return c, nil
+}
+
+// baseURL validates and normalises an API root; empty means
+// DefaultBaseURL. field names the setting in errors.
+func baseURL(raw, field string) (string, error) {
+	base := strings.TrimRight(strings.TrimSpace(raw), "/")
+	if base == "" {
+		return DefaultBaseURL, nil
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", fmt.Errorf("threads: %s is not a URL: %w", field, err)
+	}
+	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return "", fmt.Errorf("threads: %s %q must be an absolute http or https URL", field, base)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", fmt.Errorf("threads: %s %q must not carry user info, a query or a fragment", field, base)
+	}
+	return base, nil
+}
+
+// Capabilities declares Threads' limits and what Lookup can do: the
+// recorded container tells whether a publish happened, the account's
+// threads can be read back, and nothing deduplicates a second create.
+func (c *Client) Capabilities() platform.Capabilities {
+	return platform.Capabilities{
+		Platform:          "threads",
+		NativeIdempotency: false,
+		LookupByHandle:    true,
+		ReadableHistory:   true,
+		MaxTextGraphemes:  MaxTextLength,
+		MaxMedia:          0,
+		Handle:            "not sent (Threads has no key); the step-1 container id is recorded through Checkpoint before threads_publish, and its status (FINISHED/PUBLISHED/EXPIRED, 24 h life) says whether it became a post",
+		ReadBack:          "GET /{container}?fields=status when a container was recorded, then GET /{user}/threads (100 a page, since NotBefore or back to After, bounded) matched by fingerprint for the media id",
+		PostingLimits:     []platform.Rate{{Count: PostsPerDay, Per: 24 * time.Hour}},
+	}
+}
+
+// Credential returns the credential the client currently uses, which
+// changes after a successful Refresh.
+func (c *Client) Credential() platform.Credential {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cred
+}
+
+func (c *Client) accessToken() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cred.AccessToken
+}
+
+// objectURL is the address of a Graph object or edge under the API
+// version: objectURL("123", "threads") is {base}/v1.0/123/threads.
+func (c *Client) objectURL(id string, edge ...string) string {
+	u := c.base + "/" + apiVersion + "/" + url.PathEscape(id)
+	for _, e := range edge {
+		u += "/" + e
+	}
+	return u
+}
+
+// authHeader is the bearer header of the current token, plus extra
+// headers as key, value pairs.
+func (c *Client) authHeader(kv ...string) http.Header {
+	h := httpcall.Bearer(c.accessToken())
+	for i := 0; i+1 < len(kv); i += 2 {
+		h.Set(kv[i], kv[i+1])
+	}
+	return h
+}
+
+func (c *Client) classify(op string, resp *httpcall.Response, write bool) error {
+	return classify(c.hc, c.now(), op, resp, write)
+}
+
+// write sends a form-encoded write once and returns its successful answer
+// or the classified failure.
+func (c *Client) write(ctx context.Context, op, method, u string, form url.Values) (*httpcall.Response, error) {
+	req := httpcall.Request{Method: method, URL: u, Header: c.authHeader()}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Body = []byte(form.Encode())
+	}
+	resp, err := c.hc.Write(ctx, op, req)
+	if err != nil {
+		return nil, err
+	}
+	if !resp.OK() {
+		return nil, c.classify(op, resp, true)
+	}
+	return resp, nil
+}
+
+// read sends a GET (retried by httpcall) and returns the answer whatever
+// its status, for the caller to interpret.
+func (c *Client) read(ctx context.Context, op, u string, q url.Values) (*httpcall.Response, error) {
+	return c.hc.Read(ctx, op, httpcall.Request{Method: http.MethodGet, URL: u, Query: q, Header: c.authHeader()})
+}
+
+// idAnswer is the {"id": …} answer of both create steps.
+type idAnswer struct {
+	ID string `json:"id"`
+}
+
+// decodeID reads the id of a 2xx create answer; an answer without one is
+// an error (the caller makes it Ambiguous: the create probably happened).
+func decodeID(resp *httpcall.Response) (string, error) {
+	if resp.BodyErr != nil {
+		return "", fmt.Errorf("read answer: %w", resp.BodyErr)
+	}
+	var a idAnswer
+	if err := json.Unmarshal(resp.Body, &a); err != nil {
+		return "", fmt.Errorf("decode answer: %w", err)
+	}
+	if a.ID == "" {
+		return "", errors.New("the answer carries no id")
+	}
+	return a.ID, nil
+}
+
+// Publish creates a text post in two steps (see the package doc): a
+// container, recorded through req.Checkpoint, then threads_publish. Each
+// step is sent once. Step 1 is a write like any other (a lost answer is
+// Ambiguous: a container may exist, which is harmless but not nothing);
+// step 2 is the post itself.
+//
+// Nothing is sent when the text is empty or over MaxTextLength (Rejected
+// ReasonEmptyText, ReasonTextTooLong) or when req carries media (Rejected
+// ReasonMediaUnsupported). req.Handle is not sent: Threads has no field
+// for it.
+//
+// When req.Resume names a container of an earlier attempt, it is read
+// first (GET /{container}?fields=status,error_message):
+//
+//   - FINISHED: published as is; no new container, no Checkpoint;
+//   - PUBLISHED: not published again; the receipt is its post, found by
+//     fingerprint among the account's newest threads, or Ambiguous when
+//     it cannot be found;
+//   - EXPIRED or ERROR: a new container is made and checkpointed;
+//   - IN_PROGRESS: NotPerformed, RetryAfter one minute;
+//   - unreadable (the Graph API says it does not exist) or any other
+//     status: Ambiguous, nothing sent. A container of ours that cannot be
+//     read might have been published.
+//
+// A failing Checkpoint stops Publish before step 2 and its error is
+// returned wrapped: the container stays unpublished and expires.
+func (c *Client) Publish(ctx context.Context, req platform.PublishRequest) (platform.Receipt, error) {
+	if err := checkText(req.Text); err != nil {
+		return platform.Receipt{}, err
+	}
+	if len(req.MediaIDs) > 0 {
+		return platform.Receipt{}, &platform.Rejected{Reason: ReasonMediaUnsupported, Message: "publish: Threads takes media only from a public URL; this adapter posts text only"}
+	}
+	container := req.Resume
+	if container != "" {
+		st, err := c.containerStatus(ctx, container)
+		if err != nil {
+			return platform.Receipt{}, err
+		}
+		switch st.Status {
+		case StatusFinished:
+			// Made by an earlier attempt and never published: publish it.
+		case StatusPublished:
+			return c.receiptOfPublished(ctx, container, req.Text)
+		case StatusExpired, StatusError:
+			container = ""
+		case StatusInProgress:
+			return platform.Receipt{}, &platform.NotPerformed{RetryAfter: containerPollWait, Message: fmt.Sprintf("publish: container %s is still in progress", container)}
+		default:
+			return platform.Receipt{}, &platform.Ambiguous{Err: fmt.Errorf("publish: container %s of an earlier attempt is %s; it may have been published, nothing sent", container, st.describe())}
+		}
+	}
+	if container == "" {
+		id, err := c.createContainer(ctx, req.Text)
+		if err != nil {
+			return platform.Receipt{}, err
+		}
+		if req.Checkpoint != nil {
+			if err := req.Checkpoint(ctx, id); err != nil {
+				return platform.Receipt{}, fmt.Errorf("threads: record container %s before publishing it (not published): %w", id, err)
+			}
+		}
+		container = id
+	}
+	return c.publishContainer(ctx, container)
+}
+
+// checkText refuses what Threads would refuse, before any call.
+func checkText(text string) error {
+	if strings.TrimSpace(text) == "" {
+		return &platform.Rejected{Reason: ReasonEmptyText, Message: "publish: a text post needs text"}
+	}
+	if n := measureText(text); n > MaxTextLength {
+		return &platform.Rejected{Reason: ReasonTextTooLong, Message: fmt.Sprintf("publish: text is %d characters as Threads counts them (emoji by UTF-8 bytes), the limit is %d", n, MaxTextLength)}
+	}
+	return nil
+}
+
+// createContainer is step 1, POST /{user-id}/threads with media_type=TEXT
+// (https://developers.facebook.com/docs/threads/posts, Step 1).
+func (c *Client) createContainer(ctx context.Context, text string) (string, error) {
+	const op = "create container"
+	form := url.Values{"media_type": {"TEXT"}, "text": {text}}
+	resp, err := c.write(ctx, op, http.MethodPost, c.objectURL(c.userID, "threads"), form)
+	if err != nil {
+		return "", err
+	}
+	id, err := decodeID(resp)
+	if err != nil {
+		return "", &platform.Ambiguous{Status: resp.Status, Err: fmt.Errorf("%s: a container probably exists: %w", op, err)}
+	}
+	return id, nil
+}
+
+// publishContainer is step 2, POST /{user-id}/threads_publish with
+// creation_id (https://developers.facebook.com/docs/threads/posts, Step
+// 2), then a best-effort read of the post's permalink and time.
+func (c *Client) publishContainer(ctx context.Context, container string) (platform.Receipt, error) {
+	const op = "publish container"
+	resp, err := c.write(ctx, op, http.MethodPost, c.objectURL(c.userID, "threads_publish"), url.Values{"creation_id": {container}})
+	if err != nil {
+		return platform.Receipt{}, err
+	}
+	id, err := decodeID(resp)
+	if err != nil {
+		return platform.Receipt{}, &platform.Ambiguous{Status: resp.Status, Err: fmt.Errorf("%s %s: the post probably exists: %w", op, container, err)}
+	}
+	r := platform.Receipt{RemoteID: id}
+	// The post exists whatever this read says: its failure only leaves the
+	// receipt without URL and time.
+	if t, err := c.media(ctx, id); err == nil && t.ID == id {
+		r.URL, r.CreatedAt = t.Permalink, t.created()
+	}
+	return r, nil
+}
+
+// containerState is a container's status as read.
+type containerState struct {
+	ID           string `json:"id"`
+	Status       string `json:"status"`
+	ErrorMessage string `json:"error_message"`
+	// gone: the Graph API answered that the object does not exist.
+	gone bool
+}
+
+func (s containerState) describe() string {
+	switch {
+	case s.gone:
+		return "unreadable (the API says it does not exist)"
+	case s.ErrorMessage != "":
+		return fmt.Sprintf("%q (%s)", s.Status, s.ErrorMessage)
+	}
+	return fmt.Sprintf("%q", s.Status)
+}
+
+// containerStatus reads GET /{container}?fields=status,error_message
+// (https://developers.facebook.com/docs/threads/troubleshooting). A
+// container the API says does not exist is returned with gone set and no
+// error; a failed read is NotPerformed.
+func (c *Client) containerStatus(ctx context.Context, container string) (containerState, error) {
+	const op = "read container status"
+	resp, err := c.read(ctx, op, c.objectURL(container), url.Values{"fields": {"status,error_message"}})
+	if err != nil {
+		return containerState{}, err
+	}
+	if !resp.OK() {
+		if notExist(resp) {
+			return containerState{ID: container, gone: true}, nil
+		}
+		return containerState{}, c.classify(op, resp, false)
+	}
+	var st containerState
+	if err := json.Unmarshal(resp.Body, &st); err != nil || st.Status == "" {
+		return containerState{}, &platform.NotPerformed{Status: resp.Status, Message: fmt.Sprintf("%s %s: the answer carries no status", op, container)}
+	}
+	return st, nil
+}
+
+// receiptOfPublished answers a Resume whose container an earlier attempt
+// published: its post, found by the text's fingerprint among the
+// account's newest threads, or Ambiguous.
+func (c *Client) receiptOfPublished(ctx context.Context, container, text string) (platform.Receipt, error) {
+	fp := platform.Fingerprint(text, nil)
+	p, found, err := c.findByFingerprint(ctx, platform.LookupQuery{Fingerprint: fp})
+	var inc *platform.Inconclusive
+	switch {
+	case found:
+		return platform.Receipt{RemoteID: p.RemoteID, URL: p.URL, CreatedAt: p.CreatedAt}, nil
+	case err != nil && !errors.As(err, &inc):
+		return platform.Receipt{}, &platform.Ambiguous{Err: fmt.Errorf("publish: container %s was already published, not publishing again; its post could not be read: %v", container, err)}
+	}
+	return platform.Receipt{}, &platform.Ambiguous{Err: fmt.Errorf("publish: container %s was already published, not publishing again; its post is not among the account's %d newest threads", container, lookupDepth)}
+}
+
+// Delete removes a post, DELETE /{media-id}, answered {"success": true}
+// (https://developers.facebook.com/docs/threads/posts/delete-posts; 100
+// deletes per account per day). It is sent once.
+//
+// A post that is already gone is nil: the Graph API answers a delete of a
+// missing object with error code 100 ("Invalid parameter", usually
+// subcode 33 "does not exist"), or 404, and Threads documents nothing
+// more precise, so both count as gone; Exists is the read-back that proves
+// it. {"success": false} is Ambiguous. Other failures are classified as
+// every write (see classify).
+func (c *Client) Delete(ctx context.Context, remoteID string) error {
+	const op = "delete post"
+	if remoteID == "" {
+		return &platform.Rejected{Reason: ReasonInvalidParameter, Message: op + ": empty remote id"}
+	}
+	resp, err := c.hc.Write(ctx, op, httpcall.Request{Method: http.MethodDelete, URL: c.objectURL(remoteID), Header: c.authHeader()})
+	if err != nil {
+		return err
+	}
+	if !resp.OK() {
+		if ge, ok := parseGraphError(resp.Body); ok && resp.Status < 500 && (ge.Code == codeInvalidParameter || resp.Status == http.StatusNotFound) {
+			return nil
+		}
+		return c.classify(op, resp, true)
+	}
+	var a struct {
+		Success *bool `json:"success"`
+	}
+	if err := json.Unmarshal(resp.Body, &a); err == nil && a.Success != nil && !*a.Success {
+		return &platform.Ambiguous{Status: resp.Status, Err: fmt.Errorf("%s %s: the platform answered success=false", op, remoteID)}
+	}
+	// A 2xx is the platform's word that the post is gone, whatever else
+	// its body holds.
+	return nil
+}
+
+// UploadMedia is not supported: Threads has no upload endpoint, it fetches
+// image_url and video_url from a public server
+// (https://developers.facebook.com/docs/threads/posts: "it must be on a
+// public server"). Nothing is sent.
+func (c *Client) UploadMedia(context.Context, platform.MediaUpload) (platform.MediaReceipt, error) {
+	return platform.MediaReceipt{}, &platform.Rejected{Reason: ReasonMediaUnsupported, Message: "upload media: Threads takes media only from a public URL; this adapter posts text only"}
+}
