@@ -1,0 +1,87 @@
+// Package discord is the platform.Client for posting to one Discord
+// channel, either as a bot (Mode "bot") or through an incoming webhook
+// (Mode "webhook"). Every call goes through package httpcall: a write is
+// sent exactly once and classified there (any 5xx or lost answer after the
+// request was written is Ambiguous, 429 NotPerformed, 401 Unauthorized,
+// other 4xx Rejected with a reason from Discord's JSON error code).
+//
+// # Accounts
+//
+// The mode follows the account's platform name (see Connector):
+// post.Account.Platform "discord" is a bot, "discord-webhook" a webhook.
+//
+//   - Bot: post.Account.RemoteID is the channel id the bot posts to;
+//     platform.Credential.AccessToken is the bot token, sent as
+//     "Authorization: Bot <token>".
+//   - Webhook: post.Account.RemoteID is the webhook id;
+//     platform.Credential.AccessToken is the webhook token. The token is the
+//     webhook's only secret and travels in the URL path, so it is kept in
+//     the credential store, never in the account, and no error of this
+//     package carries it (httpcall drops URLs from transport errors, and
+//     every error returned here is scrubbed of the client's token).
+//
+// post.Account.BaseURL is the API origin, https://discord.com when empty;
+// every route is under /api/v10 (the unversioned /api routes go to the
+// deprecated v6, https://discord.com/developers/docs/reference#api-versioning).
+//
+// # What Discord guarantees, and how each port method maps to it
+//
+// Publish (bot) is POST /api/v10/channels/{channel}/messages with
+// {"content", "nonce", "enforce_nonce": true}. With enforce_nonce "if another
+// message was created by the same author with the same nonce, that message
+// will be returned and no new message will be created", for "the past few
+// minutes" (https://discord.com/developers/docs/resources/message#create-message;
+// change log of 2024-02-12). The nonce is at most 25 characters and the
+// ledger's handle is 26, so the nonce is derived from the handle (see
+// Nonce): the same on every attempt, so a re-send within those minutes
+// returns the first message instead of posting a second.
+//
+// Publish (webhook) is POST /api/v10/webhooks/{id}/{token}?wait=true with
+// {"content"}. Without wait=true Discord answers 204 before the message is
+// saved and "a message that is not saved does not return an error"
+// (https://discord.com/developers/docs/resources/webhook#execute-webhook).
+// Webhooks take no nonce: there is no native idempotency.
+//
+// Lookup (bot) reads the channel forward from the query's point,
+// GET /api/v10/channels/{channel}/messages?after=&limit=100
+// (https://discord.com/developers/docs/resources/message#get-channel-messages):
+// After when it is a message id, otherwise a snowflake made from NotBefore
+// ((ms since 1420070400000) << 22,
+// https://discord.com/developers/docs/reference#snowflake-ids-in-pagination).
+// A message is ours when its author is the bot (GET /api/v10/users/@me, read
+// once) and its nonce equals ours, or, when Discord does not return the
+// nonce, its text fingerprint equals the query's. Discord returns the nonce
+// in the create answer and the gateway's Message Create event only; a
+// message read back over REST carries none (discord.py#2451: "the nonce is
+// not stored with the message on Discord's server"), so
+// Capabilities.LookupByHandle is false and the match is by fingerprint.
+// Discord returns no messages at all, rather than an error, to a bot
+// without READ_MESSAGE_HISTORY: a Lookup that saw no message at all proves
+// that it can read the channel (by reading its newest message) before it
+// answers "not found"; an empty or unreadable channel is Inconclusive. A window longer than lookupPages pages is Inconclusive.
+//
+// Lookup (webhook) cannot read: a webhook token reads a message only by its
+// id (GET /webhooks/{id}/{token}/messages/{message}), never the channel's
+// history. Capabilities.ReadableHistory is false and Lookup returns
+// *platform.Inconclusive: an unknown outcome is held for an operator.
+//
+// Delete is DELETE …/messages/{message} (204); Discord's 404 with code
+// 10008 (Unknown Message) means the message is already gone and is nil.
+// Exists is GET …/messages/{message}; 10008 is false.
+//
+// Text is limited to 2000 characters, which Discord counts in code points
+// ("Our API uses Python 3, so the API calculates length based on the
+// number of codepoints", discord/discord-api-docs#1315): the Client is a
+// platform.TextMeasurer counting code points, not graphemes, so a long
+// emoji sequence is refused here rather than by Discord.
+//
+// Media is not supported: Discord takes files in the create request itself
+// (multipart files[n] with payload_json,
+// https://discord.com/developers/docs/reference#uploading-files), while the
+// port uploads media first and publishes remote ids. Capabilities.MaxMedia
+// is 0, UploadMedia and a Publish with media are Rejected
+// "media_unsupported".
+//
+// Refresh: bot tokens and webhook tokens do not expire and have no refresh
+// grant; Refresh is Rejected "reconnect_needed".
+package discord
