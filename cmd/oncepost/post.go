@@ -18,6 +18,7 @@ import (
 
 	"oncepost/shared/ledger"
 	"oncepost/shared/localcron"
+	"oncepost/shared/platform/catalog"
 	"oncepost/shared/post"
 	"oncepost/shared/publishing"
 )
@@ -223,7 +224,7 @@ func (b *backend) validateDraft(ctx context.Context, d post.Draft, files []impor
 	if err != nil {
 		return post.Post{}, err
 	}
-	rules := post.Rules{Accounts: map[post.AccountID]post.Account{}, Limits: limitsOf, Now: time.Now(), Blocked: blocked}
+	rules := post.Rules{Accounts: map[post.AccountID]post.Account{}, Limits: limitsOf, Measure: measureText, Now: time.Now(), Blocked: blocked}
 	for _, a := range accounts {
 		rules.Accounts[a.ID] = a
 	}
@@ -340,11 +341,17 @@ func lineCol(raw []byte, off int) (line, col int) {
 // can reach; an account's own instance limits, read when it was added,
 // take precedence.
 func limitsOf(platformName string) (post.Limits, bool) {
-	switch platformName {
-	case "mastodon":
-		return post.Limits{MaxTextGraphemes: 500, MaxMedia: 4}, true
+	k, ok := catalog.Lookup(platformName)
+	if !ok {
+		return post.Limits{}, false
 	}
-	return post.Limits{}, false
+	return k.Limits(), true
+}
+
+// measureText counts text as the platform does (graphemes, or X's weights).
+func measureText(platformName, text string) int {
+	k, _ := catalog.Lookup(platformName)
+	return k.Measure(text)
 }
 
 // bothZones formats a time in UTC and in the local zone.

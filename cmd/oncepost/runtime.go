@@ -19,6 +19,7 @@ import (
 	"oncepost/shared/emf"
 	"oncepost/shared/localcron"
 	"oncepost/shared/localflow"
+	"oncepost/shared/platform/catalog"
 	"oncepost/shared/platform/mastodon"
 	"oncepost/shared/post"
 	"oncepost/shared/publishing"
@@ -196,7 +197,7 @@ func openRuntime(ctx context.Context, cfg config) (*runtime, error) {
 	if cfg.owner != "" {
 		rt.owner, gone = cfg.owner, cfg.ownerGone
 	}
-	var plat publishing.Platforms = mastodon.Connector{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret}
+	var plat publishing.Platforms = catalog.Connector{Mastodon: mastodon.Connector{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret}}
 	if cfg.Platforms != nil {
 		plat = cfg.Platforms
 	}

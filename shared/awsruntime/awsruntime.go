@@ -31,6 +31,7 @@ import (
 	"oncepost/shared/awsclient"
 	"oncepost/shared/dynamostore"
 	"oncepost/shared/emf"
+	"oncepost/shared/platform/catalog"
 	"oncepost/shared/platform/mastodon"
 	"oncepost/shared/publishing"
 	"oncepost/shared/s3media"
@@ -187,9 +188,11 @@ func (rt *Runtime) Media() (*s3media.Store, error) {
 	return s3media.New(s3.NewFromConfig(rt.AWS, func(o *s3.Options) { o.UsePathStyle = pathStyle }), rt.Env.MediaBucket)
 }
 
-// Platforms reaches every account through the Mastodon adapter.
+// Platforms reaches every account through its platform's adapter; the
+// deployment's OAuth app is Mastodon's (the other platforms' credentials
+// name their app).
 func (rt *Runtime) Platforms() publishing.Platforms {
-	return mastodon.Connector{ClientID: rt.Env.OAuthClientID, ClientSecret: rt.Env.OAuthSecret}
+	return catalog.Connector{Mastodon: mastodon.Connector{ClientID: rt.Env.OAuthClientID, ClientSecret: rt.Env.OAuthSecret}}
 }
 
 // Credentials is the credential reader and refresher shared by the use

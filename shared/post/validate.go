@@ -79,6 +79,9 @@ type Rules struct {
 	Accounts map[AccountID]Account
 	// Limits returns a platform's limits; ok is false for an unknown platform.
 	Limits func(platform string) (l Limits, ok bool)
+	// Measure counts text as the platform counts it against its limit (X
+	// weighs URLs and wide characters); nil counts graphemes.
+	Measure func(platform, text string) int
 	// Now is the current time; a planned time before it is refused.
 	Now time.Time
 	// Blocked is the workspace's blocklist: a body naming one is refused.
@@ -151,9 +154,13 @@ func (d Draft) Validate(r Rules) (Post, error) {
 			case !known:
 				bad(f+".account", fmt.Sprintf("account %q is on unknown platform %q", t.Account, acc.Platform), "fix the account's platform")
 			default:
-				if lim.MaxTextGraphemes > 0 && graphemes > lim.MaxTextGraphemes {
-					bad("body", fmt.Sprintf("is %d characters, over %s's limit of %d for %s", graphemes, acc.Platform, lim.MaxTextGraphemes, t.Account),
-						fmt.Sprintf("shorten it by %d characters", graphemes-lim.MaxTextGraphemes))
+				length := graphemes
+				if r.Measure != nil {
+					length = r.Measure(acc.Platform, d.Body)
+				}
+				if lim.MaxTextGraphemes > 0 && length > lim.MaxTextGraphemes {
+					bad("body", fmt.Sprintf("is %d characters as %s counts them, over its limit of %d for %s", length, acc.Platform, lim.MaxTextGraphemes, t.Account),
+						fmt.Sprintf("shorten it by %d characters", length-lim.MaxTextGraphemes))
 				}
 				if len(d.Media) > lim.MaxMedia {
 					bad("media", fmt.Sprintf("has %d attachments, over %s's limit of %d for %s", len(d.Media), acc.Platform, lim.MaxMedia, t.Account),

@@ -199,6 +199,11 @@ func (c *Client) Capabilities() platform.Capabilities {
 		ReadableHistory:   true,
 		MaxTextGraphemes:  c.maxChars,
 		MaxMedia:          c.maxMedia,
+		Handle:            "Idempotency-Key header (the server keeps it 1 h)",
+		ReadBack:          "the account's statuses newer than the one read before the send, matched by fingerprint",
+		// Mastodon's default rate limits: 300 statuses per 3 hours per
+		// account (docs.joinmastodon.org/api/rate-limits).
+		PostingLimits: []platform.Rate{{Count: 300, Per: 3 * time.Hour}},
 	}
 }
 

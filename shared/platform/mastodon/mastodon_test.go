@@ -56,7 +56,10 @@ func TestNewValidatesConfig(t *testing.T) {
 
 func TestCapabilities(t *testing.T) {
 	c := newClient(t, "https://social.example")
-	want := platform.Capabilities{Platform: "mastodon", NativeIdempotency: true, ReadableHistory: true, MaxTextGraphemes: 500, MaxMedia: 4}
+	want := platform.Capabilities{Platform: "mastodon", NativeIdempotency: true, ReadableHistory: true, MaxTextGraphemes: 500, MaxMedia: 4,
+		Handle:        "Idempotency-Key header (the server keeps it 1 h)",
+		ReadBack:      "the account's statuses newer than the one read before the send, matched by fingerprint",
+		PostingLimits: []platform.Rate{{Count: 300, Per: 3 * time.Hour}}}
 	if diff := cmp.Diff(want, c.Capabilities()); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}

@@ -1,0 +1,65 @@
+package catalog
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"oncepost/shared/platform"
+	"oncepost/shared/post"
+)
+
+// Every platform name routes to its own adapter (the client says which
+// platform it is), and an unknown one is refused by name.
+func TestConnectorRoutesEveryPlatform(t *testing.T) {
+	kinds := Kinds()
+	if len(kinds) != len(Names()) {
+		t.Fatalf("%d kinds, %d names", len(kinds), len(Names()))
+	}
+	for _, k := range kinds {
+		want := k.Name
+		if k.Name == DiscordWebhook {
+			want = Discord
+		}
+		if got := strings.TrimSuffix(k.Capabilities.Platform, "-webhook"); got != want && k.Capabilities.Platform != k.Name {
+			t.Errorf("%s routes to an adapter calling itself %q", k.Name, k.Capabilities.Platform)
+		}
+		if k.Capabilities.MaxTextGraphemes <= 0 || k.Capabilities.Handle == "" || k.Capabilities.ReadBack == "" {
+			t.Errorf("%s: capabilities incomplete: %+v", k.Name, k.Capabilities)
+		}
+	}
+	_, err := Connector{}.Client(context.Background(), post.Account{ID: "a", Platform: "myspace"}, platform.Credential{AccessToken: "-"})
+	if err == nil || !strings.Contains(err.Error(), `"myspace"`) {
+		t.Errorf("unknown platform: %v", err)
+	}
+}
+
+// The guarantees the table promises, per platform: a change of an
+// adapter's capabilities that weakens one shows here.
+func TestGuarantees(t *testing.T) {
+	want := map[string]platform.Guarantee{
+		Mastodon: platform.ReadBack, Bluesky: platform.Exact, X: platform.ReadBack, Threads: platform.ReadBack,
+		Discord: platform.ReadBack, DiscordWebhook: platform.Human, Telegram: platform.Human, LinkedIn: platform.Human,
+	}
+	for _, k := range Kinds() {
+		if k.Guarantee != want[k.Name] {
+			t.Errorf("%s: guarantee %q, want %q", k.Name, k.Guarantee, want[k.Name])
+		}
+	}
+}
+
+// X weighs text (a URL is 23, an emoji 2): Measure uses the adapter's
+// count, not graphemes.
+func TestMeasureUsesThePlatformsCount(t *testing.T) {
+	k, ok := Lookup(X)
+	if !ok {
+		t.Fatal("no x")
+	}
+	if got := k.Measure("see https://example.com/a/very/long/path/that/is/long 👋"); got != 4+23+1+2 {
+		t.Errorf("x measure = %d, want 30", got)
+	}
+	m, _ := Lookup(Mastodon)
+	if got := m.Measure("👋 hi"); got != 4 {
+		t.Errorf("mastodon measure = %d, want 4 graphemes", got)
+	}
+}
