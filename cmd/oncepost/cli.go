@@ -80,6 +80,8 @@ func commands() []*command {
 			example: "oncepost sandbox --addr 127.0.0.1:4000 --faults flaky --data var/sandbox --account news"},
 		{name: "chaos", summary: "the regression drill: many posts through faults, counts duplicates", args: "[flags]", run: cmdChaos,
 			help: "Publishes many posts through a sandbox that delays, drops and refuses calls, then checks every post against the platform: none twice, none lost, none left open. --naive runs the seed's retry-three-times template to show it duplicating.", example: "oncepost chaos --rounds 1000 --seed 7"},
+		{name: "platforms", summary: "what oncepost guarantees on each platform", args: "[--json | --markdown]", run: cmdPlatforms,
+			help: "Prints, per platform, the guarantee oncepost can give when a create's outcome is unknown (exact, confirm by read-back, or human), what the ledger's handle becomes there, how a post is read back, and the text and media limits. The table is made from the adapters' own capabilities; the README carries it (--markdown).", example: "oncepost platforms --json"},
 		{name: "version", summary: "print the version", args: "", run: cmdVersion,
 			help: "Prints oncepost's version, the Go version it was built with and its VCS revision.", example: "oncepost version"},
 	}
