@@ -139,6 +139,7 @@ func TestBadInputNamesTheFieldAndWritesNothing(t *testing.T) {
 		{"post add: no offset", []string{"post", "add", "--account", "news", "--at", "2030-01-01T09:00", "--body", "x"}, exitUsage, []string{"targets[0].at", "no timezone offset"}},
 		{"post add: past", []string{"post", "add", "--account", "news", "--at", past, "--body", "x"}, exitUsage, []string{"targets[0].at", "in the past"}},
 		{"post add: unknown account", []string{"post", "add", "--account", "ghost", "--at", future, "--body", "x"}, exitUsage, []string{"targets[0].account", `unknown account "ghost"`}},
+		{"chaos: unknown platform", []string{"chaos", "--platform", "myspace"}, exitUsage, []string{`--platform: "myspace": use mastodon or bluesky`}},
 		{"post add: over the instance's limit", []string{"post", "add", "--account", "news", "--at", future, "--body", strings.Repeat("a", 101)}, exitUsage, []string{"body: is 101 characters as mastodon counts them, over its limit of 100", "shorten it by 1"}},
 		{"post add: media missing", []string{"post", "add", "--account", "news", "--at", future, "--body", "x", "--media", missing}, exitUsage, []string{"media[0].path: cannot read"}},
 		{"post add: media not an image", []string{"post", "add", "--account", "news", "--at", future, "--body", "x", "--media", notImage}, exitUsage, []string{"media[0].path", "not an image", "PNG, JPEG"}},

@@ -37,6 +37,9 @@ type chaosProfile struct {
 	Deadline     time.Duration
 	// DBPath keeps the drill's database for inspection; empty: a temporary file.
 	DBPath string
+	// Platform is where the posts go: "mastodon" (the sandbox) or
+	// "bluesky" (the reference PDS behind a faulty proxy).
+	Platform string
 }
 
 // chaosResult is the drill's one-line verdict.
@@ -78,6 +81,7 @@ func cmdChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&p.Naive, "naive", false, "run the seed's naive template instead (3 tries 40 ms apart, no ledger): it must duplicate")
 	fs.DurationVar(&p.Deadline, "deadline", 0, "give up waiting for posts to settle after this long (default: 100 ms a round, at least 55s)")
 	fs.StringVar(&p.DBPath, "db", "", "keep the drill's SQLite file here (must not exist) for `oncepost status`")
+	fs.StringVar(&p.Platform, "platform", "mastodon", "mastodon (the sandbox) or bluesky (the reference PDS from `make pds`, faults in a proxy in front of it)")
 	backendName := embeddedOnly(fs, "chaos")
 	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
 		return err
@@ -92,6 +96,8 @@ func cmdChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError("accounts", "%d: need at least 1", p.Accounts)
 	case p.Timeout <= 0:
 		return usageError("timeout", "%s: must be positive", p.Timeout)
+	case p.Platform != "mastodon" && p.Platform != "bluesky":
+		return usageError("platform", "%q: use mastodon or bluesky", p.Platform)
 	}
 	for name, v := range map[string]float64{"loss": p.Loss, "response-loss": p.ResponseLoss, "delay-rate": p.DelayRate} {
 		if v < 0 || v > 1 {
@@ -102,9 +108,12 @@ func cmdChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		res chaosResult
 		err error
 	)
-	if p.Naive {
+	switch {
+	case p.Naive && p.Platform == "bluesky":
+		res, err = chaosNaiveBluesky(ctx, p)
+	case p.Naive:
 		res, err = chaosNaive(ctx, p)
-	} else {
+	default:
 		res, err = chaosLedger(ctx, p, stderr)
 	}
 	if err != nil {
@@ -139,11 +148,17 @@ func chaosSandbox(p chaosProfile) (*sandbox.Server, error) {
 // queue, publishers, confirm workflows from the real ASL, sweeper.
 func chaosLedger(ctx context.Context, p chaosProfile, stderr io.Writer) (chaosResult, error) {
 	start := time.Now()
-	sb, err := chaosSandbox(p)
+	var fx chaosFixture
+	var err error
+	if p.Platform == "bluesky" {
+		fx, err = newBlueskyFixture(ctx, p)
+	} else {
+		fx, err = newSandboxFixture(p)
+	}
 	if err != nil {
 		return chaosResult{}, err
 	}
-	defer sb.Close()
+	defer fx.close()
 	cfg := defaultConfig()
 	if p.DBPath != "" {
 		if _, err := os.Stat(p.DBPath); err == nil {
@@ -182,12 +197,14 @@ func chaosLedger(ctx context.Context, p chaosProfile, stderr io.Writer) (chaosRe
 	slot := time.Now().UTC().Add(time.Second).Truncate(time.Second)
 	var jobs []publishing.Job
 	for a := 0; a < p.Accounts; a++ {
-		sa := sb.AddAccount(fmt.Sprintf("chaos%02d", a))
-		acc := post.Account{ID: post.AccountID(sa.Username), Platform: "mastodon", Handle: "@" + sa.Username, BaseURL: sb.URL(), RemoteID: sa.ID, CredentialRef: sa.Username, Gate: post.GateAuto}
+		acc, cred, err := fx.addAccount(ctx, fmt.Sprintf("chaos%02d", a))
+		if err != nil {
+			return chaosResult{}, err
+		}
 		if err := rt.store.PutAccount(ctx, acc); err != nil {
 			return chaosResult{}, err
 		}
-		if err := rt.store.PutCredential(ctx, acc.ID, platform.Credential{AccessToken: sa.AccessToken, RefreshToken: sa.RefreshToken}); err != nil {
+		if err := rt.store.PutCredential(ctx, acc.ID, cred); err != nil {
 			return chaosResult{}, err
 		}
 	}
@@ -225,7 +242,10 @@ func chaosLedger(ctx context.Context, p chaosProfile, stderr io.Writer) (chaosRe
 		return chaosResult{}, err
 	}
 
-	res := chaosResult{Rounds: p.Rounds, Duplicates: sb.Stats().Duplicates, Elapsed: time.Since(start)}
+	res := chaosResult{Rounds: p.Rounds, Elapsed: time.Since(start)}
+	if res.Duplicates, err = fx.duplicates(ctx); err != nil {
+		return res, err
+	}
 	sum, err := rt.store.Summary(ctx)
 	if err != nil {
 		return res, err
@@ -238,11 +258,49 @@ func chaosLedger(ctx context.Context, p chaosProfile, stderr io.Writer) (chaosRe
 		return res, err
 	}
 	res.ConfirmBranch = len(execs)
-	if err := checkAgainstPlatform(ctx, rt, sb, jobs, &res); err != nil {
+	if err := fx.check(ctx, rt, jobs, &res); err != nil {
 		return res, err
 	}
 	return res, nil
 }
+
+// chaosFixture is the platform a drill publishes to, with its fault plan,
+// and the platform's own record of what it stored.
+type chaosFixture interface {
+	// addAccount creates an account on the platform.
+	addAccount(ctx context.Context, name string) (post.Account, platform.Credential, error)
+	// duplicates counts the posts the platform holds more than once.
+	duplicates(ctx context.Context) (int, error)
+	// check compares the drill's outcome with the platform's records
+	// (checkAgainstPlatform's rules).
+	check(ctx context.Context, rt *runtime, jobs []publishing.Job, res *chaosResult) error
+	close()
+}
+
+// sandboxFixture is the Mastodon-compatible sandbox with its own faults.
+type sandboxFixture struct{ sb *sandbox.Server }
+
+func newSandboxFixture(p chaosProfile) (chaosFixture, error) {
+	sb, err := chaosSandbox(p)
+	if err != nil {
+		return nil, err
+	}
+	return sandboxFixture{sb}, nil
+}
+
+func (f sandboxFixture) addAccount(_ context.Context, name string) (post.Account, platform.Credential, error) {
+	sa := f.sb.AddAccount(name)
+	acc := post.Account{ID: post.AccountID(sa.Username), Platform: "mastodon", Handle: "@" + sa.Username, BaseURL: f.sb.URL(), RemoteID: sa.ID, CredentialRef: sa.Username, Gate: post.GateAuto}
+	return acc, platform.Credential{AccessToken: sa.AccessToken, RefreshToken: sa.RefreshToken}, nil
+}
+
+func (f sandboxFixture) duplicates(context.Context) (int, error) { return f.sb.Stats().Duplicates, nil }
+
+func (f sandboxFixture) check(ctx context.Context, rt *runtime, jobs []publishing.Job, res *chaosResult) error {
+	return checkAgainstPlatform(ctx, rt, f.sb, jobs, res)
+}
+
+func (f sandboxFixture) close() { f.sb.Close() }
 
 // chaosMaxAttempts is the publisher's default attempt budget, which the
 // drill uses: a round is held after this many sends that may have reached

