@@ -82,6 +82,9 @@ func (p *ledgerPair) Open(ctx context.Context, before time.Time, limit int) ([]l
 func (p *ledgerPair) History(ctx context.Context, key ledger.Key) ([]ledger.Transition, error) {
 	return p.pick().History(ctx, key)
 }
+func (p *ledgerPair) RecordCheckpoint(ctx context.Context, e ledger.Entry, checkpoint string) error {
+	return p.pick().RecordCheckpoint(ctx, e, checkpoint)
+}
 
 type postsPair struct{ pair }
 

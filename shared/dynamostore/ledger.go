@@ -59,6 +59,7 @@ type entryItem struct {
 	MaybeSent     int    `dynamodbav:"maybe_sent,omitempty"`
 	Handle        string `dynamodbav:"handle,omitempty"`
 	Fingerprint   string `dynamodbav:"fingerprint,omitempty"`
+	Checkpoint    string `dynamodbav:"checkpoint,omitempty"`
 	LeaseOwner    string `dynamodbav:"lease_owner,omitempty"`
 	LeaseUntil    string `dynamodbav:"lease_until,omitempty"`
 	OpenSince     string `dynamodbav:"open_since,omitempty"`
@@ -113,7 +114,7 @@ func entryItemOf(e ledger.Entry) entryItem {
 	it := entryItem{
 		Key: key, Action: string(e.Action), Account: e.Account, Subject: e.Subject, Post: e.Post,
 		Slot: encTime(e.Slot), State: string(e.State), Attempt: e.Attempt, MaybeSent: e.MaybeSent,
-		Handle: e.Handle, Fingerprint: e.Fingerprint, LeaseOwner: e.LeaseOwner, LeaseUntil: encTime(e.LeaseUntil),
+		Handle: e.Handle, Fingerprint: e.Fingerprint, Checkpoint: e.Checkpoint, LeaseOwner: e.LeaseOwner, LeaseUntil: encTime(e.LeaseUntil),
 		OpenSince: encTime(e.OpenSince), SentAt: encTime(e.SentAt), LookAfter: e.LookAfter,
 		RetryAt: encTime(e.RetryAt), DeferredSince: encTime(e.DeferredSince), RemoteID: e.RemoteID,
 		Reason: e.Reason, TaskToken: e.TaskToken, Decision: e.Decision,
@@ -148,7 +149,7 @@ func (it entryItem) entry() (ledger.Entry, error) {
 	e := ledger.Entry{
 		Key: ledger.Key(it.Key), Action: ledger.Action(it.Action), Account: it.Account, Subject: it.Subject,
 		Post: it.Post, Slot: d.time("slot", it.Slot), State: ledger.State(it.State), Attempt: it.Attempt,
-		MaybeSent: it.MaybeSent, Handle: it.Handle, Fingerprint: it.Fingerprint, LeaseOwner: it.LeaseOwner,
+		MaybeSent: it.MaybeSent, Handle: it.Handle, Fingerprint: it.Fingerprint, Checkpoint: it.Checkpoint, LeaseOwner: it.LeaseOwner,
 		LeaseUntil: d.time("lease_until", it.LeaseUntil), OpenSince: d.time("open_since", it.OpenSince),
 		SentAt: d.time("sent_at", it.SentAt), LookAfter: it.LookAfter, RetryAt: d.time("retry_at", it.RetryAt),
 		DeferredSince: d.time("deferred_since", it.DeferredSince), RemoteID: it.RemoteID, Reason: it.Reason,
@@ -319,6 +320,34 @@ func (s *Store) Update(ctx context.Context, prev, next ledger.Entry) error {
 	}
 	if l, ok := out.Attributes[attrHistory].(*types.AttributeValueMemberL); ok && len(l.Value) > historyTrimAt {
 		s.trimHistory(ctx, prev.Key, len(l.Value))
+	}
+	return nil
+}
+
+// RecordCheckpoint stores a platform-made handle on the pending entry e:
+// one conditional UpdateItem on the entry's key, state pending, attempt
+// and lease owner. It is not a state move, so no history is appended.
+func (s *Store) RecordCheckpoint(ctx context.Context, e ledger.Entry, checkpoint string) error {
+	if e.State != ledger.Pending || checkpoint == "" {
+		return fmt.Errorf("ledger checkpoint %s: only a pending entry takes a checkpoint, and it must not be empty: %w", e.Key, ledger.ErrTransition)
+	}
+	var x expr
+	var u update
+	u.set(&x, "checkpoint", &types.AttributeValueMemberS{Value: checkpoint})
+	cond := fmt.Sprintf("%s = %s AND %s = %s AND %s = %s",
+		x.name(attrState), x.str(string(ledger.Pending)), x.name(attrAttempt), x.num(int64(e.Attempt)),
+		x.name("lease_owner"), x.str(e.LeaseOwner))
+	expression := u.String()
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.tables.ledger, Key: ledgerKey(e.Key),
+		UpdateExpression: &expression, ConditionExpression: &cond,
+		ExpressionAttributeNames: x.names, ExpressionAttributeValues: x.values,
+	})
+	if _, ok := conditionFailed(err); ok {
+		return fmt.Errorf("ledger checkpoint %s: not pending attempt %d owned by this worker: %w", e.Key, e.Attempt, ledger.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("ledger checkpoint %s: %w", e.Key, err)
 	}
 	return nil
 }

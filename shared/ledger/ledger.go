@@ -108,6 +108,11 @@ type Entry struct {
 	Handle string `json:"handle"`
 	// Fingerprint is the content fingerprint the confirm loop looks for.
 	Fingerprint string `json:"fingerprint,omitempty"`
+	// Checkpoint is a handle the platform made in the first step of a
+	// two-step create (a Threads container id), recorded while the entry
+	// is pending, before the step that publishes (Ledger stores'
+	// RecordCheckpoint). Every later attempt and look gets it back.
+	Checkpoint string `json:"checkpoint,omitempty"`
 	// LeaseOwner and LeaseUntil: who may act on a pending entry, and until when.
 	LeaseOwner string    `json:"lease_owner,omitempty"`
 	LeaseUntil time.Time `json:"lease_until"`

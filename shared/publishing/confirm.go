@@ -141,7 +141,7 @@ func (c *Confirmer) Look(ctx context.Context, in ConfirmInput) (LookResult, erro
 	q := platform.LookupQuery{
 		Handle: e.Handle, Fingerprint: e.Fingerprint, MediaSHA256: media, Text: text,
 		After: e.LookAfter, NotBefore: e.SentAt.Add(-orDefault(c.LookSkew, LookSkew)),
-		CreatedAt: e.Slot,
+		CreatedAt: e.Slot, Checkpoint: e.Checkpoint,
 	}
 	var (
 		rp    platform.RemotePost

@@ -894,3 +894,122 @@ func TestDuplicateRefusalIsASignalToLook(t *testing.T) {
 		t.Errorf("entry %s remote %q, want confirmed %q", en.State, en.RemoteID, ours[0].ID)
 	}
 }
+
+// twoStepPlatforms is a platform whose create has a first step that makes
+// a handle (Threads' container): Publish records it through Checkpoint,
+// then publishes. The scripted answers replace the answer of the publish
+// step; Resume and Lookup's Checkpoint are recorded.
+type twoStepPlatforms struct {
+	publishing.Platforms
+	s *twoStepScript
+}
+
+type twoStepScript struct {
+	mu       sync.Mutex
+	answers  []error // answer of the n-th publish step, after it ran; nil: as the platform answered
+	resumes  []string
+	looked   []string
+	steps    int
+	failStep bool // Checkpoint's error is returned as is (the adapter stops)
+}
+
+func (p twoStepPlatforms) Client(ctx context.Context, a post.Account, c platform.Credential) (platform.Client, error) {
+	cl, err := p.Platforms.Client(ctx, a, c)
+	return twoStepClient{Client: cl, s: p.s}, err
+}
+
+type twoStepClient struct {
+	platform.Client
+	s *twoStepScript
+}
+
+func (c twoStepClient) Publish(ctx context.Context, req platform.PublishRequest) (platform.Receipt, error) {
+	c.s.mu.Lock()
+	c.s.steps++
+	n := c.s.steps
+	c.s.resumes = append(c.s.resumes, req.Resume)
+	c.s.mu.Unlock()
+	if req.Resume == "" {
+		if err := req.Checkpoint(ctx, fmt.Sprintf("container-%d", n)); err != nil {
+			return platform.Receipt{}, err
+		}
+	}
+	c.s.mu.Lock()
+	var scripted error
+	if len(c.s.answers) > 0 {
+		scripted, c.s.answers = c.s.answers[0], c.s.answers[1:]
+	}
+	c.s.mu.Unlock()
+	if _, ok := scripted.(*platform.NotPerformed); ok {
+		return platform.Receipt{}, scripted // the publish step did not run
+	}
+	rcpt, err := c.Client.Publish(ctx, req)
+	if scripted != nil {
+		return platform.Receipt{}, scripted
+	}
+	return rcpt, err
+}
+
+func (c twoStepClient) Lookup(ctx context.Context, q platform.LookupQuery) (platform.RemotePost, bool, error) {
+	c.s.mu.Lock()
+	c.s.looked = append(c.s.looked, q.Checkpoint)
+	c.s.mu.Unlock()
+	return c.Client.Lookup(ctx, q)
+}
+
+// The first step's handle is on the ledger entry before the publish step
+// runs, and an unknown outcome's look gets it: the answer of the publish
+// step is lost, the look asks about that container and confirms one post.
+func TestCheckpointRecordedBeforePublishAndLookedUp(t *testing.T) {
+	e := newEnv(t, sandbox.Options{DisableIdempotency: true})
+	s := &twoStepScript{answers: []error{&platform.Ambiguous{Err: errors.New("answer lost")}}}
+	e.pub.Platforms = twoStepPlatforms{Platforms: mastodonPlatforms, s: s}
+	e.conf.Platforms = e.pub.Platforms
+	body := "Two steps, one post."
+	job := e.schedule("two-step", body)
+	out := e.publish(job)
+	if out.Result != publishing.Confirming {
+		t.Fatalf("publish = %+v, want confirming", out)
+	}
+	en := e.entry(job)
+	if en.State != ledger.Unknown || en.Checkpoint != "container-1" {
+		t.Fatalf("entry %s checkpoint %q, want unknown with container-1", en.State, en.Checkpoint)
+	}
+	e.runConfirm(publishing.ConfirmName(en.Key, 1))
+	if en := e.entry(job); en.State != ledger.Confirmed {
+		t.Fatalf("entry %s (%s), want confirmed", en.State, en.Reason)
+	}
+	if len(s.looked) == 0 || s.looked[0] != "container-1" {
+		t.Errorf("looks asked about %q, want container-1", s.looked)
+	}
+	if got := e.ourStatuses(body); len(got) != 1 {
+		t.Errorf("%d copies, want 1", len(got))
+	}
+}
+
+// A publish step that did not run (the container was not ready) releases
+// the entry; the next attempt resumes the recorded container instead of
+// making another.
+func TestCheckpointResumedByTheNextAttempt(t *testing.T) {
+	e := newEnv(t, sandbox.Options{DisableIdempotency: true})
+	s := &twoStepScript{answers: []error{&platform.NotPerformed{Message: "container not ready", RetryAfter: time.Second}}}
+	e.pub.Platforms = twoStepPlatforms{Platforms: mastodonPlatforms, s: s}
+	body := "Resumed from its container."
+	job := e.schedule("resume", body)
+	if out := e.publish(job); out.Result == publishing.Published {
+		t.Fatalf("first attempt published: %+v", out)
+	}
+	if en := e.entry(job); en.State != ledger.Released || en.Checkpoint != "container-1" {
+		t.Fatalf("entry %s checkpoint %q, want released with container-1", en.State, en.Checkpoint)
+	}
+	e.clock.Advance(2 * time.Second)
+	if out := e.publish(job); out.Result != publishing.Published {
+		t.Fatalf("second attempt = %+v, want published", out)
+	}
+	if diff := cmp.Diff([]string{"", "container-1"}, s.resumes); diff != "" {
+		t.Errorf("Resume per attempt (-want +got):\n%s", diff)
+	}
+	if got := e.ourStatuses(body); len(got) != 1 {
+		t.Errorf("%d copies, want 1", len(got))
+	}
+}

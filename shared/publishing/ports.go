@@ -29,6 +29,11 @@ type Ledger interface {
 	Open(ctx context.Context, before time.Time, limit int) ([]ledger.Entry, error)
 	// History lists an entry's transitions, oldest first.
 	History(ctx context.Context, key ledger.Key) ([]ledger.Transition, error)
+	// RecordCheckpoint stores checkpoint (a handle the platform made in
+	// the first step of a two-step create) on e if the stored entry is
+	// still pending with e's attempt and lease owner; ledger.ErrConflict
+	// otherwise. It is not a state move: no history is recorded.
+	RecordCheckpoint(ctx context.Context, e ledger.Entry, checkpoint string) error
 }
 
 // Posts persists posts and their targets' statuses. Every adapter passes

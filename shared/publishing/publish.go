@@ -487,7 +487,18 @@ func (p *Publisher) sendAcquired(ctx context.Context, t target, a *authedClient,
 		return p.recordBeforeSend(ctx, t, e, err)
 	}
 
-	req := platform.PublishRequest{Handle: e.Handle, Text: t.post.Body, MediaIDs: mediaIDs, CreatedAt: e.Slot}
+	req := platform.PublishRequest{Handle: e.Handle, Text: t.post.Body, MediaIDs: mediaIDs, CreatedAt: e.Slot, Resume: e.Checkpoint}
+	// A two-step create (Threads: container, then publish) records the
+	// first step's handle before the second: a later attempt resumes it,
+	// and a look after an unknown outcome asks the platform about it. e
+	// carries it into every later write of this attempt.
+	req.Checkpoint = func(ctx context.Context, handle string) error {
+		if err := p.Ledger.RecordCheckpoint(ctx, e, handle); err != nil {
+			return &platform.NotPerformed{Message: "record the platform's handle before publishing: " + err.Error()}
+		}
+		e.Checkpoint = handle
+		return nil
+	}
 	var rcpt platform.Receipt
 	err = a.do(ctx, func(ctx context.Context, c platform.Client) (err error) {
 		// The lease must outlast the call and its recording, or another

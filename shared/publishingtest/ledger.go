@@ -86,7 +86,70 @@ func ledgerChecks() []check[publishing.Ledger] {
 		{"Lease/live_lease_waits", ledgerLeaseLive},
 		{"Open/pending_and_unknown_oldest_first", ledgerOpen},
 		{"History/transitions_in_order", ledgerHistory},
+		{"RecordCheckpoint/stored_kept_no_history", ledgerCheckpointKept},
+		{"RecordCheckpoint/refused_unless_pending_owner", ledgerCheckpointRefused},
 	}...)
+}
+
+// A checkpoint is stored on the pending entry without a state move (no
+// history), read back by Get, and kept by the moves that carry it.
+func ledgerCheckpointKept(t testing.TB, l publishing.Ledger) {
+	clk := newClock(base)
+	e := reach(t, l, "checkpoint-kept", ledger.Pending, clk)
+	if err := l.RecordCheckpoint(t.Context(), e, "container-1"); err != nil {
+		t.Fatalf("RecordCheckpoint: %v", err)
+	}
+	got := mustGet(t, l, e.Key)
+	if got.Checkpoint != "container-1" || got.State != ledger.Pending || got.Attempt != e.Attempt {
+		t.Fatalf("after RecordCheckpoint: %s attempt %d checkpoint %q", got.State, got.Attempt, got.Checkpoint)
+	}
+	wantMoves(t, l, e.Key, nil)
+	// A second step of the same attempt may replace it (a container that
+	// expired is replaced by a new one).
+	if err := l.RecordCheckpoint(t.Context(), e, "container-2"); err != nil {
+		t.Fatalf("second RecordCheckpoint: %v", err)
+	}
+	next, err := got.MarkUnknown("timeout", clk.next())
+	if err != nil {
+		t.Fatal(err)
+	}
+	next.Checkpoint = "container-2"
+	got.Checkpoint = "container-2"
+	mustUpdate(t, l, got, next)
+	if after := mustGet(t, l, e.Key); after.Checkpoint != "container-2" {
+		t.Errorf("checkpoint after pending → unknown = %q, want container-2", after.Checkpoint)
+	}
+}
+
+// RecordCheckpoint is refused when the stored entry is not this worker's
+// pending attempt: another owner, another attempt, or no longer pending.
+func ledgerCheckpointRefused(t testing.TB, l publishing.Ledger) {
+	clk := newClock(base)
+	e := reach(t, l, "checkpoint-refused", ledger.Pending, clk)
+	other := e
+	other.LeaseOwner = "someone-else"
+	if err := l.RecordCheckpoint(t.Context(), other, "c"); !errors.Is(err, ledger.ErrConflict) {
+		t.Errorf("another owner's checkpoint = %v, want ledger.ErrConflict", err)
+	}
+	stale := e
+	stale.Attempt++
+	if err := l.RecordCheckpoint(t.Context(), stale, "c"); !errors.Is(err, ledger.ErrConflict) {
+		t.Errorf("another attempt's checkpoint = %v, want ledger.ErrConflict", err)
+	}
+	next, err := e.MarkUnknown("timeout", clk.next())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustUpdate(t, l, e, next)
+	if err := l.RecordCheckpoint(t.Context(), e, "c"); !errors.Is(err, ledger.ErrConflict) {
+		t.Errorf("checkpoint of an entry no longer pending = %v, want ledger.ErrConflict", err)
+	}
+	if err := l.RecordCheckpoint(t.Context(), next, "c"); !errors.Is(err, ledger.ErrTransition) {
+		t.Errorf("checkpoint of an unknown entry = %v, want ledger.ErrTransition", err)
+	}
+	if got := mustGet(t, l, e.Key); got.Checkpoint != "" {
+		t.Errorf("refused checkpoints stored %q", got.Checkpoint)
+	}
 }
 
 // pendingEntry is a first write for subject, acquired at now with a
@@ -263,6 +326,7 @@ func ledgerRoundTrip(t testing.TB, l publishing.Ledger) {
 		MaybeSent:     2,
 		Handle:        ledger.NewHandle(),
 		Fingerprint:   "fp:Grüße, \"quoted\" 🎉\n",
+		Checkpoint:    "container-17841405822304914",
 		LeaseOwner:    "worker-rt/λ",
 		LeaseUntil:    base.Add(90*time.Second + 3),
 		OpenSince:     base.Add(-5),

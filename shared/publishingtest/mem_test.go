@@ -46,6 +46,8 @@ type ledgerBugs struct {
 	heldToHeldRefused    bool // an adapter with the old transition table
 	dropsNewFields       bool // MaybeSent, LookAfter, RetryAt, DeferredSince, Decision not stored
 	heldStaleAccepted    bool // the condition is state and attempt only
+	checkpointAnyOwner   bool // RecordCheckpoint conditions on the key only
+	checkpointAsMove     bool // RecordCheckpoint records a history transition
 }
 
 type memLedger struct {
@@ -184,6 +186,24 @@ func (m *memLedger) Open(_ context.Context, before time.Time, limit int) ([]ledg
 		out = out[:limit]
 	}
 	return out, nil
+}
+
+func (m *memLedger) RecordCheckpoint(_ context.Context, e ledger.Entry, checkpoint string) error {
+	if e.State != ledger.Pending || checkpoint == "" {
+		return fmt.Errorf("checkpoint %s: %w", e.Key, ledger.ErrTransition)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur, ok := m.entries[e.Key]
+	if !ok || !m.bugs.checkpointAnyOwner && (cur.State != ledger.Pending || cur.Attempt != e.Attempt || cur.LeaseOwner != e.LeaseOwner) {
+		return fmt.Errorf("checkpoint %s: %w", e.Key, ledger.ErrConflict)
+	}
+	cur.Checkpoint = checkpoint
+	m.entries[e.Key] = cur
+	if m.bugs.checkpointAsMove {
+		m.history[e.Key] = append(m.history[e.Key], ledger.Transition{Key: e.Key, From: cur.State, To: cur.State, Attempt: cur.Attempt})
+	}
+	return nil
 }
 
 func (m *memLedger) History(_ context.Context, key ledger.Key) ([]ledger.Transition, error) {

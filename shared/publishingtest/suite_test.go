@@ -168,6 +168,10 @@ func TestLedgerSuiteCatchesBrokenAdapters(t *testing.T) {
 			[]string{"Update/held_to_held_stale_prev", "Update/concurrent_held_to_held"}},
 		{"Get returns local time for the new fields too", l(ledgerBugs{getLocalTime: true}),
 			[]string{"Update/new_fields_round_trip"}},
+		{"RecordCheckpoint conditions on the key only", l(ledgerBugs{checkpointAnyOwner: true}),
+			[]string{"RecordCheckpoint/refused_unless_pending_owner"}},
+		{"RecordCheckpoint records a transition", l(ledgerBugs{checkpointAsMove: true}),
+			[]string{"RecordCheckpoint/stored_kept_no_history"}},
 	}, false)
 }
 

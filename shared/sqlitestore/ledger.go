@@ -263,6 +263,32 @@ func expiredKeys(ctx context.Context, st *sql.Stmt, at string, n int) ([]string,
 	return keys, rows.Err()
 }
 
+// RecordCheckpoint stores a platform-made handle on the pending entry e
+// (same attempt and lease owner); it is not a state move, so no history
+// row is written.
+func (s *Store) RecordCheckpoint(ctx context.Context, e ledger.Entry, checkpoint string) error {
+	if e.State != ledger.Pending || checkpoint == "" {
+		return fmt.Errorf("ledger checkpoint %s: only a pending entry takes a checkpoint, and it must not be empty: %w", e.Key, ledger.ErrTransition)
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.StmtContext(ctx, s.ws.ledgerCheckpoint).ExecContext(ctx, checkpoint, string(e.Key), e.Attempt, e.LeaseOwner)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n != 1 {
+			return fmt.Errorf("not pending attempt %d owned by this worker: %w", e.Attempt, ledger.ErrConflict)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("ledger checkpoint %s: %w", e.Key, err)
+	}
+	s.ledgerWrites.Add(1)
+	return nil
+}
+
 // entryArgs are e's values in ledgerColumns order.
 func entryArgs(e ledger.Entry) []any {
 	return []any{
@@ -271,6 +297,7 @@ func entryArgs(e ledger.Entry) []any {
 		e.LeaseOwner, sqltime.Encode(e.LeaseUntil), sqltime.Encode(e.OpenSince), sqltime.Encode(e.SentAt),
 		e.RemoteID, e.Reason, e.TaskToken, sqltime.Encode(e.UpdatedAt), sqltime.Encode(e.ExpiresAt),
 		e.MaybeSent, e.LookAfter, sqltime.Encode(e.RetryAt), sqltime.Encode(e.DeferredSince), e.Decision, e.Post,
+		e.Checkpoint,
 	}
 }
 
@@ -283,7 +310,7 @@ func scanEntry(sc scanner) (ledger.Entry, error) {
 	var key, action, state, slot, leaseUntil, openSince, sentAt, updatedAt, expiresAt, retryAt, deferredSince string
 	err := sc.Scan(&key, &action, &e.Account, &e.Subject, &slot, &state, &e.Attempt, &e.Handle, &e.Fingerprint,
 		&e.LeaseOwner, &leaseUntil, &openSince, &sentAt, &e.RemoteID, &e.Reason, &e.TaskToken, &updatedAt, &expiresAt,
-		&e.MaybeSent, &e.LookAfter, &retryAt, &deferredSince, &e.Decision, &e.Post)
+		&e.MaybeSent, &e.LookAfter, &retryAt, &deferredSince, &e.Decision, &e.Post, &e.Checkpoint)
 	if err != nil {
 		return ledger.Entry{}, err
 	}

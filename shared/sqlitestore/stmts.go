@@ -12,7 +12,7 @@ import (
 // entryArgs use.
 const ledgerColumns = `key, action, account, subject, slot, state, attempt, handle, fingerprint,
 	lease_owner, lease_until, open_since, sent_at, remote_id, reason, task_token, updated_at, expires_at,
-	maybe_sent, look_after, retry_at, deferred_since, decision, post_id`
+	maybe_sent, look_after, retry_at, deferred_since, decision, post_id, checkpoint`
 
 // statusTargets says, for every target status, how to read the targets in
 // that status: through the partial index that holds it. The WHERE clause
@@ -72,8 +72,8 @@ const (
 
 // writeStmts are prepared on the writer connection.
 type writeStmts struct {
-	ledgerInsert, ledgerUpdate, ledgerExists, historyInsert *sql.Stmt
-	ledgerExpired, ledgerDelete, historyDelete              *sql.Stmt
+	ledgerInsert, ledgerUpdate, ledgerExists, historyInsert      *sql.Stmt
+	ledgerExpired, ledgerDelete, historyDelete, ledgerCheckpoint *sql.Stmt
 
 	postInsert, targetInsert, targetSelect, targetUpdate, targetMarkScheduled *sql.Stmt
 	postExists, targetReschedule, ledgerSendState                             *sql.Stmt
@@ -91,7 +91,7 @@ type writeStmts struct {
 func (w *writeStmts) all() []*sql.Stmt {
 	return []*sql.Stmt{
 		w.ledgerInsert, w.ledgerUpdate, w.ledgerExists, w.historyInsert,
-		w.ledgerExpired, w.ledgerDelete, w.historyDelete,
+		w.ledgerExpired, w.ledgerDelete, w.historyDelete, w.ledgerCheckpoint,
 		w.postInsert, w.targetInsert, w.targetSelect, w.targetUpdate, w.targetMarkScheduled,
 		w.postExists, w.targetReschedule, w.ledgerSendState,
 		w.accountPut, w.credentialPut, w.leaseTake, w.credentialSave, w.leaseRelease, w.refreshLost,
@@ -137,13 +137,15 @@ func (s *Store) prepare(ctx context.Context) error {
 	}{
 		// Ledger.
 		{&w.ledgerInsert, s.w, `INSERT INTO ledger (` + ledgerColumns + `)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (key) DO NOTHING`},
 		{&w.ledgerUpdate, s.w, `UPDATE ledger SET action = ?, account = ?, subject = ?, slot = ?,
 			state = ?, attempt = ?, handle = ?, fingerprint = ?, lease_owner = ?, lease_until = ?,
 			open_since = ?, sent_at = ?, remote_id = ?, reason = ?, task_token = ?, updated_at = ?, expires_at = ?,
-			maybe_sent = ?, look_after = ?, retry_at = ?, deferred_since = ?, decision = ?, post_id = ?
+			maybe_sent = ?, look_after = ?, retry_at = ?, deferred_since = ?, decision = ?, post_id = ?, checkpoint = ?
 			WHERE key = ? AND state = ? AND attempt = ? AND task_token = ? AND decision = ?`},
+		{&w.ledgerCheckpoint, s.w, `UPDATE ledger SET checkpoint = ?
+			WHERE key = ? AND state = 'pending' AND attempt = ? AND lease_owner = ?`},
 		{&w.ledgerExists, s.w, `SELECT state, attempt FROM ledger WHERE key = ?`},
 		{&w.historyInsert, s.w, `INSERT INTO ledger_history (key, n, from_state, to_state, attempt, reason, at)
 			SELECT ?1, coalesce(max(n), 0) + 1, ?2, ?3, ?4, ?5, ?6 FROM ledger_history WHERE key = ?1`},

@@ -114,7 +114,8 @@ var (
 // the credentials' client_id and client_secret, the accounts' limits
 // (max_characters, max_media, max_media_bytes), the blocklist table, the
 // index targets_by_account and slot to targets_settled (for ListPosts).
-const schemaVersion = 3
+// Version 4 adds the ledger's checkpoint.
+const schemaVersion = 4
 
 // walCheckpointPages is the WAL size, in pages, at which a commit
 // checkpoints it into the database file (4 KiB pages: 32 MiB).
@@ -349,7 +350,8 @@ var tables = []string{
 		retry_at       TEXT NOT NULL DEFAULT '',
 		deferred_since TEXT NOT NULL DEFAULT '',
 		decision       TEXT NOT NULL DEFAULT '',
-		post_id        TEXT NOT NULL DEFAULT ''
+		post_id        TEXT NOT NULL DEFAULT '',
+		checkpoint     TEXT NOT NULL DEFAULT ''
 	) WITHOUT ROWID`,
 	// Audit rows, clustered by key: n numbers an entry's transitions from 1.
 	`CREATE TABLE IF NOT EXISTS ledger_history (
@@ -472,6 +474,9 @@ var migrations = map[int][]string{
 		`ALTER TABLE credentials ADD COLUMN client_id TEXT NOT NULL DEFAULT ''`,
 		`ALTER TABLE credentials ADD COLUMN client_secret TEXT NOT NULL DEFAULT ''`,
 		`ALTER TABLE ledger ADD COLUMN post_id TEXT NOT NULL DEFAULT ''`,
+	},
+	3: {
+		`ALTER TABLE ledger ADD COLUMN checkpoint TEXT NOT NULL DEFAULT ''`,
 	},
 }
 

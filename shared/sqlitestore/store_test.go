@@ -169,7 +169,7 @@ func fullEntry(key ledger.Key) ledger.Entry {
 	return ledger.Entry{
 		Key: key, Action: ledger.Publish, Account: "acct-1", Subject: "post-1",
 		Slot: at.Add(time.Hour), State: ledger.Pending, Attempt: 1, Handle: "handle-1",
-		Fingerprint: "fp-abc", LeaseOwner: "worker-7", LeaseUntil: at.Add(30*time.Second + 1),
+		Fingerprint: "fp-abc", Checkpoint: "container-1", LeaseOwner: "worker-7", LeaseUntil: at.Add(30*time.Second + 1),
 		OpenSince: at.Add(2), SentAt: at.Add(3), RemoteID: "remote-9", Reason: "why not",
 		TaskToken: "token-x", UpdatedAt: at.Add(4), ExpiresAt: at.Add(ledger.TerminalTTL + 5),
 		MaybeSent: 3, LookAfter: "110000000000000007", RetryAt: at.Add(6), DeferredSince: at.Add(-7),
