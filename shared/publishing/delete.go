@@ -48,6 +48,12 @@ const (
 	// ReasonExistsCheckRefused: the platform refused, for good, the read
 	// that checks the post exists before the DELETE; an operator decides.
 	ReasonExistsCheckRefused = "exists_check_refused"
+	// ReasonDeletedUnverified: the platform cannot read a post back (a
+	// Telegram bot): the DELETE's success is the only evidence.
+	ReasonDeletedUnverified = "deleted_unverified"
+	// ReasonDeleteUnknownUnreadable: the DELETE's answer was lost on a
+	// platform that cannot read the post back; an operator checks.
+	ReasonDeleteUnknownUnreadable = "delete_outcome_unknown_unreadable"
 )
 
 // ErrNotPublished is returned by Deleter.Request for a post that has no
@@ -596,16 +602,21 @@ func (d *Deleter) send(ctx context.Context, cur ledger.Entry, res *DeleteResult)
 	}
 	d.logMove(ctx, cur, e)
 
-	// 1. Is it there at all? A post already gone is confirmed without a DELETE.
+	// 1. Is it there at all? A post already gone is confirmed without a
+	// DELETE. A platform that cannot read a post back (inconclusive) gets
+	// the DELETE unchecked, and its answer is the only evidence.
 	var exists bool
 	err = a.do(ctx, func(ctx context.Context, c platform.Client) (err error) {
 		exists, err = c.Exists(ctx, e.Subject)
 		return err
 	})
-	if err != nil {
+	var inc *platform.Inconclusive
+	unreadable := errors.As(err, &inc)
+	switch {
+	case unreadable:
+	case err != nil:
 		return d.recordCheckFailed(ctx, e, err)
-	}
-	if !exists {
+	case !exists:
 		return d.confirm(ctx, e, ReasonAlreadyGone)
 	}
 
@@ -624,7 +635,13 @@ func (d *Deleter) send(ctx context.Context, cur ledger.Entry, res *DeleteResult)
 		np  *platform.NotPerformed
 		ua  *platform.Unauthorized
 	)
+	var amb *platform.Ambiguous
 	switch {
+	case err == nil && unreadable:
+		return d.confirm(ctx, e, ReasonDeletedUnverified)
+	case unreadable && (errors.As(err, &amb) || !isClassified(err)):
+		reason := ReasonDeleteUnknownUnreadable + ": " + err.Error()
+		return d.moveTo(ctx, e, func(now time.Time) (ledger.Entry, error) { return e.Hold(reason, "", now) })
 	case err == nil:
 		gone, _, rerr := d.readBack(ctx, a, e, d.readBacks())
 		if gone {
@@ -675,6 +692,17 @@ func (d *Deleter) send(ctx context.Context, cur ledger.Entry, res *DeleteResult)
 		reason := ReasonAmbiguous + ": " + err.Error()
 		return d.moveTo(ctx, e, func(now time.Time) (ledger.Entry, error) { return e.MarkUnknown(reason, now) })
 	}
+}
+
+// isClassified reports whether err is one of the platform's error classes
+// other than Ambiguous (an unclassified error counts as ambiguous).
+func isClassified(err error) bool {
+	var (
+		rej *platform.Rejected
+		np  *platform.NotPerformed
+		ua  *platform.Unauthorized
+	)
+	return errors.As(err, &rej) || errors.As(err, &np) || errors.As(err, &ua) || errors.Is(err, errLeaseTooShort)
 }
 
 // recordCheckFailed records a failed exists check: no DELETE was sent.

@@ -975,3 +975,63 @@ func TestDeleteRequestRefuses(t *testing.T) {
 		t.Errorf("refused requests left open entries %v (%v)", open, err)
 	}
 }
+
+// unreadableExists is a platform that cannot read a post by id (a
+// Telegram bot): Exists is inconclusive, the DELETE itself works.
+type unreadableExists struct{ publishing.Platforms }
+
+func (u unreadableExists) Client(ctx context.Context, a post.Account, c platform.Credential) (platform.Client, error) {
+	cl, err := u.Platforms.Client(ctx, a, c)
+	return unreadableClient{cl}, err
+}
+
+type unreadableClient struct{ platform.Client }
+
+func (unreadableClient) Exists(context.Context, string) (bool, error) {
+	return false, &platform.Inconclusive{Message: "a bot cannot read the chat's messages"}
+}
+
+// On a platform that cannot read a post back, the approved DELETE is sent
+// once without the checks around it, and its success is the evidence:
+// confirmed as deleted-unverified. An ambiguous DELETE there is held for
+// an operator, never retried on a guess.
+//
+// Breakage it catches: a Deleter that defers a delete forever because the
+// exists check can never succeed.
+func TestDeleteOnUnreadablePlatform(t *testing.T) {
+	de := newDeleteEnv(t)
+	de.del.Platforms = unreadableExists{de.del.Platforms}
+	de.request(true)
+	res, err := de.run()
+	if err != nil || res.Outcome != publishing.DeleteDone || res.Sent != 1 {
+		t.Fatalf("run = %+v, %v; want deleted with one DELETE", res, err)
+	}
+	if de.onPlatform() {
+		t.Error("the post is still on the platform")
+	}
+	if en := de.entry(); en.State != ledger.Confirmed || en.Reason != publishing.ReasonDeletedUnverified {
+		t.Errorf("entry %s %q, want confirmed %s", en.State, en.Reason, publishing.ReasonDeletedUnverified)
+	}
+	if tg := de.target(de.job); tg.Status != post.Deleted {
+		t.Errorf("target %s, want deleted", tg.Status)
+	}
+
+	// A second post whose DELETE answer is lost: held, one DELETE.
+	job := de.schedule("to-delete-2", "Second typo.")
+	if out := de.publish(job); out.Result != publishing.Published {
+		t.Fatalf("publish = %+v", out)
+	}
+	req2, err := de.del.Request(context.Background(), job.Post, "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	de.sb.ScriptRoute(sandbox.RouteDeleteStatus, sandbox.Fault{Kind: sandbox.Fault500AfterCommit})
+	before := de.tr.deletes.Load()
+	res, err = de.del.Run(context.Background(), req2.Entry.Key)
+	if res.Outcome != publishing.DeleteHeld {
+		t.Fatalf("run with the answer lost = %+v, %v; want held", res, err)
+	}
+	if n := de.tr.deletes.Load() - before; n != 1 {
+		t.Errorf("%d DELETEs, want 1", n)
+	}
+}
