@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
@@ -137,7 +138,13 @@ func writeBody(b []byte) io.ReadCloser { return io.NopCloser(bytes.NewReader(b))
 // Do sends one request and reads the answer. wrote reports whether the
 // transport finished writing the request (httptrace WroteRequest without
 // an error); it is what tells "not performed" from "ambiguous" when err is
-// set.
+// set. The HTTP/1 transport reports WroteRequest once the request is in
+// its write buffer, before its final flush to the connection: a request
+// smaller than that buffer (4 KiB by default) whose flush fails (a
+// connection reset before anything left) reads as written, so Ambiguous,
+// the safe side. It cannot be told apart from outside net/http: the error
+// Do returns is then the write error or, depending on a race inside the
+// transport, the read error of the connection the failed write closed.
 func (c *Client) Do(ctx context.Context, hc *http.Client, r Request) (resp *Response, wrote bool, err error) {
 	var written atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
@@ -153,7 +160,9 @@ func (c *Client) Do(ctx context.Context, hc *http.Client, r Request) (resp *Resp
 	}
 	req, err := http.NewRequestWithContext(ctx, r.Method, u, nil)
 	if err != nil {
-		return nil, false, fmt.Errorf("build request: %w", err)
+		// A parse error quotes the whole URL (a token read with its
+		// trailing newline would be logged).
+		return nil, false, fmt.Errorf("build request: %w", scrub(err))
 	}
 	if r.Body != nil {
 		req.Body = writeBody(r.Body)
@@ -325,14 +334,30 @@ func (c *Client) retryAfter(resp *Response) time.Duration {
 }
 
 // StandardRetryAfter reads the Retry-After header, in seconds or as an
-// HTTP date. ok is false when the header is absent or unreadable.
+// HTTP date. ok is false when the header is absent or unreadable (NaN and
+// infinities included); a wait beyond time.Duration is the longest one.
 func StandardRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	v := strings.TrimSpace(h.Get("Retry-After"))
 	if v == "" {
 		return 0, false
 	}
-	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		return ClampWait(time.Duration(secs * float64(time.Second))), true
+	secs, err := strconv.ParseFloat(v, 64)
+	if err == nil && (math.IsNaN(secs) || math.IsInf(secs, 0)) {
+		// "NaN", "Inf": not a number of seconds.
+		return 0, false
+	}
+	if err == nil || errors.Is(err, strconv.ErrRange) {
+		// Converting a float out of int64's range gives an
+		// implementation-defined value (math.MinInt64 on amd64, clamped
+		// to 0: "retry now" to a server asking for years).
+		switch d := secs * float64(time.Second); {
+		case d <= 0:
+			return 0, true
+		case d >= math.MaxInt64:
+			return math.MaxInt64, true
+		default:
+			return time.Duration(d), true
+		}
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		return ClampWait(t.Sub(now)), true
