@@ -19,6 +19,7 @@ require (
 	github.com/awslabs/goformation/v7 v7.14.9
 	github.com/google/go-cmp v0.7.0
 	github.com/rivo/uniseg v0.4.7
+	golang.org/x/image v0.47.0
 	golang.org/x/net v0.62.0
 	golang.org/x/oauth2 v0.38.0
 	golang.org/x/text v0.44.0
