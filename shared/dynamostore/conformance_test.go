@@ -52,6 +52,22 @@ func TestAccountsConformance(t *testing.T) {
 	})
 }
 
+func TestPacerConformance(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	next := e.pool(t, WorkspaceTable)
+	publishingtest.TestPacer(t, func(t *testing.T) publishing.Pacer {
+		prefix := next(t)
+		return &pacerPair{pair{a: e.store(t, prefix, nil, Options{}), b: e.store(t, prefix, nil, Options{})}}
+	})
+}
+
+type pacerPair struct{ pair }
+
+func (p *pacerPair) Pace(ctx context.Context, account post.AccountID, rates []platform.Rate, now time.Time) (time.Duration, error) {
+	return p.pick().Pace(ctx, account, rates, now)
+}
+
 // pair is two Stores on the same tables, used in turn.
 type pair struct {
 	a, b *Store

@@ -243,6 +243,17 @@ type Platforms interface {
 	Client(ctx context.Context, a post.Account, c platform.Credential) (platform.Client, error)
 }
 
+// Pacer spends an account's posting budget, shared through the store by
+// every worker and function instance. The Accounts store implements it
+// where it can (both stores do); without it nothing is paced. Every
+// adapter passes publishingtest.TestPacer.
+type Pacer interface {
+	// Pace takes one send from the account's budget under rates at now
+	// (pace.Take, atomically): it returns 0 when the send was taken, and
+	// otherwise how long until one can be, having taken nothing.
+	Pace(ctx context.Context, account post.AccountID, rates []platform.Rate, now time.Time) (time.Duration, error)
+}
+
 // MediaStore reads attachment bytes by reference.
 type MediaStore interface {
 	ReadMedia(ctx context.Context, ref string) ([]byte, error)

@@ -45,6 +45,10 @@ const (
 	ReasonUnavailable = "platform_unavailable"
 	// ReasonEarly: a job delivered before its slot goes back on the queue.
 	ReasonEarly = "delivered_before_slot"
+	// ReasonPaced: the account's posting budget (the platform's posting
+	// limits, shared through the store) has no send left now; the job
+	// comes back when it has.
+	ReasonPaced = "posting_limit"
 	// ReasonBlocked prefixes the reason of a target held because its text
 	// names a blocked term.
 	ReasonBlocked = "blocked_term"
@@ -254,6 +258,9 @@ func (p *Publisher) Publish(ctx context.Context, job Job) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
+	if out, paced, err := p.pace(ctx, t, a); err != nil || paced {
+		return out, err
+	}
 	acq, out, err := p.acquire(ctx, t, a)
 	if err != nil || out != nil {
 		if out != nil {
@@ -268,6 +275,35 @@ func (p *Publisher) Publish(ctx context.Context, job Job) (Outcome, error) {
 // nothing was sent for it yet. Once a ledger entry exists a send may have
 // happened, and the entry's own rules finish it: a hold then would hide a
 // post that is already out.
+// pace spends one send of the account's posting budget before anything is
+// written (the platform's own limits, Capabilities.PostingLimits, never
+// learned from its 429s). Without budget the job comes back when there is
+// some, the target waiting, and nothing of the ledger is touched: a wait
+// for the budget is not a failed attempt. A store without a Pacer paces
+// nothing.
+func (p *Publisher) pace(ctx context.Context, t target, a *authedClient) (Outcome, bool, error) {
+	pacer, ok := p.Accounts.(Pacer)
+	if !ok {
+		return Outcome{}, false, nil
+	}
+	rates := a.client.Capabilities().PostingLimits
+	if len(rates) == 0 {
+		return Outcome{}, false, nil
+	}
+	now := p.now()
+	wait, err := pacer.Pace(ctx, t.account.ID, rates, now)
+	if err != nil {
+		return Outcome{}, false, fmt.Errorf("posting budget of %s: %w", t.account.ID, err)
+	}
+	if wait <= 0 {
+		return Outcome{}, false, nil
+	}
+	if err := p.setTargetNext(ctx, t, post.Waiting, "", ReasonPaced, now.Add(wait)); err != nil {
+		p.log().WarnContext(ctx, "could not mark the target waiting for the posting budget", "post", t.post.ID, "account", t.account.ID, "err", err)
+	}
+	return Outcome{Result: Retry, Key: t.key, Reason: ReasonPaced, RetryAfter: wait}, true, nil
+}
+
 func (p *Publisher) checkBlocklist(ctx context.Context, t target) (Outcome, bool, error) {
 	if p.Blocklist == nil {
 		return Outcome{}, false, nil

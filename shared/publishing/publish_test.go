@@ -379,7 +379,12 @@ func TestHappyPathWrites(t *testing.T) {
 	after := e.store.Stats()
 	writes := (after.LedgerWrites - before.LedgerWrites) + (after.PostWrites - before.PostWrites) + (after.AccountWrites - before.AccountWrites)
 	if writes > 3 {
-		t.Errorf("happy path made %d store writes besides audit rows, want ≤ 3", writes)
+		t.Errorf("happy path made %d store writes besides audit rows and the posting budget, want ≤ 3", writes)
+	}
+	// The send taken from the account's posting budget (Mastodon: 300 per
+	// 3 hours), shared with every other worker through the store.
+	if paced := after.PaceWrites - before.PaceWrites; paced != 1 {
+		t.Errorf("happy path took %d sends from the posting budget, want 1", paced)
 	}
 	if audit := after.AuditRows - before.AuditRows; audit != 2 {
 		t.Errorf("happy path wrote %d audit rows, want 2 (pending, confirmed)", audit)
@@ -667,5 +672,57 @@ func TestTriggerLeavesATargetMovedMeanwhileScheduled(t *testing.T) {
 	}
 	if tg := e.target(publishing.Job{Post: p.ID, Account: e.account.ID}); tg.Status != post.Scheduled || !tg.Slot.Equal(later) {
 		t.Errorf("target %s at %s, want scheduled at %s", tg.Status, tg.Slot, later)
+	}
+}
+
+// limitedPlatforms declares posting limits for the sandbox's accounts.
+type limitedPlatforms struct {
+	publishing.Platforms
+	rates []platform.Rate
+}
+
+func (l limitedPlatforms) Client(ctx context.Context, a post.Account, c platform.Credential) (platform.Client, error) {
+	cl, err := l.Platforms.Client(ctx, a, c)
+	return limitedClient{Client: cl, rates: l.rates}, err
+}
+
+type limitedClient struct {
+	platform.Client
+	rates []platform.Rate
+}
+
+func (l limitedClient) Capabilities() platform.Capabilities {
+	c := l.Client.Capabilities()
+	c.PostingLimits = l.rates
+	return c
+}
+
+// Sends are spaced to the platform's declared posting limits, through the
+// store, before anything is written: the post over the budget waits
+// (target waiting, no ledger entry, nothing sent) and goes once the
+// budget allows.
+func TestPostingLimitsSpaceSends(t *testing.T) {
+	e := newEnv(t, sandbox.Options{})
+	e.pub.Platforms = limitedPlatforms{Platforms: mastodonPlatforms, rates: []platform.Rate{{Count: 1, Per: time.Minute}}}
+	first, second := e.schedule("first", "First of two."), e.schedule("second", "Second of two.")
+	if out := e.publish(first); out.Result != publishing.Published {
+		t.Fatalf("first = %+v, want published", out)
+	}
+	out := e.publish(second)
+	if out.Result != publishing.Retry || out.Reason != publishing.ReasonPaced || out.RetryAfter != time.Minute {
+		t.Fatalf("second = %+v, want retry %s after 1m", out, publishing.ReasonPaced)
+	}
+	if tg := e.target(second); tg.Status != post.Waiting || tg.Reason != publishing.ReasonPaced {
+		t.Errorf("second target %s %q, want waiting %s", tg.Status, tg.Reason, publishing.ReasonPaced)
+	}
+	if _, err := e.store.Get(context.Background(), out.Key); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("a paced send wrote a ledger entry (%v)", err)
+	}
+	if n := e.sb.Stats().CreateRequests; n != 1 {
+		t.Errorf("%d creates sent, want 1", n)
+	}
+	e.clock.Advance(time.Minute)
+	if out := e.publish(second); out.Result != publishing.Published {
+		t.Fatalf("second after a minute = %+v, want published", out)
 	}
 }

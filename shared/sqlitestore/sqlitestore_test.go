@@ -20,6 +20,10 @@ func TestAccountsConformance(t *testing.T) {
 	publishingtest.TestAccounts(t, func(t *testing.T) publishing.Accounts { return openTest(t, Options{}) })
 }
 
+func TestPacerConformance(t *testing.T) {
+	publishingtest.TestPacer(t, func(t *testing.T) publishing.Pacer { return openTest(t, Options{}) })
+}
+
 func TestQueueConformance(t *testing.T) {
 	publishingtest.TestQueue(t, func(t *testing.T, maxReceives int) publishing.Queue {
 		return openTest(t, Options{}).Queue("conformance", maxReceives)

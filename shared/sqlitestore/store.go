@@ -114,7 +114,7 @@ var (
 // the credentials' client_id and client_secret, the accounts' limits
 // (max_characters, max_media, max_media_bytes), the blocklist table, the
 // index targets_by_account and slot to targets_settled (for ListPosts).
-// Version 4 adds the ledger's checkpoint.
+// Version 4 adds the ledger's checkpoint and the pace table.
 const schemaVersion = 4
 
 // walCheckpointPages is the WAL size, in pages, at which a commit
@@ -141,8 +141,10 @@ type Stats struct {
 	LedgerWrites  uint64
 	PostWrites    uint64
 	AccountWrites uint64
-	QueueWrites   uint64
-	AuditRows     uint64
+	// PaceWrites are the sends taken from posting budgets (Pace).
+	PaceWrites  uint64
+	QueueWrites uint64
+	AuditRows   uint64
 	// BlocklistWrites counts blocked terms added or removed.
 	BlocklistWrites uint64
 }
@@ -163,7 +165,7 @@ type Store struct {
 	ws writeStmts
 	rs readStmts
 
-	ledgerWrites, postWrites, accountWrites, queueWrites, auditRows, blocklistWrites atomic.Uint64
+	ledgerWrites, postWrites, accountWrites, queueWrites, auditRows, blocklistWrites, paceWrites atomic.Uint64
 }
 
 // Open opens the store file at path, creating the file and its schema if
@@ -309,6 +311,7 @@ func (s *Store) Stats() Stats {
 		LedgerWrites:    s.ledgerWrites.Load(),
 		PostWrites:      s.postWrites.Load(),
 		AccountWrites:   s.accountWrites.Load(),
+		PaceWrites:      s.paceWrites.Load(),
 		QueueWrites:     s.queueWrites.Load(),
 		AuditRows:       s.auditRows.Load(),
 		BlocklistWrites: s.blocklistWrites.Load(),
@@ -424,6 +427,14 @@ var tables = []string{
 
 	// Messages are addressed by seq (receipts carry it); the random id is
 	// for callers and needs no index.
+	// An account's posting budget: one GCRA time per posting limit
+	// (package pace).
+	`CREATE TABLE IF NOT EXISTS pace (
+		account TEXT NOT NULL,
+		rate    TEXT NOT NULL,
+		tat     TEXT NOT NULL,
+		PRIMARY KEY (account, rate)
+	) WITHOUT ROWID`,
 	`CREATE TABLE IF NOT EXISTS queue_messages (
 		seq           INTEGER PRIMARY KEY,
 		queue         TEXT NOT NULL,
