@@ -290,7 +290,7 @@ func newSandboxFixture(p chaosProfile) (chaosFixture, error) {
 
 func (f sandboxFixture) addAccount(_ context.Context, name string) (post.Account, platform.Credential, error) {
 	sa := f.sb.AddAccount(name)
-	acc := post.Account{ID: post.AccountID(sa.Username), Platform: "mastodon", Handle: "@" + sa.Username, BaseURL: f.sb.URL(), RemoteID: sa.ID, CredentialRef: sa.Username, Gate: post.GateAuto}
+	acc := post.Account{ID: post.AccountID(sa.Username), Platform: "sandbox", Handle: "@" + sa.Username, BaseURL: f.sb.URL(), RemoteID: sa.ID, CredentialRef: sa.Username, Gate: post.GateAuto}
 	return acc, platform.Credential{AccessToken: sa.AccessToken, RefreshToken: sa.RefreshToken}, nil
 }
 

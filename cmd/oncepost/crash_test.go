@@ -308,7 +308,7 @@ func newCrashWorld(t *testing.T, seed int64) *crashWorld {
 	}
 	sum := sha256.Sum256(w.image)
 	sa := sb.AddAccount("crash")
-	acc := post.Account{ID: "crash", Platform: "mastodon", Handle: "@crash", BaseURL: sb.URL(), RemoteID: sa.ID, CredentialRef: "crash", Gate: post.GateAuto}
+	acc := post.Account{ID: "crash", Platform: "sandbox", Handle: "@crash", BaseURL: sb.URL(), RemoteID: sa.ID, CredentialRef: "crash", Gate: post.GateAuto}
 	slot := clock.Now().Add(time.Second)
 	w.posts = []post.Post{
 		{ID: "crash-plain", Body: "A plain post that must appear once."},

@@ -67,7 +67,7 @@ func startDemo(ctx context.Context, rt *runtime, out io.Writer) (*demo, error) {
 
 func createDemo(ctx context.Context, rt *runtime, sb *sandbox.Server, out io.Writer) error {
 	sa := sb.AddAccount("demo")
-	acc := post.Account{ID: demoAccount, Platform: "mastodon", Handle: "@demo", BaseURL: sb.URL(), RemoteID: sa.ID, CredentialRef: string(demoAccount), Gate: post.GateAuto}
+	acc := post.Account{ID: demoAccount, Platform: "sandbox", Handle: "@demo", BaseURL: sb.URL(), RemoteID: sa.ID, CredentialRef: string(demoAccount), Gate: post.GateAuto}
 	if err := rt.store.PutAccount(ctx, acc); err != nil {
 		return err
 	}

@@ -62,7 +62,7 @@ func newWorkspace(t testing.TB, opts sandbox.Options, accounts int) *workspace {
 	defer store.Close()
 	for i := 0; i < accounts; i++ {
 		sa := sb.AddAccount(fmt.Sprintf("acct%d", i))
-		acc := post.Account{ID: post.AccountID(sa.Username), Platform: "mastodon", Handle: "@" + sa.Username, BaseURL: sb.URL(), RemoteID: sa.ID, CredentialRef: sa.Username, Gate: post.GateAuto}
+		acc := post.Account{ID: post.AccountID(sa.Username), Platform: "sandbox", Handle: "@" + sa.Username, BaseURL: sb.URL(), RemoteID: sa.ID, CredentialRef: sa.Username, Gate: post.GateAuto}
 		if err := store.PutAccount(context.Background(), acc); err != nil {
 			t.Fatal(err)
 		}

@@ -166,7 +166,7 @@ func (s *Stack) AddAccount(t testing.TB, id post.AccountID) (post.Account, sandb
 	t.Helper()
 	ctx := context.Background()
 	sa := s.Sandbox.AddAccount(string(id))
-	a := post.Account{ID: id, Platform: "mastodon", Handle: "@" + string(id), BaseURL: s.Sandbox.URL(), RemoteID: sa.ID, Gate: post.GateAuto}
+	a := post.Account{ID: id, Platform: "sandbox", Handle: "@" + string(id), BaseURL: s.Sandbox.URL(), RemoteID: sa.ID, Gate: post.GateAuto}
 	if err := s.Store.PutAccount(ctx, a); err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,10 @@ import (
 
 // Platform names, the values of post.Account.Platform.
 const (
-	Mastodon       = "mastodon"
+	Mastodon = "mastodon"
+	// Sandbox is oncepost's own test platform (`oncepost sandbox`): the
+	// Mastodon adapter without Mastodon's posting limits.
+	Sandbox        = "sandbox"
 	Bluesky        = "bluesky"
 	X              = "x"
 	Threads        = "threads"
@@ -67,6 +70,10 @@ func (c Connector) Client(ctx context.Context, a post.Account, cred platform.Cre
 	switch a.Platform {
 	case Mastodon:
 		return c.Mastodon.Client(ctx, a, cred)
+	case Sandbox:
+		m := c.Mastodon
+		m.Unpaced = true
+		return m.Client(ctx, a, cred)
 	case Bluesky:
 		return c.Bluesky.Client(ctx, a, cred)
 	case X:
@@ -121,6 +128,7 @@ var samples = []struct {
 	cred        platform.Credential
 }{
 	{"Mastodon", "", post.Account{Platform: Mastodon, BaseURL: "https://mastodon.example", RemoteID: "1"}, platform.Credential{AccessToken: "-"}},
+	{"Sandbox", "oncepost's own test platform, `oncepost sandbox`", post.Account{Platform: Sandbox, BaseURL: "http://127.0.0.1:4000", RemoteID: "1"}, platform.Credential{AccessToken: "-"}},
 	{"Bluesky", "", post.Account{Platform: Bluesky, RemoteID: "did:plc:sample"}, platform.Credential{AccessToken: "-"}},
 	{"X", "", post.Account{Platform: X, RemoteID: "1"}, platform.Credential{AccessToken: "-"}},
 	{"Threads", "", post.Account{Platform: Threads, RemoteID: "1"}, platform.Credential{AccessToken: "-"}},
@@ -195,7 +203,7 @@ func cell(s string) string {
 
 func rates(rs []platform.Rate) string {
 	if len(rs) == 0 {
-		return "not published"
+		return "none declared"
 	}
 	var parts []string
 	for _, r := range rs {

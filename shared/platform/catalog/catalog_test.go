@@ -17,12 +17,12 @@ func TestConnectorRoutesEveryPlatform(t *testing.T) {
 		t.Fatalf("%d kinds, %d names", len(kinds), len(Names()))
 	}
 	for _, k := range kinds {
-		want := k.Name
-		if k.Name == DiscordWebhook {
-			want = Discord
+		adapter := map[string]string{Sandbox: Mastodon, DiscordWebhook: Discord}[k.Name]
+		if adapter == "" {
+			adapter = k.Name
 		}
-		if got := strings.TrimSuffix(k.Capabilities.Platform, "-webhook"); got != want && k.Capabilities.Platform != k.Name {
-			t.Errorf("%s routes to an adapter calling itself %q", k.Name, k.Capabilities.Platform)
+		if got := strings.TrimSuffix(k.Capabilities.Platform, "-webhook"); got != adapter {
+			t.Errorf("%s routes to an adapter calling itself %q, want %q", k.Name, k.Capabilities.Platform, adapter)
 		}
 		if k.Capabilities.MaxTextGraphemes <= 0 || k.Capabilities.Handle == "" || k.Capabilities.ReadBack == "" {
 			t.Errorf("%s: capabilities incomplete: %+v", k.Name, k.Capabilities)
@@ -34,11 +34,20 @@ func TestConnectorRoutesEveryPlatform(t *testing.T) {
 	}
 }
 
+// The sandbox is the Mastodon adapter without Mastodon's posting limits.
+func TestSandboxIsUnpaced(t *testing.T) {
+	m, _ := Lookup(Mastodon)
+	s, _ := Lookup(Sandbox)
+	if len(m.Capabilities.PostingLimits) == 0 || len(s.Capabilities.PostingLimits) != 0 {
+		t.Errorf("posting limits: mastodon %v, sandbox %v", m.Capabilities.PostingLimits, s.Capabilities.PostingLimits)
+	}
+}
+
 // The guarantees the table promises, per platform: a change of an
 // adapter's capabilities that weakens one shows here.
 func TestGuarantees(t *testing.T) {
 	want := map[string]platform.Guarantee{
-		Mastodon: platform.ReadBack, Bluesky: platform.Exact, X: platform.ReadBack, Threads: platform.ReadBack,
+		Mastodon: platform.ReadBack, Sandbox: platform.ReadBack, Bluesky: platform.Exact, X: platform.ReadBack, Threads: platform.ReadBack,
 		Discord: platform.ReadBack, DiscordWebhook: platform.Human, Telegram: platform.Human, LinkedIn: platform.Human,
 	}
 	for _, k := range Kinds() {

@@ -24,6 +24,8 @@ type Connector struct {
 	HTTPClient *http.Client
 	// MediaPollInterval is passed to every Client; 0 means the default.
 	MediaPollInterval time.Duration
+	// Unpaced is passed to every Client (the sandbox).
+	Unpaced bool
 }
 
 // Client returns a client for the account acting with the credential.
@@ -36,5 +38,6 @@ func (c Connector) Client(_ context.Context, a post.Account, cred platform.Crede
 		ClientSecret:      c.ClientSecret,
 		HTTPClient:        c.HTTPClient,
 		MediaPollInterval: c.MediaPollInterval,
+		Unpaced:           c.Unpaced,
 	})
 }

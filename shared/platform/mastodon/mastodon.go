@@ -73,6 +73,10 @@ type Config struct {
 	// MediaPollInterval is the pause between polls of an attachment that is
 	// still processing (default 500ms).
 	MediaPollInterval time.Duration
+	// Unpaced drops the posting limits from Capabilities: for a server
+	// that is not Mastodon's software and does not limit posting (the
+	// sandbox, whose drills publish thousands of posts on one account).
+	Unpaced bool
 }
 
 // Client is one Mastodon account. It is safe for concurrent use.
@@ -84,6 +88,7 @@ type Client struct {
 	maxChars     int
 	maxMedia     int
 	pollInterval time.Duration
+	unpaced      bool
 
 	// now and readBackoff are replaced by tests.
 	now         func() time.Time
@@ -153,6 +158,7 @@ func build(cfg Config, needToken bool) (*Client, error) {
 		maxChars:     cfg.MaxCharacters,
 		maxMedia:     cfg.MaxMedia,
 		pollInterval: cfg.MediaPollInterval,
+		unpaced:      cfg.Unpaced,
 		now:          time.Now,
 		readBackoff:  defaultReadBackoff,
 		cred:         cfg.Credential,
@@ -201,10 +207,18 @@ func (c *Client) Capabilities() platform.Capabilities {
 		MaxMedia:          c.maxMedia,
 		Handle:            "Idempotency-Key header (the server keeps it 1 h)",
 		ReadBack:          "the account's statuses newer than the one read before the send, matched by fingerprint",
-		// Mastodon's default rate limits: 300 statuses per 3 hours per
-		// account (docs.joinmastodon.org/api/rate-limits).
-		PostingLimits: []platform.Rate{{Count: 300, Per: 3 * time.Hour}},
+		PostingLimits:     c.postingLimits(),
 	}
+}
+
+// postingLimits are Mastodon's default rate limits, 300 statuses per 3
+// hours per account (docs.joinmastodon.org/api/rate-limits), unless the
+// client is Unpaced.
+func (c *Client) postingLimits() []platform.Rate {
+	if c.unpaced {
+		return nil
+	}
+	return []platform.Rate{{Count: 300, Per: 3 * time.Hour}}
 }
 
 // Credential returns the credential the client currently uses, which
