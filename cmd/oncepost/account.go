@@ -15,15 +15,28 @@ import (
 	"time"
 
 	"oncepost/shared/platform"
+	"oncepost/shared/platform/catalog"
 	"oncepost/shared/platform/mastodon"
 	"oncepost/shared/post"
 )
 
 func accountCommands() []*command {
 	return []*command{
-		{name: "account add", summary: "connect a Mastodon account (token from a file or stdin, or OAuth)", args: "--id ID --url URL (--token-file FILE | --oauth) [flags]", run: cmdAccountAdd,
-			help:    "Connects an account on a Mastodon instance. The access token is read from a file or from stdin (--token-file -), never from an argument, so it stays out of shell history; or --oauth registers an app on the instance, prints the page where you authorise it, and reads the code it shows from stdin. The token is checked with verify_credentials and the instance's text and media limits are read before anything is stored; the credential is stored encrypted (AES-256-GCM) with the workspace's key file (0600, created on first use). Create a token under Preferences → Development → New application with the scopes read and write. --replace reconnects an existing account (a new token, e.g. after reconnect_needed).",
-			example: "oncepost account add --id news --url https://mastodon.social --token-file - < token.txt"},
+		{name: "account add", summary: "connect an account on any platform: mastodon, bluesky, x, threads, discord, telegram, linkedin", args: "--id ID [--platform NAME] [platform flags]", run: cmdAccountAdd,
+			help: "Connects an account on any platform oncepost knows (--platform, default mastodon; oncepost platforms lists them). " +
+				"Mastodon: an access token (--url, --token-file) or the instance's OAuth page (--oauth); the token is checked with verify_credentials and the instance's limits are read. " +
+				"Bluesky: --handle and an app password (--password-file) open a session on the PDS (--api-url, default https://bsky.social); only the session's tokens are stored, never the password. " +
+				"Telegram: a bot token from @BotFather (--token-file), checked with getMe, and the chat it posts to (--chat). " +
+				"Discord: a bot token (--token-file) and a channel id (--channel), checked by reading the channel; or an incoming webhook (--platform discord-webhook --webhook-file), whose URL holds its token. " +
+				"X, LinkedIn, Threads: OAuth with your own app (--client-id, --client-secret-file): the command prints the page where you authorise it, then receives the code on http://127.0.0.1:PORT/callback (--redirect-port, default 8765; register that redirect URL with the app), or with --oob reads the code, or the address the browser lands on, from stdin. " +
+				"Tokens, passwords, client secrets and webhook URLs are read from files or stdin (-), never from arguments, so they stay out of shell history, and are never printed. " +
+				"Nothing is stored unless the platform accepts the credential; it is stored encrypted (AES-256-GCM) with the workspace's key file (0600, created on first use), the account with the platform's text and media limits. " +
+				"--replace reconnects an existing account (a new credential, e.g. after reconnect_needed); it must be the same account on the platform.",
+			example: "oncepost account add --id news --url https://mastodon.social --token-file - < token.txt\n" +
+				"  oncepost account add --id sky --platform bluesky --handle news.bsky.social --password-file app-password.txt\n" +
+				"  oncepost account add --id tg --platform telegram --token-file bot.token --chat @newschannel\n" +
+				"  oncepost account add --id hook --platform discord-webhook --webhook-file webhook.url\n" +
+				"  oncepost account add --id li --platform linkedin --client-id 86abcdef --client-secret-file linkedin.secret"},
 		{name: "account list", summary: "list accounts (never their credentials)", args: "[--json]", run: cmdAccountList,
 			help: "Lists the workspace's accounts: platform, handle, instance, gate policy, status and the instance's limits.", example: "oncepost account list --json"},
 		{name: "account show", summary: "one account, its limits and whether a credential is stored", args: "ID [--json]", run: cmdAccountShow,
@@ -37,16 +50,15 @@ func accountCommands() []*command {
 var accountIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // cmdAccountAdd is `oncepost account add`.
-func cmdAccountAdd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdAccountAdd(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs, where := workspaceFlags("account add")
-	id := fs.String("id", "", "the account's name in oncepost, e.g. news (required)")
-	platformName := fs.String("platform", "mastodon", "the platform: mastodon")
-	baseURL := fs.String("url", "", "the instance, e.g. https://mastodon.social (required)")
-	tokenFile := fs.String("token-file", "", "read the access token from this file (- for stdin)")
-	oauth := fs.Bool("oauth", false, "connect through the instance's OAuth page instead of a token")
+	f := addFlags{}
+	fs.StringVar(&f.id, "id", "", "the account's name in oncepost, e.g. news (required)")
+	fs.StringVar(&f.platform, "platform", catalog.Mastodon, "the platform: "+strings.Join(catalog.Names(), ", "))
+	f.define(fs)
 	gate := fs.String("gate", "", "after an ambiguous send that cannot be found: auto (send again) or manual (hold for an operator); default auto")
 	replace := fs.Bool("replace", false, "reconnect an existing account with a new credential")
-	timeout := fs.Duration("timeout", 30*time.Second, "deadline of each call to the instance")
+	timeout := fs.Duration("timeout", 30*time.Second, "deadline of each call to the platform")
 	asJSON := fs.Bool("json", false, "print the stored account as JSON")
 	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
 		return err
@@ -55,29 +67,30 @@ func cmdAccountAdd(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	switch {
-	case *id == "":
+	case f.id == "":
 		return usageError("id", "is missing: name the account, e.g. --id news")
-	case !accountIDPattern.MatchString(*id):
-		return usageError("id", "%q: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", *id)
-	case *platformName != "mastodon":
-		return usageError("platform", "%q is not supported by this build; use mastodon", *platformName)
-	case *baseURL == "":
-		return usageError("url", "is missing: give the instance's address, e.g. --url https://mastodon.social")
-	case *tokenFile == "" && !*oauth:
-		return badInput("no credential: give --token-file FILE (or - for stdin), or --oauth")
-	case *tokenFile != "" && *oauth:
-		return badInput("--token-file and --oauth: connect one way")
+	case !accountIDPattern.MatchString(f.id):
+		return usageError("id", "%q: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", f.id)
 	case *gate != "" && *gate != string(post.GateAuto) && *gate != string(post.GateManual):
 		return usageError("gate", "%q: use auto or manual", *gate)
 	}
-	instance, err := instanceURL(*baseURL)
-	if err != nil {
+	kind, ok := catalog.Lookup(f.platform)
+	if !ok {
+		return usageError("platform", "%q is not a platform oncepost knows; use one of %s", f.platform, strings.Join(catalog.Names(), ", "))
+	}
+	if err := f.check(fs); err != nil {
 		return err
 	}
-	// Check the id before any call to the instance; an embedded workspace
+	// Whatever a flow read or was given that is secret is redacted from
+	// the error this command returns, as a last guard: the adapters and
+	// the flows never put one in a message.
+	var secrets secretSet
+	defer func() { err = secrets.scrub(err) }()
+
+	// Check the id before any call to the platform; an embedded workspace
 	// that does not exist yet has no accounts (it is created only once the
-	// credential is verified: a refused token leaves nothing behind). A
-	// stack exists: it is opened now and written once the token is
+	// credential is verified: a refused credential leaves nothing behind).
+	// A stack exists: it is opened now and written once the credential is
 	// verified.
 	var existing post.Account
 	var b *backend
@@ -90,49 +103,46 @@ func cmdAccountAdd(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if b, err = where.open(ctx); err != nil {
 			return err
 		}
-		if existing, err = b.lookupAccount(ctx, *id, *replace); err != nil {
+		if existing, err = b.lookupAccount(ctx, f.id, *replace); err != nil {
 			return err
 		}
 	} else if _, statErr := os.Stat(where.db); statErr == nil {
-		if existing, err = lookupAccount(ctx, where, *id, *replace); err != nil {
+		if existing, err = lookupAccount(ctx, where, f.id, *replace); err != nil {
 			return err
 		}
 	} else if *replace {
-		return usageError("replace", "there is no account %q to reconnect; leave --replace out to add it", *id)
+		return usageError("replace", "there is no account %q to reconnect; leave --replace out to add it", f.id)
 	}
 
+	if *replace && existing.Platform != "" && existing.Platform != kind.Name {
+		return usageError("platform", "account %q is on %s, not %s; reconnect it with --platform %s, or add this one under another id",
+			f.id, existing.Platform, kind.Name, existing.Platform)
+	}
+
+	// The prompts of an OAuth flow go where they do not spoil --json.
+	prompt := stdout
+	if *asJSON {
+		prompt = stderr
+	}
 	hc := &http.Client{Timeout: *timeout}
-	var cred platform.Credential
-	if *oauth {
-		cred, err = oauthConnect(ctx, hc, instance, stdout)
-	} else {
-		cred, err = readToken(*tokenFile)
-	}
+	conn, err := connect(ctx, &f, hc, prompt, &secrets)
 	if err != nil {
 		return err
-	}
-	client, err := mastodon.New(mastodon.Config{BaseURL: instance, Credential: cred, HTTPClient: hc})
-	if err != nil {
-		return err
-	}
-	profile, err := client.VerifyCredentials(ctx)
-	if err != nil {
-		return refusedCredential(err, *tokenFile != "")
-	}
-	limits, err := client.InstanceLimits(ctx)
-	if err != nil {
-		return fmt.Errorf("read the instance's limits from %s: %w", instance, err)
 	}
 	acc := post.Account{
-		ID: post.AccountID(*id), Platform: "mastodon", Handle: "@" + profile.Username + "@" + hostOf(instance), BaseURL: instance,
-		RemoteID: profile.ID, CredentialRef: *id, Gate: post.GateAuto,
-		Limits: post.Limits{MaxTextGraphemes: limits.MaxCharacters, MaxMedia: limits.MaxMediaAttachments, MaxMediaBytes: limits.ImageSizeLimit},
+		ID: post.AccountID(f.id), Platform: kind.Name, Handle: conn.handle, BaseURL: conn.baseURL,
+		RemoteID: conn.remoteID, CredentialRef: f.id, Gate: post.GateAuto, Limits: conn.limits,
+	}
+	if !mastodonAPI(kind.Name) {
+		// A Mastodon instance's are its own; every other platform's are
+		// the catalog's.
+		acc.Limits = kind.Limits()
 	}
 	if *replace {
 		acc.Gate = existing.Gate
-		if existing.RemoteID != "" && existing.RemoteID != profile.ID {
-			return badInput("the token belongs to %s (id %s), not to %s (id %s); use that account's token, or add it under another id",
-				acc.Handle, profile.ID, existing.Handle, existing.RemoteID)
+		if existing.RemoteID != "" && acc.RemoteID != "" && existing.RemoteID != acc.RemoteID {
+			return badInput("the credential belongs to %s (id %s), not to %s (id %s); use that account's credential, or add it under another id",
+				acc.Handle, acc.RemoteID, existing.Handle, existing.RemoteID)
 		}
 	}
 	if *gate != "" {
@@ -144,11 +154,11 @@ func cmdAccountAdd(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 	}
 	if _, err := b.accounts.GetAccount(ctx, acc.ID); err == nil && !*replace {
-		return usageError("id", "account %q was added meanwhile; pick another id, or --replace", *id)
+		return usageError("id", "account %q was added meanwhile; pick another id, or --replace", f.id)
 	}
 	// The credential first: an account row without its credential would
 	// fail every publish; a credential without its account is inert.
-	if err := b.accounts.PutCredential(ctx, acc.ID, cred); err != nil {
+	if err := b.accounts.PutCredential(ctx, acc.ID, conn.cred); err != nil {
 		return err
 	}
 	if err := b.accounts.PutAccount(ctx, acc); err != nil {
@@ -162,7 +172,45 @@ func cmdAccountAdd(ctx context.Context, args []string, stdout, stderr io.Writer)
 		verb = "reconnected"
 	}
 	fmt.Fprintf(stdout, "%s %s: %s on %s (%s)\n", verb, acc.ID, acc.Handle, acc.BaseURL, describeLimits(acc.Limits.Or(defaultLimits(acc.Platform))))
+	for _, n := range conn.notes {
+		fmt.Fprintln(stdout, n)
+	}
 	return nil
+}
+
+// connectMastodon verifies a Mastodon token (from a file, stdin, or the
+// instance's OAuth page) and reads the instance's limits.
+func connectMastodon(ctx context.Context, f *addFlags, hc *http.Client, prompt io.Writer, secrets *secretSet) (connection, error) {
+	instance, err := instanceURL(f.url)
+	if err != nil {
+		return connection{}, err
+	}
+	var cred platform.Credential
+	if f.oauth {
+		cred, err = oauthConnect(ctx, hc, instance, prompt)
+	} else {
+		cred, err = readToken(f.tokenFile)
+	}
+	secrets.add(cred.AccessToken, cred.RefreshToken, cred.ClientSecret)
+	if err != nil {
+		return connection{}, err
+	}
+	client, err := mastodon.New(mastodon.Config{BaseURL: instance, Credential: cred, HTTPClient: hc})
+	if err != nil {
+		return connection{}, err
+	}
+	profile, err := client.VerifyCredentials(ctx)
+	if err != nil {
+		return connection{}, refusedCredential(err, f.tokenFile != "")
+	}
+	limits, err := client.InstanceLimits(ctx)
+	if err != nil {
+		return connection{}, fmt.Errorf("read the instance's limits from %s: %w", instance, err)
+	}
+	return connection{
+		handle: "@" + profile.Username + "@" + hostOf(instance), baseURL: instance, remoteID: profile.ID, cred: cred,
+		limits: post.Limits{MaxTextGraphemes: limits.MaxCharacters, MaxMedia: limits.MaxMediaAttachments, MaxMediaBytes: limits.ImageSizeLimit},
+	}, nil
 }
 
 // lookupAccount checks an id against an existing embedded workspace for
@@ -368,7 +416,7 @@ func cmdAccountList(ctx context.Context, args []string, stdout, stderr io.Writer
 		return printJSON(stdout, views)
 	}
 	if len(views) == 0 {
-		fmt.Fprintln(stdout, "no accounts; add one with: oncepost account add --id ID --url URL --token-file FILE")
+		fmt.Fprintln(stdout, "no accounts; add one with: oncepost account add --id ID --url URL --token-file FILE (Mastodon), or --platform NAME (oncepost account add --help)")
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -409,7 +457,7 @@ func cmdAccountShow(ctx context.Context, args []string, stdout, stderr io.Writer
 		status = "ok"
 	}
 	if v.StatusReason != "" {
-		status += " (" + v.StatusReason + "; reconnect with: oncepost account add --id " + string(v.ID) + " --url " + v.BaseURL + " --replace --token-file FILE)"
+		status += " (" + v.StatusReason + "; reconnect with: " + reconnectCommand(v.Account) + ")"
 	}
 	fmt.Fprintf(stdout, "account %s\n  platform:   %s\n  handle:     %s\n  instance:   %s\n  remote id:  %s\n  gate:       %s\n  status:     %s\n  limits:     %s\n  credential: %s\n  unfinished: %d targets\n",
 		v.ID, v.Platform, v.Handle, v.BaseURL, v.RemoteID, v.Gate, status, describeLimits(v.Limits.Or(defaultLimits(v.Platform))), v.Credential, v.Unfinished)

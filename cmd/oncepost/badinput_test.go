@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"oncepost/shared/ledger"
+	"oncepost/shared/platform/catalog"
 	"oncepost/shared/platform/sandbox"
 	"oncepost/shared/post"
 	"oncepost/shared/sqlitestore"
@@ -126,7 +127,7 @@ func TestBadInputNamesTheFieldAndWritesNothing(t *testing.T) {
 		{"account add: token file missing", []string{"account", "add", "--id", "x", "--url", sb.URL(), "--token-file", missing}, exitUsage, []string{"--token-file: cannot read"}},
 		{"account add: empty token", []string{"account", "add", "--id", "x", "--url", sb.URL(), "--token-file", emptyToken}, exitUsage, []string{"--token-file", "is empty"}},
 		{"account add: refused token", []string{"account", "add", "--id", "x", "--url", sb.URL(), "--token-file", badToken}, exitUsage, []string{"--token-file: the instance refused the token", "nothing was stored"}},
-		{"account add: unknown platform", []string{"account", "add", "--id", "x", "--platform", "fax", "--url", sb.URL(), "--token-file", tokenFile}, exitUsage, []string{"--platform", "use mastodon"}},
+		{"account add: unknown platform", []string{"account", "add", "--id", "x", "--platform", "fax", "--url", sb.URL(), "--token-file", tokenFile}, exitUsage, []string{"--platform", "not a platform oncepost knows", strings.Join(catalog.Names(), ", ")}},
 		{"account add: id taken", []string{"account", "add", "--id", "news", "--url", sb.URL(), "--token-file", tokenFile}, exitUsage, []string{"--id", "exists already", "--replace"}},
 		{"account add: bad gate", []string{"account", "add", "--id", "x", "--url", sb.URL(), "--token-file", tokenFile, "--gate", "maybe"}, exitUsage, []string{"--gate", "auto or manual"}},
 		{"account add: replace unknown", []string{"account", "add", "--id", "x", "--url", sb.URL(), "--token-file", tokenFile, "--replace"}, exitUsage, []string{"--replace", "no account"}},
