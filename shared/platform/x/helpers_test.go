@@ -3,6 +3,7 @@ package x
 import (
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -54,7 +55,9 @@ func TestMain(m *testing.M) {
 			}
 		}
 	}
-	if code == 0 && len(seenErrors.msgs) < 20 {
+	// The floor guards against a check that silently collects nothing; a
+	// run of a few tests (-run) collects fewer.
+	if f := flag.Lookup("test.run"); code == 0 && (f == nil || f.Value.String() == "") && len(seenErrors.msgs) < 20 {
 		fmt.Fprintf(os.Stderr, "FAIL: only %d errors were collected for the secret check\n", len(seenErrors.msgs))
 		code = 1
 	}
