@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"oncepost/shared/mediafit"
 	"oncepost/shared/post"
 	"oncepost/shared/s3media"
 )
@@ -58,9 +59,40 @@ func readMediaFile(field, path, alt string) (importedMedia, error) {
 	if !ok {
 		return importedMedia{}, badInput("%s: %s is %s, not an image oncepost can attach; use PNG, JPEG, GIF or WebP", field, path, ct)
 	}
+	return newImportedMedia(data, ct, ext, alt), nil
+}
+
+func newImportedMedia(data []byte, ct, ext, alt string) importedMedia {
 	sum := sha256.Sum256(data)
 	sha := hex.EncodeToString(sum[:])
-	return importedMedia{Media: post.Media{Ref: sha + ext, SHA256: sha, ContentType: ct, Alt: alt}, data: data}, nil
+	return importedMedia{Media: post.Media{Ref: sha + ext, SHA256: sha, ContentType: ct, Alt: alt}, data: data}
+}
+
+// fitMedia fits every image to the strictest limits of the accounts the
+// post goes to (mediafit: resized and re-encoded, deterministically, only
+// when over a limit), before anything is stored: the fitted bytes are
+// what is stored, hashed, fingerprinted and uploaded on every attempt.
+// Each change is described in notes.
+func fitMedia(d *post.Draft, files []importedMedia, lim mediafit.Limits, who string) ([]importedMedia, []string, error) {
+	var notes []string
+	for i, f := range files {
+		r, err := mediafit.Fit(f.data, f.ContentType, lim)
+		if err != nil {
+			return nil, nil, badInput("media[%d]: %v; %s", i, err, "resize it by hand")
+		}
+		if !r.Changed {
+			continue
+		}
+		ext, ok := mediaTypes[r.ContentType]
+		if !ok {
+			return nil, nil, fmt.Errorf("media[%d]: fitted to %s, which oncepost does not store", i, r.ContentType)
+		}
+		files[i] = newImportedMedia(r.Data, r.ContentType, ext, f.Alt)
+		d.Media[i].Media = files[i].Media
+		notes = append(notes, fmt.Sprintf("media[%d]: %.2f MB → %.2f MB %s %dx%d, to fit %s",
+			i, float64(len(f.data))/1e6, float64(len(r.Data))/1e6, r.ContentType, r.Width, r.Height, who))
+	}
+	return files, notes, nil
 }
 
 // mediaDir is the embedded runtime's media directory.

@@ -18,6 +18,7 @@ import (
 
 	"oncepost/shared/ledger"
 	"oncepost/shared/localcron"
+	"oncepost/shared/mediafit"
 	"oncepost/shared/platform/catalog"
 	"oncepost/shared/post"
 	"oncepost/shared/publishing"
@@ -102,7 +103,7 @@ func cmdPostAdd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer b.Close()
-	p, err := b.validateDraft(ctx, d, files)
+	p, files, err := b.validateDraft(ctx, d, files, stderr)
 	if err != nil {
 		return err
 	}
@@ -213,35 +214,77 @@ func readDraftMedia(d *post.Draft, baseDir string) ([]importedMedia, error) {
 }
 
 // validateDraft checks a draft against the workspace's accounts, their
-// instances' limits and the blocklist, and the imported files against the
-// accounts' media size limits.
-func (b *backend) validateDraft(ctx context.Context, d post.Draft, files []importedMedia) (post.Post, error) {
+// instances' limits and the blocklist, fits the imported images to the
+// strictest image limits of the accounts the post goes to (saying so on
+// notes), and checks the files against the accounts' media size limits.
+func (b *backend) validateDraft(ctx context.Context, d post.Draft, files []importedMedia, notes io.Writer) (post.Post, []importedMedia, error) {
 	accounts, err := b.accounts.ListAccounts(ctx)
 	if err != nil {
-		return post.Post{}, err
+		return post.Post{}, nil, err
 	}
 	blocked, err := b.admin.BlockedTerms(ctx)
 	if err != nil {
-		return post.Post{}, err
+		return post.Post{}, nil, err
 	}
 	rules := post.Rules{Accounts: map[post.AccountID]post.Account{}, Limits: limitsOf, Measure: measureText, Now: time.Now(), Blocked: blocked}
 	for _, a := range accounts {
 		rules.Accounts[a.ID] = a
 	}
+	if len(files) > 0 {
+		lim, who := imageLimits(d, rules.Accounts)
+		var changed []string
+		if files, changed, err = fitMedia(&d, files, lim, who); err != nil {
+			return post.Post{}, nil, err
+		}
+		for _, n := range changed {
+			fmt.Fprintln(notes, n)
+		}
+	}
 	p, err := d.Validate(rules)
 	if err != nil {
-		return post.Post{}, badInput("%v", err)
+		return post.Post{}, nil, badInput("%v", err)
 	}
 	for i, f := range files {
 		for _, t := range p.Targets {
 			lim := rules.Accounts[t.Account].Limits
 			if lim.MaxMediaBytes > 0 && int64(len(f.data)) > lim.MaxMediaBytes {
-				return post.Post{}, badInput("media[%d]: is %.1f MB, over the %.1f MB images %s's instance accepts; resize it",
+				return post.Post{}, nil, badInput("media[%d]: is %.1f MB, over the %.1f MB images %s's instance accepts; resize it",
 					i, float64(len(f.data))/1e6, float64(lim.MaxMediaBytes)/1e6, t.Account)
 			}
 		}
 	}
-	return p, nil
+	return p, files, nil
+}
+
+// imageLimits are the strictest image limits of the draft's accounts (an
+// instance's own byte limit, else its platform's), and who set them, for
+// the note. Unknown accounts are left to validation.
+func imageLimits(d post.Draft, accounts map[post.AccountID]post.Account) (mediafit.Limits, string) {
+	var lim mediafit.Limits
+	var who []string
+	tighter := func(cur *int64, v int64, name string) {
+		if v > 0 && (*cur == 0 || v < *cur) {
+			*cur = v
+			who = append(who, name)
+		}
+	}
+	for _, t := range d.Targets {
+		acc, ok := accounts[post.AccountID(t.Account)]
+		if !ok {
+			continue
+		}
+		k, _ := catalog.Lookup(acc.Platform)
+		bytes := k.Capabilities.MaxMediaBytes
+		if acc.Limits.MaxMediaBytes > 0 {
+			bytes = acc.Limits.MaxMediaBytes
+		}
+		tighter(&lim.MaxBytes, bytes, fmt.Sprintf("%s (%s, images up to %.2f MB)", acc.ID, acc.Platform, float64(bytes)/1e6))
+		tighter(&lim.MaxPixels, k.Capabilities.MaxMediaPixels, fmt.Sprintf("%s (%s, up to %d pixels)", acc.ID, acc.Platform, k.Capabilities.MaxMediaPixels))
+	}
+	if len(who) == 0 {
+		return lim, "the accounts' limits"
+	}
+	return lim, who[len(who)-1]
 }
 
 // maxDraftBytes bounds a draft file (a post body is at most a few

@@ -184,6 +184,11 @@ type Capabilities struct {
 	MaxTextGraphemes int
 	// MaxMedia is the largest number of attachments on one post.
 	MaxMedia int
+	// MaxMediaBytes and MaxMediaPixels are the largest image the platform
+	// takes (0: no known limit); images are fitted to them when a post is
+	// added (package mediafit).
+	MaxMediaBytes  int64
+	MaxMediaPixels int64
 	// Handle says what the ledger's handle becomes on this platform, for
 	// the guarantee table (e.g. "Idempotency-Key header, kept 1 h").
 	Handle string

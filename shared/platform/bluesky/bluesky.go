@@ -131,6 +131,7 @@ func (c *Client) Capabilities() platform.Capabilities {
 		ReadableHistory:   true,
 		MaxTextGraphemes:  maxGraphemes,
 		MaxMedia:          maxImages,
+		MaxMediaBytes:     maxImageBytes,
 		Handle:            "record key (a TID derived from the handle); putRecord with swapRecord null creates only if absent",
 		ReadBack:          "getRecord by the record key: RecordNotFound proves absence",
 		// The PDS charges 3 points per create against 5,000 points an

@@ -205,9 +205,14 @@ func (c *Client) Capabilities() platform.Capabilities {
 		ReadableHistory:   true,
 		MaxTextGraphemes:  c.maxChars,
 		MaxMedia:          c.maxMedia,
-		Handle:            "Idempotency-Key header (the server keeps it 1 h)",
-		ReadBack:          "the account's statuses newer than the one read before the send, matched by fingerprint",
-		PostingLimits:     c.postingLimits(),
+		// Mastodon's defaults (an instance's own come with the account):
+		// 16 MB images (MAX_IMAGE_SIZE) of at most 7680x4320 pixels
+		// (image_matrix_limit).
+		MaxMediaBytes:  16 << 20,
+		MaxMediaPixels: 33_177_600,
+		Handle:         "Idempotency-Key header (the server keeps it 1 h)",
+		ReadBack:       "the account's statuses newer than the one read before the send, matched by fingerprint",
+		PostingLimits:  c.postingLimits(),
 	}
 }
 

@@ -77,6 +77,9 @@ type Options struct {
 	MaxCharacters int
 	// MaxMediaAttachments is the most media on one status; default 4.
 	MaxMediaAttachments int
+	// ImageSizeLimit is the largest image the instance says it takes
+	// (configuration.media_attachments.image_size_limit); default 16 MB.
+	ImageSizeLimit int64
 	// MediaProcessingPolls is how many GET /api/v1/media/:id answer 206
 	// before the media is processed and answers 200; default 1. A negative
 	// value means media is processed at upload (POST /api/v2/media answers
@@ -380,6 +383,9 @@ func newServer(opts Options) *Server {
 	}
 	if opts.MaxCharacters <= 0 {
 		opts.MaxCharacters = 500
+	}
+	if opts.ImageSizeLimit <= 0 {
+		opts.ImageSizeLimit = 16 << 20
 	}
 	if opts.MaxMediaAttachments <= 0 {
 		opts.MaxMediaAttachments = 4

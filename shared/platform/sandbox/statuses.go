@@ -408,7 +408,7 @@ func (s *Server) instanceConfiguration() map[string]any {
 		},
 		"media_attachments": map[string]any{
 			"supported_mime_types": []string{"image/jpeg", "image/png", "image/gif", "image/webp"},
-			"image_size_limit":     16777216,
+			"image_size_limit":     s.opts.ImageSizeLimit,
 		},
 	}
 }
