@@ -100,7 +100,25 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Credential.AccessToken == "" {
 		return nil, errors.New("bluesky: config Credential.AccessToken is required")
 	}
-	return &Client{base: base, did: cfg.DID, cred: cfg.Credential, http: newHTTP(cfg.HTTPClient), handles: map[string]string{}}, nil
+	c := &Client{base: base, did: cfg.DID, cred: cfg.Credential, http: newHTTP(cfg.HTTPClient), handles: map[string]string{}}
+	c.http.Describe = c.describe
+	return c, nil
+}
+
+// describe is the PDS's error text without the session's tokens: a proxy
+// or server may echo the Authorization header, and the text ends up in
+// logs and the ledger's reason.
+func (c *Client) describe(r *httpcall.Response) string {
+	return redact(describe(r), c.cred.AccessToken, c.cred.RefreshToken)
+}
+
+func redact(s string, secrets ...string) string {
+	for _, secret := range secrets {
+		if secret != "" {
+			s = strings.ReplaceAll(s, secret, "[redacted]")
+		}
+	}
+	return s
 }
 
 func newHTTP(hc *http.Client) *httpcall.Client {
@@ -182,7 +200,7 @@ func rateLimitReset(r *httpcall.Response, now time.Time) time.Duration {
 func (c *Client) classify(op string, r *httpcall.Response, write bool) error {
 	switch e := decodeError(r); e.Error {
 	case "ExpiredToken", "InvalidToken":
-		return &platform.Unauthorized{Message: op + ": " + describe(r)}
+		return &platform.Unauthorized{Message: op + ": " + c.describe(r)}
 	}
 	return c.http.Classify(op, r, write)
 }
@@ -584,7 +602,7 @@ func (c *Client) Refresh(ctx context.Context, cred platform.Credential) (platfor
 	if !resp.OK() {
 		switch e := decodeError(resp); {
 		case e.Error == "ExpiredToken" || e.Error == "InvalidToken" || resp.Status == http.StatusUnauthorized:
-			return platform.Credential{}, &platform.Rejected{Status: resp.Status, Reason: platform.ReasonReconnectNeeded, Message: op + ": " + describe(resp)}
+			return platform.Credential{}, &platform.Rejected{Status: resp.Status, Reason: platform.ReasonReconnectNeeded, Message: op + ": " + redact(describe(resp), cred.AccessToken, cred.RefreshToken)}
 		}
 		return platform.Credential{}, c.http.Classify(op, resp, true)
 	}

@@ -485,3 +485,25 @@ func TestTextLimits(t *testing.T) {
 		t.Errorf("%d puts, want 2 (the refused texts are never sent)", puts)
 	}
 }
+
+// A server that echoes the request's Authorization header in its error
+// text does not get the token into our errors (which are logged and
+// recorded as reasons).
+func TestEchoedTokenIsRedacted(t *testing.T) {
+	var seen errorsSeen
+	echo := func(w http.ResponseWriter, r *http.Request) bool {
+		xrpcErr(w, http.StatusBadRequest, "InvalidRequest", "refused request with "+r.Header.Get("Authorization"))
+		return true
+	}
+	c, _ := fakeClient(t, &fakePDS{before: echo})
+	_, err := c.Publish(context.Background(), newRequest("hello"))
+	seen.add(err)
+	_, _, err = c.Lookup(context.Background(), platform.LookupQuery{Handle: ledger.NewHandle(), CreatedAt: time.Now()})
+	seen.add(err)
+	_, err = c.Refresh(context.Background(), c.cred)
+	seen.add(err)
+	if len(seen) != 3 {
+		t.Fatalf("%d errors, want 3", len(seen))
+	}
+	seen.checkNoToken(t)
+}

@@ -57,6 +57,7 @@ func TestNewValidatesConfig(t *testing.T) {
 func TestCapabilities(t *testing.T) {
 	c := newClient(t, "https://social.example")
 	want := platform.Capabilities{Platform: "mastodon", NativeIdempotency: true, ReadableHistory: true, MaxTextGraphemes: 500, MaxMedia: 4,
+		MaxMediaBytes: 16 << 20, MaxMediaPixels: 33_177_600,
 		Handle:        "Idempotency-Key header (the server keeps it 1 h)",
 		ReadBack:      "the account's statuses newer than the one read before the send, matched by fingerprint",
 		PostingLimits: []platform.Rate{{Count: 300, Per: 3 * time.Hour}}}
@@ -519,5 +520,22 @@ func TestPublishOverHTTP2(t *testing.T) {
 	}
 	if got.RemoteID != "5" || proto.Load() != 2 {
 		t.Errorf("receipt %+v over HTTP/%d, want id 5 over HTTP/2", got, proto.Load())
+	}
+}
+
+// A server or proxy that echoes the Authorization header in its error
+// text does not get the token into our errors (logged, and recorded as
+// the ledger's reason).
+func TestEchoedTokenIsRedacted(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_ = json.NewEncoder(w).Encode(map[string]string{"error": "refused " + r.Header.Get("Authorization")})
+	}))
+	t.Cleanup(srv.Close)
+	c := newClient(t, srv.URL)
+	_, err := c.Publish(context.Background(), platform.PublishRequest{Handle: "h1", Text: "hello"})
+	if err == nil || strings.Contains(err.Error(), "access-1") {
+		t.Errorf("error %v carries the access token", err)
 	}
 }

@@ -222,7 +222,11 @@ func transientRead(status int) bool {
 // For a read a 5xx is just a failed read, NotPerformed: a read has no
 // effect to be ambiguous about.
 func (c *Client) classify(op string, resp *response, write bool) error {
-	msg := errorText(resp)
+	// A proxy or server may echo the request's Authorization header in
+	// its error text; the text ends up in logs and the ledger's reason.
+	c.mu.Lock()
+	msg := redact(errorText(resp), c.cred.AccessToken, c.cred.RefreshToken, c.cred.ClientSecret)
+	c.mu.Unlock()
 	switch s := resp.status; {
 	case s == http.StatusUnauthorized:
 		return &platform.Unauthorized{Message: fmt.Sprintf("%s: %s", op, msg)}
