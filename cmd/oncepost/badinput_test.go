@@ -141,6 +141,8 @@ func TestBadInputNamesTheFieldAndWritesNothing(t *testing.T) {
 		{"post add: past", []string{"post", "add", "--account", "news", "--at", past, "--body", "x"}, exitUsage, []string{"targets[0].at", "in the past"}},
 		{"post add: unknown account", []string{"post", "add", "--account", "ghost", "--at", future, "--body", "x"}, exitUsage, []string{"targets[0].account", `unknown account "ghost"`}},
 		{"chaos: unknown platform", []string{"chaos", "--platform", "myspace"}, exitUsage, []string{`--platform: "myspace": use mastodon or bluesky`}},
+		{"post add: --text without a platform", []string{"post", "add", "--account", "news", "--at", future, "--body", "hi", "--text", "nope"}, exitUsage, []string{`--text: "nope": write PLATFORM=TEXT`}},
+		{"post add: a text for a platform no target is on", []string{"post", "add", "--account", "news", "--at", future, "--body", "hi", "--text", "bluesky=hello"}, exitUsage, []string{"texts.bluesky: no target account is on bluesky"}},
 		{"post add: over the instance's limit", []string{"post", "add", "--account", "news", "--at", future, "--body", strings.Repeat("a", 101)}, exitUsage, []string{"body: is 101 characters as mastodon counts them, over its limit of 100", "shorten it by 1"}},
 		{"post add: media missing", []string{"post", "add", "--account", "news", "--at", future, "--body", "x", "--media", missing}, exitUsage, []string{"media[0].path: cannot read"}},
 		{"post add: media not an image", []string{"post", "add", "--account", "news", "--at", future, "--body", "x", "--media", notImage}, exitUsage, []string{"media[0].path", "not an image", "PNG, JPEG"}},

@@ -9,8 +9,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -27,7 +29,7 @@ import (
 func postCommands() []*command {
 	return []*command{
 		{name: "post add", summary: "validate and schedule a post (flags, or a JSON draft)", args: "[flags] [DRAFT.json | -]", run: cmdPostAdd,
-			help:    `Validates a post and schedules it for one or more accounts; a refusal names the field and the fix, and nothing is written. Give the post with flags (--body or --body-file, --account and --at, --media with --alt), or as a JSON draft file: {"id": "launch", "body": "We launched.", "media": [{"path": "photo.jpg", "alt": "the team"}], "targets": [{"account": "news", "at": "2026-12-01T09:00:00+01:00"}]}. Times need an offset (or Z). Media are files: oncepost hashes them, copies them into the workspace and detects their type. A post id is generated when none is given; adding the same id twice is refused.`,
+			help:    `Validates a post and schedules it for one or more accounts; a refusal names the field and the fix, and nothing is written. Give the post with flags (--body or --body-file, --account and --at, --media with --alt, --text PLATFORM=TEXT for a platform that needs another text), or as a JSON draft file: {"id": "launch", "body": "We launched.", "texts": {"x": "We launched!"}, "media": [{"path": "photo.jpg", "alt": "the team"}], "targets": [{"account": "news", "at": "2026-12-01T09:00:00+01:00"}]}. Each account gets the text for its platform, or the body; a text over a platform's limit is refused naming the platform. Images over an account's limits are resized to fit (the note says so) before they are stored. Times need an offset (or Z). Media are files: oncepost hashes them, copies them into the workspace and detects their type. A post id is generated when none is given; adding the same id twice is refused.`,
 			example: `oncepost post add --account news --at 2026-12-01T09:00:00+01:00 --body "We launched." --media photo.jpg --alt "the team"`},
 		{name: "post list", summary: "list posts and their targets", args: "[--status S,S] [--account A] [--json]", run: cmdPostList,
 			help: "Lists posts with at least one target matching the filters, earliest slot first: each target's account, slot (UTC and local), status, remote id and reason.", example: "oncepost post list --status scheduled,held --json"},
@@ -55,8 +57,9 @@ func cmdPostAdd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	body := fs.String("body", "", "the post's text")
 	bodyFile := fs.String("body-file", "", "read the text from a file (- for stdin)")
 	at := fs.String("at", "", "when to publish, RFC 3339 with an offset, for every --account")
-	var accounts, media, alts stringList
+	var accounts, media, alts, texts stringList
 	fs.Var(&accounts, "account", "account to publish to (repeatable)")
+	fs.Var(&texts, "text", "PLATFORM=TEXT: the text on one platform instead of the body, e.g. --text 'x=Short version' (repeatable)")
 	fs.Var(&media, "media", "image file to attach (repeatable, in display order)")
 	fs.Var(&alts, "alt", "alt text of the --media at the same position (repeatable)")
 	asJSON := fs.Bool("json", false, "print the scheduled post as JSON")
@@ -64,7 +67,7 @@ func cmdPostAdd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	flagged := *id != "" || *body != "" || *bodyFile != "" || *at != "" || len(accounts)+len(media)+len(alts) > 0
+	flagged := *id != "" || *body != "" || *bodyFile != "" || *at != "" || len(accounts)+len(media)+len(alts)+len(texts) > 0
 	var d post.Draft
 	var baseDir string
 	switch {
@@ -86,6 +89,19 @@ func cmdPostAdd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	default:
 		if d, err = draftFromFlags(*id, *body, *bodyFile, *at, accounts, media, alts); err != nil {
 			return err
+		}
+		for _, t := range texts {
+			name, text, ok := strings.Cut(t, "=")
+			switch {
+			case !ok || name == "":
+				return usageError("text", "%q: write PLATFORM=TEXT, e.g. --text 'x=Short version'", t)
+			case d.Texts[name] != "":
+				return usageError("text", "%s is given twice", name)
+			}
+			if d.Texts == nil {
+				d.Texts = map[string]string{}
+			}
+			d.Texts[name] = text
 		}
 	}
 	if d.ID == "" {
@@ -560,6 +576,9 @@ func cmdPostShow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	fmt.Fprintf(stdout, "post %s (created %s)\n", p.ID, bothZones(p.CreatedAt))
 	fmt.Fprintf(stdout, "  text: %s\n", strings.ReplaceAll(p.Body, "\n", "\n        "))
+	for _, name := range slices.Sorted(maps.Keys(p.Texts)) {
+		fmt.Fprintf(stdout, "  text on %s: %s\n", name, strings.ReplaceAll(p.Texts[name], "\n", "\n        "))
+	}
 	for i, m := range p.Media {
 		fmt.Fprintf(stdout, "  media[%d]: %s %s alt=%q\n", i, m.ContentType, m.Ref, m.Alt)
 	}

@@ -56,11 +56,13 @@ var allStatuses = []post.TargetStatus{post.Scheduled, post.Triggered, post.Publi
 
 // postItem is a post as stored, without its targets.
 type postItem struct {
-	Post      string      `dynamodbav:"post"`
-	Item      string      `dynamodbav:"item"`
-	Body      string      `dynamodbav:"body,omitempty"`
-	Media     []mediaItem `dynamodbav:"media,omitempty"`
-	CreatedAt string      `dynamodbav:"created_at,omitempty"`
+	Post  string      `dynamodbav:"post"`
+	Item  string      `dynamodbav:"item"`
+	Body  string      `dynamodbav:"body,omitempty"`
+	Media []mediaItem `dynamodbav:"media,omitempty"`
+	// Texts are the post's texts per platform.
+	Texts     map[string]string `dynamodbav:"texts,omitempty"`
+	CreatedAt string            `dynamodbav:"created_at,omitempty"`
 	// Accounts lists the targets' accounts, in order.
 	Accounts []string `dynamodbav:"accounts,omitempty"`
 	// CreateID names the CreatePost call that wrote the post; its targets
@@ -201,7 +203,7 @@ func (s *Store) createPost(ctx context.Context, p post.Post) error {
 	now := s.now()
 	createID := newCreateID(now)
 	pi := postItem{
-		Post: string(p.ID), Item: postItemKey, Body: p.Body, CreatedAt: encTime(p.CreatedAt), Accounts: accounts,
+		Post: string(p.ID), Item: postItemKey, Body: p.Body, Texts: p.Texts, CreatedAt: encTime(p.CreatedAt), Accounts: accounts,
 		CreateID: createID, Phase: phaseCreating, ClaimedAt: encTime(now),
 	}
 	for _, m := range p.Media {
@@ -347,7 +349,7 @@ func assemblePost(id post.ID, items []item) (post.Post, error) {
 		return post.Post{}, post.ErrNotFound
 	}
 	var d decoder
-	p := post.Post{ID: id, Body: pi.Body, CreatedAt: d.time("created_at", pi.CreatedAt)}
+	p := post.Post{ID: id, Body: pi.Body, Texts: pi.Texts, CreatedAt: d.time("created_at", pi.CreatedAt)}
 	if d.err != nil {
 		return post.Post{}, d.err
 	}

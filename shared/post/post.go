@@ -151,11 +151,23 @@ type Target struct {
 
 // Post is a prepared post.
 type Post struct {
-	ID        ID        `json:"id"`
-	Body      string    `json:"body"`
-	Media     []Media   `json:"media,omitempty"`
-	Targets   []Target  `json:"targets"`
-	CreatedAt time.Time `json:"created_at"`
+	ID   ID     `json:"id"`
+	Body string `json:"body"`
+	// Texts replace Body on a platform, by platform name (a shorter text
+	// for X's 280 characters).
+	Texts     map[string]string `json:"texts,omitempty"`
+	Media     []Media           `json:"media,omitempty"`
+	Targets   []Target          `json:"targets"`
+	CreatedAt time.Time         `json:"created_at"`
+}
+
+// TextFor is the text the post goes out with on a platform: its text for
+// that platform, or Body.
+func (p Post) TextFor(platform string) string {
+	if t, ok := p.Texts[platform]; ok {
+		return t
+	}
+	return p.Body
 }
 
 // Target returns the post's target for an account.

@@ -3,7 +3,9 @@ package post
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -29,10 +31,13 @@ func (e *FieldError) Error() string {
 // Draft is a post as an operator writes it: times are text and must carry
 // a timezone offset, so "09:00" is never silently read in the server's zone.
 type Draft struct {
-	ID      string        `json:"id"`
-	Body    string        `json:"body"`
-	Media   []DraftMedia  `json:"media,omitempty"`
-	Targets []DraftTarget `json:"targets"`
+	ID   string `json:"id"`
+	Body string `json:"body"`
+	// Texts replace Body on a platform, by platform name, e.g.
+	// {"x": "a shorter text"}: every target on that platform gets it.
+	Texts   map[string]string `json:"texts,omitempty"`
+	Media   []DraftMedia      `json:"media,omitempty"`
+	Targets []DraftTarget     `json:"targets"`
 }
 
 // DraftMedia is an attachment as an operator names it: a file Path the
@@ -123,12 +128,29 @@ func (d Draft) Validate(r Rules) (Post, error) {
 	if len(d.Targets) == 0 {
 		bad("targets", "is empty", "add at least one {account, at}")
 	}
+	usedTexts := map[string]bool{}
+	textNames := slices.Sorted(maps.Keys(d.Texts))
+	for _, name := range textNames {
+		text, f := d.Texts[name], "texts."+name
+		if off := InvalidUTF8(text); off >= 0 {
+			bad(f, fmt.Sprintf("byte %d is not valid UTF-8", off), "save the text as UTF-8")
+		} else if strings.TrimSpace(text) == "" && len(d.Media) == 0 {
+			bad(f, "is empty", "write the text for "+name+", or leave it out to send the body")
+		} else if m, found := FindBlocked(text, r.Blocked); found {
+			bad(f, m.Error(), fmt.Sprintf("rewrite it, or take the term off the blocklist (oncepost blocklist remove %q)", m.Term.Term))
+		}
+	}
 	p := Post{ID: ID(d.ID), Body: d.Body}
+	if len(d.Texts) > 0 {
+		p.Texts = map[string]string{}
+		for k, v := range d.Texts {
+			p.Texts[k] = v
+		}
+	}
 	for _, m := range d.Media {
 		p.Media = append(p.Media, m.Media)
 	}
 	seen := map[AccountID]bool{}
-	graphemes := uniseg.GraphemeClusterCount(d.Body)
 	for i, t := range d.Targets {
 		f := fmt.Sprintf("targets[%d]", i)
 		acc, ok := r.Accounts[AccountID(t.Account)]
@@ -154,13 +176,21 @@ func (d Draft) Validate(r Rules) (Post, error) {
 			case !known:
 				bad(f+".account", fmt.Sprintf("account %q is on unknown platform %q", t.Account, acc.Platform), "fix the account's platform")
 			default:
-				length := graphemes
+				text, field := d.Body, "body"
+				if tx, ok := d.Texts[acc.Platform]; ok {
+					text, field = tx, "texts."+acc.Platform
+					usedTexts[acc.Platform] = true
+				}
+				length := uniseg.GraphemeClusterCount(text)
 				if r.Measure != nil {
-					length = r.Measure(acc.Platform, d.Body)
+					length = r.Measure(acc.Platform, text)
 				}
 				if lim.MaxTextGraphemes > 0 && length > lim.MaxTextGraphemes {
-					bad("body", fmt.Sprintf("is %d characters as %s counts them, over its limit of %d for %s", length, acc.Platform, lim.MaxTextGraphemes, t.Account),
-						fmt.Sprintf("shorten it by %d characters", length-lim.MaxTextGraphemes))
+					fix := fmt.Sprintf("shorten it by %d characters", length-lim.MaxTextGraphemes)
+					if field == "body" {
+						fix += fmt.Sprintf(", or give %s a text of its own (texts.%s)", acc.Platform, acc.Platform)
+					}
+					bad(field, fmt.Sprintf("is %d characters as %s counts them, over its limit of %d for %s", length, acc.Platform, lim.MaxTextGraphemes, t.Account), fix)
 				}
 				if len(d.Media) > lim.MaxMedia {
 					bad("media", fmt.Sprintf("has %d attachments, over %s's limit of %d for %s", len(d.Media), acc.Platform, lim.MaxMedia, t.Account),
@@ -169,6 +199,11 @@ func (d Draft) Validate(r Rules) (Post, error) {
 			}
 		}
 		p.Targets = append(p.Targets, Target{Account: AccountID(t.Account), Slot: slot, Status: Scheduled, UpdatedAt: r.Now.UTC()})
+	}
+	for _, name := range textNames {
+		if !usedTexts[name] {
+			bad("texts."+name, "no target account is on "+name, "remove it, or target an account on "+name)
+		}
 	}
 	if len(errs) > 0 {
 		return Post{}, fmt.Errorf("post %q refused: %w", d.ID, errors.Join(errs...))

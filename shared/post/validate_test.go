@@ -153,3 +153,39 @@ func TestTargetMoves(t *testing.T) {
 		}
 	}
 }
+
+// A text per platform: the target on that platform is checked against its
+// own text (the error names the platform and the field), the others
+// against the body; a text for a platform no target is on is refused.
+func TestDraftTextsPerPlatform(t *testing.T) {
+	r := Rules{
+		Accounts: map[AccountID]Account{"news": {ID: "news", Platform: "mastodon"}, "bird": {ID: "bird", Platform: "x"}},
+		Limits: func(p string) (Limits, bool) {
+			return map[string]Limits{"mastodon": {MaxTextGraphemes: 500, MaxMedia: 4}, "x": {MaxTextGraphemes: 10, MaxMedia: 4}}[p], true
+		},
+		Now: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC),
+	}
+	at := "2026-12-01T09:00:00Z"
+	targets := []DraftTarget{{Account: "news", At: at}, {Account: "bird", At: at}}
+	long := "A body that is longer than ten characters."
+
+	if _, err := (Draft{ID: "p1", Body: long, Targets: targets}).Validate(r); err == nil ||
+		!strings.Contains(err.Error(), "body: is 42 characters as x counts them, over its limit of 10 for bird") || !strings.Contains(err.Error(), "texts.x") {
+		t.Errorf("no text for x: %v", err)
+	}
+	p, err := (Draft{ID: "p2", Body: long, Texts: map[string]string{"x": "Short."}, Targets: targets}).Validate(r)
+	if err != nil {
+		t.Fatalf("with a text for x: %v", err)
+	}
+	if p.TextFor("x") != "Short." || p.TextFor("mastodon") != long {
+		t.Errorf("TextFor: x %q, mastodon %q", p.TextFor("x"), p.TextFor("mastodon"))
+	}
+	if _, err := (Draft{ID: "p3", Body: long, Texts: map[string]string{"x": "Still far too long for x."}, Targets: targets}).Validate(r); err == nil ||
+		!strings.Contains(err.Error(), "texts.x: is 25 characters as x counts them") {
+		t.Errorf("a text for x over x's limit: %v", err)
+	}
+	if _, err := (Draft{ID: "p4", Body: "ok", Texts: map[string]string{"bluesky": "hi"}, Targets: targets[:1]}).Validate(r); err == nil ||
+		!strings.Contains(err.Error(), "texts.bluesky: no target account is on bluesky") {
+		t.Errorf("a text for a platform without targets: %v", err)
+	}
+}

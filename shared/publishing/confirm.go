@@ -134,7 +134,7 @@ func (c *Confirmer) Look(ctx context.Context, in ConfirmInput) (LookResult, erro
 	if err != nil {
 		return LookResult{}, fmt.Errorf("look %s: %w", in.Key, err)
 	}
-	text, media, err := c.postOf(ctx, e)
+	text, media, err := c.postOf(ctx, e, acc.Platform)
 	if err != nil {
 		return LookResult{}, fmt.Errorf("look %s: %w", in.Key, err)
 	}
@@ -158,9 +158,10 @@ func (c *Confirmer) Look(ctx context.Context, in ConfirmInput) (LookResult, erro
 	return LookResult{Found: found, RemoteID: rp.RemoteID, State: string(e.State)}, nil
 }
 
-// postOf returns the entry's post text and maps the remote ids of its
-// uploaded media to their SHA-256s. A deleted post has neither.
-func (c *Confirmer) postOf(ctx context.Context, e ledger.Entry) (string, map[string]string, error) {
+// postOf returns the entry's post text on the platform and maps the
+// remote ids of its uploaded media to their SHA-256s. A deleted post has
+// neither.
+func (c *Confirmer) postOf(ctx context.Context, e ledger.Entry, platformName string) (string, map[string]string, error) {
 	pst, err := c.Posts.GetPost(ctx, post.ID(e.Subject))
 	if errors.Is(err, post.ErrNotFound) {
 		return "", nil, nil
@@ -181,7 +182,7 @@ func (c *Confirmer) postOf(ctx context.Context, e ledger.Entry) (string, map[str
 			m[u.RemoteID] = md.SHA256
 		}
 	}
-	return pst.Body, m, nil
+	return pst.TextFor(platformName), m, nil
 }
 
 // Confirm records the found post (or an operator's word that it is there):

@@ -312,7 +312,7 @@ func (p *Publisher) checkBlocklist(ctx context.Context, t target) (Outcome, bool
 	if err != nil {
 		return Outcome{}, false, fmt.Errorf("read blocklist: %w", err)
 	}
-	m, found := post.FindBlocked(t.post.Body, terms)
+	m, found := post.FindBlocked(t.post.TextFor(t.account.Platform), terms)
 	if !found {
 		return Outcome{}, false, nil
 	}
@@ -364,7 +364,7 @@ type acquired struct {
 func (p *Publisher) acquire(ctx context.Context, t target, a *authedClient) (acquired, *Outcome, error) {
 	lease := orDefault(p.Lease, defaultLease)
 	recent, readErr := p.readRecent(ctx, a)
-	fp := platform.Fingerprint(t.post.Body, mediaSHAs(t.post.Media))
+	fp := platform.Fingerprint(t.post.TextFor(t.account.Platform), mediaSHAs(t.post.Media))
 	e := ledger.NewEntry(t.key, ledger.Publish, string(t.account.ID), string(t.post.ID), t.target.Slot, fp, p.Owner, p.now(), lease)
 	if readErr == nil {
 		e.LookAfter = lookAfter(recent)
@@ -489,7 +489,7 @@ func (p *Publisher) sendAcquired(ctx context.Context, t target, a *authedClient,
 	// and the number of attachments: a false match holds, it never sends.
 	// Equal exact fingerprints imply equal loose ones, so one compare does.
 	if !acq.skipDedup {
-		want := platform.LooseFingerprint(t.post.Body, len(t.post.Media))
+		want := platform.LooseFingerprint(t.post.TextFor(t.account.Platform), len(t.post.Media))
 		for _, rp := range acq.recent {
 			if platform.LooseFingerprint(rp.Text, len(rp.MediaIDs)) == want {
 				emitCount(ctx, p.Metrics, p.log(), MetricDuplicateBlocked)
@@ -523,7 +523,7 @@ func (p *Publisher) sendAcquired(ctx context.Context, t target, a *authedClient,
 		return p.recordBeforeSend(ctx, t, e, err)
 	}
 
-	req := platform.PublishRequest{Handle: e.Handle, Text: t.post.Body, MediaIDs: mediaIDs, CreatedAt: e.Slot, Resume: e.Checkpoint}
+	req := platform.PublishRequest{Handle: e.Handle, Text: t.post.TextFor(t.account.Platform), MediaIDs: mediaIDs, CreatedAt: e.Slot, Resume: e.Checkpoint}
 	// A two-step create (Threads: container, then publish) records the
 	// first step's handle before the second: a later attempt resumes it,
 	// and a look after an unknown outcome asks the platform about it. e

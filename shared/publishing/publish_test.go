@@ -726,3 +726,44 @@ func TestPostingLimitsSpaceSends(t *testing.T) {
 		t.Fatalf("second after a minute = %+v, want published", out)
 	}
 }
+
+// One post on two platforms, with a text of its own for one of them: each
+// account gets its platform's text, and the ledger's fingerprint is that
+// text's (a look after an unknown outcome matches what was sent there).
+func TestTextPerPlatform(t *testing.T) {
+	e := newEnv(t, sandbox.Options{})
+	ctx := context.Background()
+	sa := e.sb.AddAccount("bird")
+	bird := post.Account{ID: "bird", Platform: "x", Handle: "@bird", BaseURL: e.sb.URL(), RemoteID: sa.ID, CredentialRef: "bird", Gate: post.GateAuto}
+	if err := e.store.PutAccount(ctx, bird); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.PutCredential(ctx, bird.ID, platform.Credential{AccessToken: sa.AccessToken}); err != nil {
+		t.Fatal(err)
+	}
+	slot := e.clock.Now().Truncate(time.Second)
+	p := post.Post{ID: "launch", Body: "We launched, and here is the long story of how.", Texts: map[string]string{"x": "We launched!"}, CreatedAt: slot,
+		Targets: []post.Target{{Account: e.account.ID, Slot: slot, Status: post.Scheduled, UpdatedAt: slot}, {Account: bird.ID, Slot: slot, Status: post.Scheduled, UpdatedAt: slot}}}
+	if err := e.store.CreatePost(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	for _, acc := range []post.AccountID{e.account.ID, bird.ID} {
+		job := publishing.Job{Post: p.ID, Account: acc, Slot: slot}
+		if out := e.publish(job); out.Result != publishing.Published {
+			t.Fatalf("%s: %+v", acc, out)
+		}
+		if en := e.entry(job); en.Fingerprint != platform.Fingerprint(p.TextFor(map[post.AccountID]string{"news": "mastodon", "bird": "x"}[acc]), nil) {
+			t.Errorf("%s: the entry's fingerprint is not its platform's text's", acc)
+		}
+	}
+	got := map[string]string{}
+	for _, id := range []string{e.sbAcct.ID, sa.ID} {
+		for _, st := range e.sb.Statuses(id) {
+			got[id] = st.Text
+		}
+	}
+	want := map[string]string{e.sbAcct.ID: p.Body, sa.ID: "We launched!"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("texts on the platform (-want +got):\n%s", diff)
+	}
+}

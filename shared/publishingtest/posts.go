@@ -116,8 +116,9 @@ func withTarget(p post.Post, tg post.Target) post.Post {
 
 func postsRoundTrip(t testing.TB, s publishing.Posts) {
 	full := post.Post{
-		ID:   "post-round-trip",
-		Body: "Grüße aus Köln 🎉 — \"quoted\", 'single', <b>not html</b>\nsecond line\t tab",
+		ID:    "post-round-trip",
+		Body:  "Grüße aus Köln 🎉 — \"quoted\", 'single', <b>not html</b>\nsecond line\t tab",
+		Texts: map[string]string{"x": "Kürzer für X 🎉", "bluesky": "Für Bluesky: \"zitiert\"\n"},
 		Media: []post.Media{
 			{Ref: "media/b.png", SHA256: "2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae", ContentType: "image/png", Alt: "a cat, sleeping"},
 			{Ref: "media/a.jpg", SHA256: "fcde2b2edba56bf408601fb721fe9b5c338d10ee429ea04fae5511b68fbf8fb9", ContentType: "image/jpeg", Alt: "ünïcödé alt"},

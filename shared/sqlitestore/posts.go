@@ -54,9 +54,15 @@ func (s *Store) createPost(ctx context.Context, p post.Post, schedule func(tx *s
 	if err != nil {
 		return fmt.Errorf("encode media: %w", err)
 	}
+	var texts []byte
+	if len(p.Texts) > 0 {
+		if texts, err = json.Marshal(p.Texts); err != nil {
+			return fmt.Errorf("encode texts: %w", err)
+		}
+	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.StmtContext(ctx, s.ws.postInsert).ExecContext(ctx,
-			string(p.ID), p.Body, string(media), sqltime.Encode(p.CreatedAt))
+			string(p.ID), p.Body, string(media), sqltime.Encode(p.CreatedAt), string(texts))
 		if err != nil {
 			return err
 		}
@@ -156,9 +162,9 @@ func readPost(ctx context.Context, stmt *sql.Stmt, id post.ID) (post.Post, error
 	p := post.Post{ID: id}
 	found := false
 	for rows.Next() {
-		var media, createdAt string
+		var media, createdAt, texts string
 		var account, slot, status, remoteID, reason, updatedAt, nextTry sql.NullString
-		if err := rows.Scan(&p.Body, &media, &createdAt,
+		if err := rows.Scan(&p.Body, &media, &createdAt, &texts,
 			&account, &slot, &status, &remoteID, &reason, &updatedAt, &nextTry); err != nil {
 			return post.Post{}, fmt.Errorf("get post %s: %w", id, err)
 		}
@@ -167,6 +173,11 @@ func readPost(ctx context.Context, stmt *sql.Stmt, id post.ID) (post.Post, error
 			found = true
 			if err := json.Unmarshal([]byte(media), &p.Media); err != nil {
 				return post.Post{}, fmt.Errorf("get post %s: decode media: %w", id, err)
+			}
+			if texts != "" {
+				if err := json.Unmarshal([]byte(texts), &p.Texts); err != nil {
+					return post.Post{}, fmt.Errorf("get post %s: decode texts: %w", id, err)
+				}
 			}
 			p.CreatedAt = d.time(createdAt)
 		}

@@ -161,7 +161,7 @@ func (s *Store) prepare(ctx context.Context) error {
 			WHERE state = ? ORDER BY updated_at, key LIMIT ?`},
 
 		// Posts.
-		{&w.postInsert, s.w, `INSERT INTO posts (id, body, media, created_at) VALUES (?, ?, ?, ?)
+		{&w.postInsert, s.w, `INSERT INTO posts (id, body, media, created_at, texts) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO NOTHING`},
 		{&w.targetInsert, s.w, `INSERT INTO targets (post_id, account, position, slot, status, remote_id, reason, updated_at,
 			next_try, has_schedule)
@@ -177,7 +177,7 @@ func (s *Store) prepare(ctx context.Context) error {
 			updated_at = ?, has_schedule = 1
 			WHERE post_id = ? AND account = ? AND status = ? AND slot = ?`},
 		{&w.ledgerSendState, s.w, `SELECT state, maybe_sent FROM ledger WHERE key = ?`},
-		{&r.postGet, s.r, `SELECT p.body, p.media, p.created_at,
+		{&r.postGet, s.r, `SELECT p.body, p.media, p.created_at, p.texts,
 			t.account, t.slot, t.status, t.remote_id, t.reason, t.updated_at, t.next_try
 			FROM posts p LEFT JOIN targets t ON t.post_id = p.id
 			WHERE p.id = ? ORDER BY t.position`},

@@ -114,7 +114,8 @@ var (
 // the credentials' client_id and client_secret, the accounts' limits
 // (max_characters, max_media, max_media_bytes), the blocklist table, the
 // index targets_by_account and slot to targets_settled (for ListPosts).
-// Version 4 adds the ledger's checkpoint and the pace table.
+// Version 4 adds the ledger's checkpoint, the posts' texts per platform
+// and the pace table.
 const schemaVersion = 4
 
 // walCheckpointPages is the WAL size, in pages, at which a commit
@@ -372,7 +373,8 @@ var tables = []string{
 		id         TEXT PRIMARY KEY,
 		body       TEXT NOT NULL,
 		media      TEXT NOT NULL,
-		created_at TEXT NOT NULL
+		created_at TEXT NOT NULL,
+		texts      TEXT NOT NULL DEFAULT ''
 	) WITHOUT ROWID`,
 	// has_schedule is 1 once the runtime has made the target's schedule
 	// (CreatePostScheduled, MarkScheduled).
@@ -488,6 +490,7 @@ var migrations = map[int][]string{
 	},
 	3: {
 		`ALTER TABLE ledger ADD COLUMN checkpoint TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE posts ADD COLUMN texts TEXT NOT NULL DEFAULT ''`,
 	},
 }
 
