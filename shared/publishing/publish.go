@@ -271,10 +271,6 @@ func (p *Publisher) Publish(ctx context.Context, job Job) (Outcome, error) {
 	return p.sendAcquired(ctx, t, a, acq)
 }
 
-// checkBlocklist holds the target when the post names a blocked term and
-// nothing was sent for it yet. Once a ledger entry exists a send may have
-// happened, and the entry's own rules finish it: a hold then would hide a
-// post that is already out.
 // pace spends one send of the account's posting budget before anything is
 // written (the platform's own limits, Capabilities.PostingLimits, never
 // learned from its 429s). Without budget the job comes back when there is
@@ -304,6 +300,10 @@ func (p *Publisher) pace(ctx context.Context, t target, a *authedClient) (Outcom
 	return Outcome{Result: Retry, Key: t.key, Reason: ReasonPaced, RetryAfter: wait}, true, nil
 }
 
+// checkBlocklist holds the target when the post names a blocked term and
+// nothing was sent for it yet. Once a ledger entry exists a send may have
+// happened, and the entry's own rules finish it: a hold then would hide a
+// post that is already out.
 func (p *Publisher) checkBlocklist(ctx context.Context, t target) (Outcome, bool, error) {
 	if p.Blocklist == nil {
 		return Outcome{}, false, nil
