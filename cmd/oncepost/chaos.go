@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -420,9 +419,25 @@ func chaosNaive(ctx context.Context, p chaosProfile) (chaosResult, error) {
 		}
 		clients = append(clients, c)
 	}
+	naiveRounds(ctx, p, clients, 32)
+	// Slow creates commit after the client gave up; let them land.
+	time.Sleep(2 * p.Delay)
+	seen := map[string]bool{}
+	for _, id := range remoteID {
+		for _, st := range sb.Statuses(id) {
+			seen[st.Text] = true
+		}
+	}
+	return chaosResult{Rounds: p.Rounds, Published: len(seen), Duplicates: sb.Stats().Duplicates, Lost: p.Rounds - len(seen), Elapsed: time.Since(start)}, nil
+}
+
+// naiveRounds publishes every round with the seed's template: up to three
+// tries, 40 ms apart, each a create of its own (a fresh handle, as a
+// client without a ledger makes), concurrency at a time.
+func naiveRounds(ctx context.Context, p chaosProfile, clients []platform.Client, concurrency int) {
 	var (
 		wg  sync.WaitGroup
-		sem = make(chan struct{}, 32)
+		sem = make(chan struct{}, concurrency)
 	)
 	for i := 0; i < p.Rounds; i++ {
 		wg.Add(1)
@@ -433,7 +448,7 @@ func chaosNaive(ctx context.Context, p chaosProfile) (chaosResult, error) {
 			text := fmt.Sprintf("Naive round %d: this text should appear once.", i)
 			for try := 0; try < 3; try++ {
 				cctx, cancel := context.WithTimeout(ctx, p.Timeout)
-				_, err := clients[i%len(clients)].Publish(cctx, platform.PublishRequest{Handle: fmt.Sprintf("naive-%d-%d-%d", i, try, rand.Int()), Text: text})
+				_, err := clients[i%len(clients)].Publish(cctx, platform.PublishRequest{Handle: ledger.NewHandle(), Text: text, CreatedAt: time.Now()})
 				cancel()
 				if err == nil {
 					return
@@ -443,15 +458,6 @@ func chaosNaive(ctx context.Context, p chaosProfile) (chaosResult, error) {
 		}()
 	}
 	wg.Wait()
-	// Slow creates commit after the client gave up; let them land.
-	time.Sleep(2 * p.Delay)
-	seen := map[string]bool{}
-	for _, id := range remoteID {
-		for _, st := range sb.Statuses(id) {
-			seen[st.Text] = true
-		}
-	}
-	return chaosResult{Rounds: p.Rounds, Published: len(seen), Duplicates: sb.Stats().Duplicates, Lost: p.Rounds - len(seen), Elapsed: time.Since(start)}, nil
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

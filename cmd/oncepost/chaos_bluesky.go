@@ -336,29 +336,7 @@ func chaosNaiveBluesky(ctx context.Context, p chaosProfile) (chaosResult, error)
 		}
 		clients = append(clients, c)
 	}
-	var (
-		wg  sync.WaitGroup
-		sem = make(chan struct{}, 8)
-	)
-	for i := 0; i < p.Rounds; i++ {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			text := fmt.Sprintf("Naive round %d: this text should appear once.", i)
-			for try := 0; try < 3; try++ {
-				cctx, cancel := context.WithTimeout(ctx, p.Timeout)
-				_, err := clients[i%len(clients)].Publish(cctx, platform.PublishRequest{Handle: ledger.NewHandle(), Text: text, CreatedAt: time.Now()})
-				cancel()
-				if err == nil {
-					return
-				}
-				time.Sleep(40 * time.Millisecond)
-			}
-		}()
-	}
-	wg.Wait()
+	naiveRounds(ctx, p, clients, 8)
 	time.Sleep(2 * p.Delay) // held creates land after their clients gave up
 	dups, err := fx.duplicates(ctx)
 	if err != nil {
