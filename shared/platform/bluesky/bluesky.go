@@ -109,16 +109,7 @@ func New(cfg Config) (*Client, error) {
 // or server may echo the Authorization header, and the text ends up in
 // logs and the ledger's reason.
 func (c *Client) describe(r *httpcall.Response) string {
-	return redact(describe(r), c.cred.AccessToken, c.cred.RefreshToken)
-}
-
-func redact(s string, secrets ...string) string {
-	for _, secret := range secrets {
-		if secret != "" {
-			s = strings.ReplaceAll(s, secret, "[redacted]")
-		}
-	}
-	return s
+	return httpcall.RedactString(describe(r), c.cred.AccessToken, c.cred.RefreshToken)
 }
 
 func newHTTP(hc *http.Client) *httpcall.Client {
@@ -602,7 +593,7 @@ func (c *Client) Refresh(ctx context.Context, cred platform.Credential) (platfor
 	if !resp.OK() {
 		switch e := decodeError(resp); {
 		case e.Error == "ExpiredToken" || e.Error == "InvalidToken" || resp.Status == http.StatusUnauthorized:
-			return platform.Credential{}, &platform.Rejected{Status: resp.Status, Reason: platform.ReasonReconnectNeeded, Message: op + ": " + redact(describe(resp), cred.AccessToken, cred.RefreshToken)}
+			return platform.Credential{}, &platform.Rejected{Status: resp.Status, Reason: platform.ReasonReconnectNeeded, Message: op + ": " + httpcall.RedactString(describe(resp), cred.AccessToken, cred.RefreshToken)}
 		}
 		return platform.Credential{}, c.http.Classify(op, resp, true)
 	}

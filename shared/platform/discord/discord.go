@@ -614,50 +614,11 @@ func (c *Client) refuse(op string, resp *httpcall.Response, write bool) error {
 	return c.http.Classify(op, resp, write)
 }
 
-// scrub removes the token from an error's text. Nothing here puts it
-// there (httpcall drops URLs from transport errors, describe reads only
+// scrub removes the token (as is and path-escaped) from an error's text,
+// keeping its class (httpcall.Redact). Nothing here puts it there
+// (httpcall drops URLs from transport errors, describe reads only
 // Discord's body); this is the last guard, since a webhook token travels
 // in the URL path and an error ends up in logs and the ledger.
 func (c *Client) scrub(err error) error {
-	if err == nil {
-		return nil
-	}
-	secrets := []string{c.token, url.PathEscape(c.token)}
-	leaks := false
-	for _, s := range secrets {
-		if s != "" && strings.Contains(err.Error(), s) {
-			leaks = true
-		}
-	}
-	if !leaks {
-		return err
-	}
-	clean := func(s string) string {
-		for _, secret := range secrets {
-			if secret != "" {
-				s = strings.ReplaceAll(s, secret, "[redacted]")
-			}
-		}
-		return s
-	}
-	var (
-		rej *platform.Rejected
-		np  *platform.NotPerformed
-		un  *platform.Unauthorized
-		amb *platform.Ambiguous
-		inc *platform.Inconclusive
-	)
-	switch {
-	case errors.As(err, &rej):
-		return &platform.Rejected{Status: rej.Status, Reason: rej.Reason, Message: clean(rej.Message)}
-	case errors.As(err, &np):
-		return &platform.NotPerformed{Status: np.Status, RetryAfter: np.RetryAfter, Message: clean(np.Message)}
-	case errors.As(err, &un):
-		return &platform.Unauthorized{Message: clean(un.Message)}
-	case errors.As(err, &amb):
-		return &platform.Ambiguous{Status: amb.Status, Err: errors.New(clean(amb.Err.Error()))}
-	case errors.As(err, &inc):
-		return &platform.Inconclusive{Message: clean(inc.Message)}
-	}
-	return errors.New(clean(err.Error()))
+	return httpcall.Redact(err, c.token, url.PathEscape(c.token))
 }

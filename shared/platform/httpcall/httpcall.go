@@ -84,7 +84,8 @@ type Client struct {
 	// RetryAfter is the wait the platform asked for in an answer whose
 	// status is 429 or 5xx, beyond the standard Retry-After header (which
 	// is always honoured first): X's x-rate-limit-reset, Discord's
-	// retry_after, Telegram's parameters.retry_after. Nil means none.
+	// retry_after, Telegram's parameters.retry_after, Mastodon's
+	// X-RateLimit-Reset (on a 429 only). Nil means none.
 	RetryAfter func(resp *Response, now time.Time) time.Duration
 	// Now and ReadBackoff are replaced by tests.
 	Now         func() time.Time

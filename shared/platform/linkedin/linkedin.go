@@ -231,7 +231,7 @@ func (c *Client) redactSecrets(s string) string {
 	c.mu.Lock()
 	cred := c.cred
 	c.mu.Unlock()
-	return redact(s, cred.AccessToken, cred.RefreshToken, cred.ClientSecret, c.secret)
+	return httpcall.RedactString(s, cred.AccessToken, cred.RefreshToken, cred.ClientSecret, c.secret)
 }
 
 // header is the set every API call carries: the bearer token, the API

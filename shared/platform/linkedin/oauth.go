@@ -118,17 +118,7 @@ func oauthDetail(ans tokenAnswer, resp *httpcall.Response, secrets ...string) st
 	if len(detail) > 300 {
 		detail = detail[:300] + "…"
 	}
-	return redact(detail, secrets...)
-}
-
-// redact replaces every non-empty secret in s.
-func redact(s string, secrets ...string) string {
-	for _, secret := range secrets {
-		if secret != "" {
-			s = strings.ReplaceAll(s, secret, "[redacted]")
-		}
-	}
-	return s
+	return httpcall.RedactString(detail, secrets...)
 }
 
 // retryableGrant classifies the refusals of a grant that do not refuse
@@ -271,7 +261,7 @@ func ExchangeCode(ctx context.Context, hc *http.Client, cfg OAuthConfig, code st
 		var amb *platform.Ambiguous
 		if errors.As(err, &amb) {
 			return platform.Credential{}, &platform.Ambiguous{Status: amb.Status, Err: fmt.Errorf(
-				"%s; the code may have been spent: trying it again is harmless, and if it is refused start again with a new code", redact(amb.Err.Error(), code, cfg.ClientSecret))}
+				"%s; the code may have been spent: trying it again is harmless, and if it is refused start again with a new code", httpcall.RedactString(amb.Err.Error(), code, cfg.ClientSecret))}
 		}
 		return platform.Credential{}, err
 	}
@@ -280,7 +270,7 @@ func ExchangeCode(ctx context.Context, hc *http.Client, cfg OAuthConfig, code st
 		if err := retryableGrant(op, detail, "the code may have been spent: trying it again is harmless", ans, resp, hcl.Now()); err != nil {
 			return platform.Credential{}, err
 		}
-		reason := redact(ans.Error, code, cfg.ClientSecret)
+		reason := httpcall.RedactString(ans.Error, code, cfg.ClientSecret)
 		if reason == "" {
 			reason = fmt.Sprintf("http_%d", resp.Status)
 		}
@@ -324,7 +314,7 @@ func Me(ctx context.Context, hc *http.Client, base, token string) (Profile, erro
 		return Profile{}, errors.New("linkedin: Me needs an access token")
 	}
 	hcl := httpcall.New(hc)
-	hcl.Describe = func(r *httpcall.Response) string { return redact(describe(r), token) }
+	hcl.Describe = func(r *httpcall.Response) string { return httpcall.RedactString(describe(r), token) }
 	resp, err := hcl.Read(ctx, op, httpcall.Request{Method: http.MethodGet, URL: base + "/v2/userinfo", Header: httpcall.Bearer(token)})
 	if err != nil {
 		return Profile{}, err

@@ -243,67 +243,14 @@ func (b *bot) refusal(op string, resp *httpcall.Response, write bool) error {
 }
 
 // scrubToken removes the bot token (and its secret part alone) from an
-// error's text, keeping its class. It is the last guard: no error of this
-// package formats a URL, and httpcall drops URLs from transport errors,
-// but a proxy's error page may echo the request path into a description.
+// error's text, keeping its class (httpcall.Redact). It is the last guard:
+// no error of this package formats a URL, and httpcall drops URLs from
+// transport errors, but a proxy's error page may echo the request path
+// into a description.
 func scrubToken(err error, token string) error {
-	if err == nil || token == "" {
-		return err
-	}
 	_, secret, _ := strings.Cut(token, ":")
-	has := func(s string) bool { return strings.Contains(s, token) || secret != "" && strings.Contains(s, secret) }
-	if !has(err.Error()) {
-		return err
-	}
-	clean := func(s string) string {
-		s = strings.ReplaceAll(s, token, "<token>")
-		if secret != "" {
-			s = strings.ReplaceAll(s, secret, "<token>")
-		}
-		return s
-	}
-	var (
-		rej *platform.Rejected
-		np  *platform.NotPerformed
-		un  *platform.Unauthorized
-		amb *platform.Ambiguous
-		inc *platform.Inconclusive
-	)
-	switch {
-	case errors.As(err, &rej):
-		return &platform.Rejected{Status: rej.Status, Reason: rej.Reason, Message: clean(rej.Message)}
-	case errors.As(err, &np):
-		return &platform.NotPerformed{Status: np.Status, RetryAfter: np.RetryAfter, Message: clean(np.Message)}
-	case errors.As(err, &un):
-		return &platform.Unauthorized{Message: clean(un.Message)}
-	case errors.As(err, &amb):
-		return &platform.Ambiguous{Status: amb.Status, Err: redacted(amb.Err, clean)}
-	case errors.As(err, &inc):
-		return &platform.Inconclusive{Message: clean(inc.Message)}
-	}
-	return redacted(err, clean)
+	return httpcall.Redact(err, token, secret)
 }
-
-// redacted replaces err by its cleaned text. Only a context error stays
-// reachable through Unwrap (the rest of the chain may hold the token).
-func redacted(err error, clean func(string) string) error {
-	r := &redactedError{msg: clean(err.Error())}
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		r.cause = context.DeadlineExceeded
-	case errors.Is(err, context.Canceled):
-		r.cause = context.Canceled
-	}
-	return r
-}
-
-type redactedError struct {
-	msg   string
-	cause error
-}
-
-func (e *redactedError) Error() string { return e.msg }
-func (e *redactedError) Unwrap() error { return e.cause }
 
 // chatIDJSON renders a chat id for a request body: an integer id as a JSON
 // number, a channel's "@username" as a string ("Integer or String",

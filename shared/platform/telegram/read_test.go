@@ -220,7 +220,7 @@ func TestNoTokenInErrors(t *testing.T) {
 	if got := outcomeOf(t, err); got.Class != "ambiguous" || got.Status != 502 {
 		t.Errorf("outcome %+v, want ambiguous 502", got)
 	}
-	if !strings.Contains(err.Error(), "proxy error for /bot<token>/sendMessage") {
+	if !strings.Contains(err.Error(), "proxy error for /bot[redacted]/sendMessage") {
 		t.Errorf("error %q does not keep the cleaned description", err)
 	}
 }

@@ -156,16 +156,11 @@ func describe(resp *httpcall.Response, secrets []string) string {
 // redact replaces every non-empty secret in s, as is and URL-encoded (an
 // echoed request URL carries the token encoded).
 func redact(s string, secrets []string) string {
+	all := make([]string, 0, 2*len(secrets))
 	for _, sec := range secrets {
-		if sec == "" {
-			continue
-		}
-		s = strings.ReplaceAll(s, sec, "[redacted]")
-		if esc := url.QueryEscape(sec); esc != sec {
-			s = strings.ReplaceAll(s, esc, "[redacted]")
-		}
+		all = append(all, sec, url.QueryEscape(sec))
 	}
-	return s
+	return httpcall.RedactString(s, all...)
 }
 
 // classify translates an answer that is not a success. A Graph error body

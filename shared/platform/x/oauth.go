@@ -263,12 +263,12 @@ func (g grant) send(ctx context.Context, form url.Values, refused func(status in
 	}
 	var oauthErr problem
 	_ = json.Unmarshal(resp.Body, &oauthErr)
-	msg := redact(describe(resp), g.secrets...)
+	msg := httpcall.RedactString(describe(resp), g.secrets...)
 	if msg == "" {
 		msg = strings.ToLower(http.StatusText(resp.Status))
 	}
 	msg = fmt.Sprintf("%s: %s", g.op, msg)
-	code := redact(oauthErr.Error, g.secrets...)
+	code := httpcall.RedactString(oauthErr.Error, g.secrets...)
 	switch s := resp.Status; {
 	case s >= 200 && s < 300:
 		var tok tokenAnswer

@@ -196,17 +196,7 @@ func (c *Client) jsonHeader() http.Header {
 // platform's answer, should the platform ever echo one.
 func (c *Client) redact(s string) string {
 	cred := c.Credential()
-	return redact(s, cred.AccessToken, cred.RefreshToken, cred.ClientSecret, c.app.ClientSecret)
-}
-
-// redact replaces every non-empty secret in s.
-func redact(s string, secrets ...string) string {
-	for _, secret := range secrets {
-		if secret != "" {
-			s = strings.ReplaceAll(s, secret, "[redacted]")
-		}
-	}
-	return s
+	return httpcall.RedactString(s, cred.AccessToken, cred.RefreshToken, cred.ClientSecret, c.app.ClientSecret)
 }
 
 // problem is X's error body (RFC 7807 problem details, with an errors
