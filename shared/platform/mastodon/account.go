@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"oncepost/shared/platform"
+	"oncepost/shared/platform/httpcall"
 )
 
 // Profile is the account a credential acts as, from Mastodon's Account
@@ -40,10 +41,10 @@ func (c *Client) VerifyCredentials(ctx context.Context) (Profile, error) {
 	if err != nil {
 		return Profile{}, err
 	}
-	switch resp.status {
+	switch resp.Status {
 	case http.StatusOK:
 	case http.StatusForbidden:
-		return Profile{}, &platform.Rejected{Status: resp.status, Reason: ReasonForbidden, Message: errorText(resp)}
+		return Profile{}, &platform.Rejected{Status: resp.Status, Reason: ReasonForbidden, Message: errorText(resp)}
 	default:
 		return Profile{}, c.classify(op, resp, false)
 	}
@@ -54,11 +55,11 @@ func (c *Client) VerifyCredentials(ctx context.Context) (Profile, error) {
 		DisplayName string `json:"display_name"`
 		URL         string `json:"url"`
 	}
-	if err := json.Unmarshal(resp.body, &a); err != nil {
-		return Profile{}, &platform.NotPerformed{Status: resp.status, Message: fmt.Sprintf("%s: decode account: %v", op, err)}
+	if err := json.Unmarshal(resp.Body, &a); err != nil {
+		return Profile{}, &platform.NotPerformed{Status: resp.Status, Message: fmt.Sprintf("%s: decode account: %v", op, err)}
 	}
 	if a.ID == "" {
-		return Profile{}, &platform.NotPerformed{Status: resp.status, Message: op + ": no account id in the answer"}
+		return Profile{}, &platform.NotPerformed{Status: resp.Status, Message: op + ": no account id in the answer"}
 	}
 	c.mu.Lock()
 	if c.accountID == "" {
@@ -136,7 +137,7 @@ func InstanceLimits(ctx context.Context, hc *http.Client, baseURL string) (Limit
 func (c *Client) InstanceLimits(ctx context.Context) (Limits, error) {
 	const op = "read instance"
 	var (
-		resp *response
+		resp *httpcall.Response
 		err  error
 	)
 	for _, path := range []string{"/api/v2/instance", "/api/v1/instance"} {
@@ -144,20 +145,20 @@ func (c *Client) InstanceLimits(ctx context.Context) (Limits, error) {
 		if err != nil {
 			return Limits{}, err
 		}
-		if resp.status != http.StatusNotFound {
+		if resp.Status != http.StatusNotFound {
 			break
 		}
 	}
-	if resp.status == http.StatusNotFound {
-		return Limits{}, &platform.Rejected{Status: resp.status, Reason: "http_404", Message: fmt.Sprintf(
+	if resp.Status == http.StatusNotFound {
+		return Limits{}, &platform.Rejected{Status: resp.Status, Reason: "http_404", Message: fmt.Sprintf(
 			"%s: %s answers 404 to /api/v2/instance and /api/v1/instance; is it a Mastodon server?", op, c.baseURL)}
 	}
-	if resp.status != http.StatusOK {
+	if resp.Status != http.StatusOK {
 		return Limits{}, c.classify(op, resp, false)
 	}
 	var in instanceEntity
-	if err := json.Unmarshal(resp.body, &in); err != nil {
-		return Limits{}, &platform.NotPerformed{Status: resp.status, Message: fmt.Sprintf("%s: decode instance: %v", op, err)}
+	if err := json.Unmarshal(resp.Body, &in); err != nil {
+		return Limits{}, &platform.NotPerformed{Status: resp.Status, Message: fmt.Sprintf("%s: decode instance: %v", op, err)}
 	}
 	s, m := in.Configuration.Statuses, in.Configuration.MediaAttachments
 	return Limits{

@@ -2,14 +2,14 @@
 // the Mastodon REST API (or any server that speaks it, such as the sandbox).
 //
 // Writes (create status, upload media, delete status) are sent exactly once
-// per call: neither this package nor the Go HTTP transport under it re-sends
-// them (see writeBody). Their outcome is translated into the failure classes
-// of package platform by HTTP status (every 5xx on a write is Ambiguous, see
-// classify) and, for transport errors, by whether the request had been
-// completely written when the error happened. The OAuth refresh grant is
-// classified the same way (see Refresh). Reads
-// (account statuses, single status, status source, media polling) are
-// retried a few times on transient failures.
+// per call through package httpcall: neither it nor the Go HTTP transport
+// under it re-sends them. Their outcome is translated into the failure
+// classes of package platform by HTTP status (every 5xx on a write is
+// Ambiguous, see classify) and, for transport errors, by whether the
+// request had been completely written when the error happened. The OAuth
+// refresh grant is classified the same way (see Refresh). Reads (account
+// statuses, single status, status source, media polling) are retried a few
+// times on transient failures.
 //
 // Connecting an account takes, in order:
 // InstanceLimits (the server's limits, no credential needed), RegisterApp,
@@ -38,6 +38,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"oncepost/shared/platform"
+	"oncepost/shared/platform/httpcall"
 )
 
 const (
@@ -82,17 +83,20 @@ type Config struct {
 // Client is one Mastodon account. It is safe for concurrent use.
 type Client struct {
 	baseURL      string
-	httpClient   *http.Client // reads and the token endpoint
-	writeClient  *http.Client // writes: same transport, redirects not followed
+	httpClient   *http.Client // as configured; see api
 	oauth        oauth2.Config
 	maxChars     int
 	maxMedia     int
 	pollInterval time.Duration
 	unpaced      bool
 
-	// now and readBackoff are replaced by tests.
+	// now and readBackoff are replaced by tests, before the first call:
+	// they become the httpcall client's Now and ReadBackoff (see api).
 	now         func() time.Time
 	readBackoff time.Duration
+
+	httpOnce sync.Once
+	http     *httpcall.Client
 
 	mu        sync.Mutex
 	cred      platform.Credential
@@ -173,16 +177,6 @@ func build(cfg Config, needToken bool) (*Client, error) {
 			},
 		},
 	}
-	if c.httpClient == nil {
-		c.httpClient = &http.Client{}
-	}
-	// A write answered by a redirect is not followed: for 301/302/303 the
-	// client would turn the POST into a GET of the target, for 307/308 it
-	// would try to send the body again. Either way the answer is classified
-	// as it came (see classify).
-	wc := *c.httpClient
-	wc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	c.writeClient = &wc
 	if c.maxChars == 0 {
 		c.maxChars = defaultMaxCharacters
 	}
@@ -260,25 +254,21 @@ func (c *Client) Publish(ctx context.Context, req platform.PublishRequest) (plat
 	if err != nil {
 		return platform.Receipt{}, &platform.Rejected{Reason: "invalid_request", Message: fmt.Sprintf("%s: encode body: %v", op, err)}
 	}
-	resp, err := c.write(ctx, op, request{
-		method:      http.MethodPost,
-		path:        "/api/v1/statuses",
-		contentType: "application/json",
-		body:        body,
-		idemKey:     req.Handle,
-	})
+	r := c.call(http.MethodPost, "/api/v1/statuses", "application/json", body)
+	r.Header.Set("Idempotency-Key", req.Handle)
+	resp, err := c.api().Write(ctx, op, r)
 	if err != nil {
 		return platform.Receipt{}, err
 	}
-	if !success(resp.status) {
-		if resp.status == http.StatusUnprocessableEntity && mediaConsumed(errorText(resp), req.MediaIDs) {
-			return platform.Receipt{}, &platform.Rejected{Status: resp.status, Reason: platform.ReasonMediaConsumed, Message: errorText(resp)}
+	if !resp.OK() {
+		if resp.Status == http.StatusUnprocessableEntity && mediaConsumed(errorText(resp), req.MediaIDs) {
+			return platform.Receipt{}, &platform.Rejected{Status: resp.Status, Reason: platform.ReasonMediaConsumed, Message: errorText(resp)}
 		}
 		return platform.Receipt{}, c.classify(op, resp, true)
 	}
 	s, err := decodeCreated[status](resp, func(s status) bool { return s.ID != "" })
 	if err != nil {
-		return platform.Receipt{}, &platform.Ambiguous{Status: resp.status, Err: fmt.Errorf("%s: the post probably exists: %w", op, err)}
+		return platform.Receipt{}, &platform.Ambiguous{Status: resp.Status, Err: fmt.Errorf("%s: the post probably exists: %w", op, err)}
 	}
 	return platform.Receipt{RemoteID: s.ID, URL: s.link(), CreatedAt: s.createdAt()}, nil
 }
@@ -327,30 +317,26 @@ func mediaConsumed(msg string, mediaIDs []string) bool {
 //   - 401: Unauthorized; 429 (and 408/425): NotPerformed with the server's
 //     RetryAfter;
 //   - 5xx, or no answer after the request was written: Ambiguous (see
-//     classify and write): the status may be gone.
+//     classify and httpcall.Client.Write): the status may be gone.
 func (c *Client) Delete(ctx context.Context, remoteID string) error {
 	const op = "delete status"
 	if remoteID == "" {
 		return &platform.Rejected{Reason: "invalid_request", Message: op + ": empty remote id"}
 	}
-	resp, err := c.write(ctx, op, request{
-		method: http.MethodDelete,
-		path:   "/api/v1/statuses/" + url.PathEscape(remoteID),
-		body:   []byte{},
-	})
+	resp, err := c.api().Write(ctx, op, c.call(http.MethodDelete, "/api/v1/statuses/"+url.PathEscape(remoteID), "", nil))
 	if err != nil {
 		return err
 	}
-	if success(resp.status) {
+	if resp.OK() {
 		// The body (the deleted status, for redrafting) is not needed; a
 		// 2xx is the server's word that the status is gone.
 		return nil
 	}
-	switch resp.status {
+	switch resp.Status {
 	case http.StatusNotFound:
-		return &platform.Rejected{Status: resp.status, Reason: ReasonNotFound, Message: errorText(resp)}
+		return &platform.Rejected{Status: resp.Status, Reason: ReasonNotFound, Message: errorText(resp)}
 	case http.StatusForbidden:
-		return &platform.Rejected{Status: resp.status, Reason: ReasonForbidden, Message: errorText(resp)}
+		return &platform.Rejected{Status: resp.Status, Reason: ReasonForbidden, Message: errorText(resp)}
 	}
 	return c.classify(op, resp, true)
 }
@@ -394,23 +380,18 @@ func (c *Client) UploadMedia(ctx context.Context, m platform.MediaUpload) (platf
 	if err != nil {
 		return platform.MediaReceipt{}, &platform.Rejected{Reason: "invalid_request", Message: fmt.Sprintf("%s: encode form: %v", op, err)}
 	}
-	resp, err := c.write(ctx, op, request{
-		method:      http.MethodPost,
-		path:        "/api/v2/media",
-		contentType: contentType,
-		body:        body,
-	})
+	resp, err := c.api().Write(ctx, op, c.call(http.MethodPost, "/api/v2/media", contentType, body))
 	if err != nil {
 		return platform.MediaReceipt{}, err
 	}
-	if !success(resp.status) {
+	if !resp.OK() {
 		return platform.MediaReceipt{}, c.classify(op, resp, true)
 	}
 	a, err := decodeCreated[mediaAttachment](resp, func(a mediaAttachment) bool { return a.ID != "" })
 	if err != nil {
-		return platform.MediaReceipt{}, &platform.Ambiguous{Status: resp.status, Err: fmt.Errorf("%s: the attachment probably exists: %w", op, err)}
+		return platform.MediaReceipt{}, &platform.Ambiguous{Status: resp.Status, Err: fmt.Errorf("%s: the attachment probably exists: %w", op, err)}
 	}
-	if resp.status == http.StatusOK {
+	if resp.Status == http.StatusOK {
 		return a.receipt(), nil
 	}
 	return c.waitForMedia(ctx, a.ID)
@@ -433,7 +414,7 @@ func (c *Client) waitForMedia(ctx context.Context, id string) (platform.MediaRec
 		return &platform.Ambiguous{Status: status, Err: &MediaPendingError{RemoteID: id, Err: cause}}
 	}
 	for {
-		if err := sleep(ctx, c.pollInterval); err != nil {
+		if err := httpcall.Sleep(ctx, c.pollInterval); err != nil {
 			return platform.MediaReceipt{}, pending(0, fmt.Errorf("%s: still processing: %w", op, err))
 		}
 		resp, err := c.read(ctx, op, "/api/v1/media/"+url.PathEscape(id), nil)
@@ -442,22 +423,22 @@ func (c *Client) waitForMedia(ctx context.Context, id string) (platform.MediaRec
 			// chain under Ambiguous holds a single class.
 			return platform.MediaReceipt{}, pending(0, causeOf(ctx, err))
 		}
-		switch resp.status {
+		switch resp.Status {
 		case http.StatusPartialContent:
 			continue
 		case http.StatusOK:
 			var a mediaAttachment
-			if err := json.Unmarshal(resp.body, &a); err != nil {
-				return platform.MediaReceipt{}, pending(resp.status, fmt.Errorf("%s: decode attachment: %w", op, err))
+			if err := json.Unmarshal(resp.Body, &a); err != nil {
+				return platform.MediaReceipt{}, pending(resp.Status, fmt.Errorf("%s: decode attachment: %w", op, err))
 			}
 			if a.ID == "" {
 				a.ID = id
 			}
 			return a.receipt(), nil
 		case http.StatusUnprocessableEntity:
-			return platform.MediaReceipt{}, &platform.Rejected{Status: resp.status, Reason: "processing_failed", Message: errorText(resp)}
+			return platform.MediaReceipt{}, &platform.Rejected{Status: resp.Status, Reason: "processing_failed", Message: errorText(resp)}
 		default:
-			return platform.MediaReceipt{}, pending(resp.status, causeOf(ctx, c.classify(op, resp, false)))
+			return platform.MediaReceipt{}, pending(resp.Status, causeOf(ctx, c.classify(op, resp, false)))
 		}
 	}
 }
@@ -552,7 +533,7 @@ func (c *Client) Refresh(ctx context.Context, cred platform.Credential) (platfor
 		return platform.Credential{}, &platform.Rejected{Reason: "reconnect_needed", Message: op + ": no OAuth client configured"}
 	}
 	ctx, written := traceWritten(ctx)
-	ctx = context.WithValue(ctx, oauth2.HTTPClient, c.httpClient)
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, c.api().HTTPClient())
 	tok, err := conf.TokenSource(ctx, &oauth2.Token{RefreshToken: refresh}).Token()
 	if err != nil {
 		return platform.Credential{}, c.classifyRefresh(op, err, written.Load(), cred)

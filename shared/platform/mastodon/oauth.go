@@ -12,6 +12,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"oncepost/shared/platform"
+	"oncepost/shared/platform/httpcall"
 )
 
 // Connecting an account is Mastodon's OAuth authorization-code flow
@@ -106,16 +107,11 @@ func RegisterApp(ctx context.Context, hc *http.Client, baseURL string, r AppRequ
 	if r.Website != "" {
 		form.Set("website", r.Website)
 	}
-	resp, err := c.write(ctx, op, request{
-		method:      http.MethodPost,
-		path:        "/api/v1/apps",
-		contentType: "application/x-www-form-urlencoded",
-		body:        []byte(form.Encode()),
-	})
+	resp, err := c.api().Write(ctx, op, c.call(http.MethodPost, "/api/v1/apps", "application/x-www-form-urlencoded", []byte(form.Encode())))
 	if err != nil {
 		return App{}, err
 	}
-	if !success(resp.status) {
+	if !resp.OK() {
 		return App{}, c.classify(op, resp, true)
 	}
 	// CredentialApplication (https://docs.joinmastodon.org/entities/Application/):
@@ -128,7 +124,7 @@ func RegisterApp(ctx context.Context, hc *http.Client, baseURL string, r AppRequ
 		return a.ClientID != "" && a.ClientSecret != ""
 	})
 	if err != nil {
-		return App{}, &platform.Ambiguous{Status: resp.status, Err: fmt.Errorf("%s: the app may have been registered: %w", op, err)}
+		return App{}, &platform.Ambiguous{Status: resp.Status, Err: fmt.Errorf("%s: the app may have been registered: %w", op, err)}
 	}
 	app := want
 	app.ClientID, app.ClientSecret = a.ClientID, a.ClientSecret
@@ -226,7 +222,7 @@ func ExchangeCode(ctx context.Context, hc *http.Client, baseURL string, app App,
 	app = app.withDefaults()
 	conf := oauthConfig(c.baseURL, app)
 	ctx, written := traceWritten(ctx)
-	ctx = context.WithValue(ctx, oauth2.HTTPClient, c.writeClient)
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, noRedirects(c.api().HTTPClient()))
 	// Mastodon documents scope on this request as equal to the scope the
 	// user approved.
 	tok, err := conf.Exchange(ctx, code, oauth2.SetAuthURLParam("scope", strings.Join(strings.Fields(app.Scopes), " ")))
@@ -243,14 +239,14 @@ func ExchangeCode(ctx context.Context, hc *http.Client, baseURL string, app App,
 }
 
 // classifyExchange maps a failed authorization-code grant (see
-// ExchangeCode). Every message passes through redact.
+// ExchangeCode). Every message passes through httpcall.RedactString.
 func (c *Client) classifyExchange(op string, err error, written bool, secrets ...string) error {
 	var re *oauth2.RetrieveError
 	if !errors.As(err, &re) {
 		// A transport error names the token URL, never the form; oauth2's
 		// own errors (an unreadable or token-less 2xx) carry no token.
 		// Should one ever carry a secret, it is redacted and not wrapped.
-		if msg := redact(err.Error(), secrets...); msg != err.Error() {
+		if msg := httpcall.RedactString(err.Error(), secrets...); msg != err.Error() {
 			err = errors.New(msg)
 		}
 		if written {
@@ -271,7 +267,7 @@ func (c *Client) classifyExchange(op string, err error, written bool, secrets ..
 	if detail == "" {
 		detail = fmt.Sprintf("http %d", status)
 	}
-	detail = redact(detail, secrets...)
+	detail = httpcall.RedactString(detail, secrets...)
 	code := re.ErrorCode
 	switch {
 	case status >= 500, code == "server_error":
@@ -280,7 +276,7 @@ func (c *Client) classifyExchange(op string, err error, written bool, secrets ..
 		return &platform.NotPerformed{Status: status, RetryAfter: retryAfter(status, header, c.now()), Message: fmt.Sprintf("%s: the server is busy (%s); try again later with the same code", op, detail)}
 	case status >= 300 && status < 400:
 		return &platform.Rejected{Status: status, Reason: fmt.Sprintf("http_%d", status), Message: fmt.Sprintf(
-			"%s: unexpected redirect to %q; check the server URL", op, redact(header.Get("Location"), secrets...))}
+			"%s: unexpected redirect to %q; check the server URL", op, httpcall.RedactString(header.Get("Location"), secrets...))}
 	}
 	reason := code
 	if reason == "" {
@@ -299,17 +295,15 @@ func (c *Client) classifyExchange(op string, err error, written bool, secrets ..
 	case "":
 		msg = fmt.Sprintf("the token request was refused (status %d): %s", status, detail)
 	default:
-		msg = fmt.Sprintf("the token request was refused (%s): %s", redact(code, secrets...), detail)
+		msg = fmt.Sprintf("the token request was refused (%s): %s", httpcall.RedactString(code, secrets...), detail)
 	}
-	return &platform.Rejected{Status: status, Reason: redact(reason, secrets...), Message: op + ": " + msg}
+	return &platform.Rejected{Status: status, Reason: httpcall.RedactString(reason, secrets...), Message: op + ": " + msg}
 }
 
-// redact replaces every non-empty secret in s.
-func redact(s string, secrets ...string) string {
-	for _, secret := range secrets {
-		if secret != "" {
-			s = strings.ReplaceAll(s, secret, "[redacted]")
-		}
-	}
-	return s
+// noRedirects is hc not following redirects: a redirected code grant
+// would carry the code and the client secret to the new address.
+func noRedirects(hc *http.Client) *http.Client {
+	nc := *hc
+	nc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &nc
 }

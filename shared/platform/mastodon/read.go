@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"oncepost/shared/platform"
+	"oncepost/shared/platform/httpcall"
 )
 
 const (
@@ -138,12 +139,12 @@ func (c *Client) eachStatus(ctx context.Context, want int, fn func(status) bool)
 		if err != nil {
 			return err
 		}
-		if resp.status != http.StatusOK {
+		if resp.Status != http.StatusOK {
 			return c.classify(op, resp, false)
 		}
 		var page []status
-		if err := json.Unmarshal(resp.body, &page); err != nil {
-			return &platform.NotPerformed{Status: resp.status, Message: fmt.Sprintf("%s: decode page: %v", op, err)}
+		if err := json.Unmarshal(resp.Body, &page); err != nil {
+			return &platform.NotPerformed{Status: resp.Status, Message: fmt.Sprintf("%s: decode page: %v", op, err)}
 		}
 		if len(page) == 0 {
 			return nil
@@ -388,12 +389,12 @@ func (c *Client) lookupAfter(ctx context.Context, l *lookupScan) (capped bool, e
 		if err != nil {
 			return false, err
 		}
-		if resp.status != http.StatusOK {
+		if resp.Status != http.StatusOK {
 			return false, c.classify(op, resp, false)
 		}
 		var page []status
-		if err := json.Unmarshal(resp.body, &page); err != nil {
-			return false, &platform.NotPerformed{Status: resp.status, Message: fmt.Sprintf("%s: decode page: %v", op, err)}
+		if err := json.Unmarshal(resp.Body, &page); err != nil {
+			return false, &platform.NotPerformed{Status: resp.Status, Message: fmt.Sprintf("%s: decode page: %v", op, err)}
 		}
 		read += len(page)
 		// The page is newest first; the oldest is examined first, so the
@@ -518,7 +519,7 @@ func (c *Client) source(ctx context.Context, id string) (text string, exists boo
 	if err != nil {
 		return "", false, err
 	}
-	switch resp.status {
+	switch resp.Status {
 	case http.StatusOK:
 	case http.StatusNotFound, http.StatusGone:
 		return "", false, nil
@@ -528,8 +529,8 @@ func (c *Client) source(ctx context.Context, id string) (text string, exists boo
 	var src struct {
 		Text *string `json:"text"`
 	}
-	if err := json.Unmarshal(resp.body, &src); err != nil || src.Text == nil {
-		return "", false, &platform.NotPerformed{Status: resp.status, Message: op + ": no text in the answer"}
+	if err := json.Unmarshal(resp.Body, &src); err != nil || src.Text == nil {
+		return "", false, &platform.NotPerformed{Status: resp.Status, Message: op + ": no text in the answer"}
 	}
 	return *src.Text, true, nil
 }
@@ -556,23 +557,23 @@ func (c *Client) Exists(ctx context.Context, remoteID string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	switch resp.status {
+	switch resp.Status {
 	case http.StatusOK:
 		var s struct {
 			ID string `json:"id"`
 		}
-		if err := json.Unmarshal(resp.body, &s); err != nil {
-			return false, &platform.NotPerformed{Status: resp.status, Message: fmt.Sprintf("%s %s: decode answer: %v", op, remoteID, err)}
+		if err := json.Unmarshal(resp.Body, &s); err != nil {
+			return false, &platform.NotPerformed{Status: resp.Status, Message: fmt.Sprintf("%s %s: decode answer: %v", op, remoteID, err)}
 		}
 		if s.ID != remoteID {
-			return false, &platform.NotPerformed{Status: resp.status, Message: fmt.Sprintf("%s %s: the server answered with status %q", op, remoteID, s.ID)}
+			return false, &platform.NotPerformed{Status: resp.Status, Message: fmt.Sprintf("%s %s: the server answered with status %q", op, remoteID, s.ID)}
 		}
 		return true, nil
 	case http.StatusNotFound, http.StatusGone:
 		if !apiError(resp) {
-			return false, &platform.Rejected{Status: resp.status, Reason: fmt.Sprintf("http_%d", resp.status), Message: fmt.Sprintf(
+			return false, &platform.Rejected{Status: resp.Status, Reason: fmt.Sprintf("http_%d", resp.Status), Message: fmt.Sprintf(
 				"%s %s: %d without the API's JSON error body (a proxy's page? check BaseURL); cannot tell whether the status exists",
-				op, remoteID, resp.status)}
+				op, remoteID, resp.Status)}
 		}
 		return false, nil
 	}
@@ -581,9 +582,9 @@ func (c *Client) Exists(ctx context.Context, remoteID string) (bool, error) {
 
 // apiError reports whether the answer's body is the API's JSON error
 // entity, {"error": "..."}.
-func apiError(resp *response) bool {
+func apiError(resp *httpcall.Response) bool {
 	var e struct {
 		Error *string `json:"error"`
 	}
-	return json.Unmarshal(resp.body, &e) == nil && e.Error != nil
+	return json.Unmarshal(resp.Body, &e) == nil && e.Error != nil
 }
