@@ -101,6 +101,9 @@ type Client struct {
 	mu        sync.Mutex
 	cred      platform.Credential
 	accountID string
+	// app is the name of the application the token belongs to, once read
+	// (ourApp).
+	app string
 }
 
 var _ platform.Client = (*Client)(nil)

@@ -44,6 +44,21 @@ type status struct {
 	Content          string            `json:"content"`
 	Reblog           json.RawMessage   `json:"reblog"`
 	MediaAttachments []mediaAttachment `json:"media_attachments"`
+	// Application is the app the status was posted with; Mastodon shows it
+	// to the account's owner only, and not for every client.
+	Application *statusApp `json:"application"`
+}
+
+type statusApp struct {
+	Name string `json:"name"`
+}
+
+// appName is the status's application name, "" when not shown.
+func (s status) appName() string {
+	if s.Application == nil {
+		return ""
+	}
+	return s.Application.Name
 }
 
 func (s status) link() string {
@@ -170,6 +185,33 @@ func (c *Client) eachStatus(ctx context.Context, want int, fn func(status) bool)
 	return nil
 }
 
+// ourApp is the name of the application the client's token belongs to
+// (GET /api/v1/apps/verify_credentials), read once; "" when it cannot be
+// read (an older server, a failed read): then no post is told apart by
+// its application.
+func (c *Client) ourApp(ctx context.Context) string {
+	c.mu.Lock()
+	app := c.app
+	c.mu.Unlock()
+	if app != "" {
+		return app
+	}
+	resp, err := c.read(ctx, "verify app", "/api/v1/apps/verify_credentials", nil)
+	if err != nil || resp.Status != http.StatusOK {
+		return ""
+	}
+	var out struct {
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(resp.Body, &out) != nil || out.Name == "" {
+		return ""
+	}
+	c.mu.Lock()
+	c.app = out.Name
+	c.mu.Unlock()
+	return out.Name
+}
+
 // account returns the account id, resolving it once through
 // verify_credentials when the config did not name it.
 func (c *Client) account(ctx context.Context) (string, error) {
@@ -247,6 +289,18 @@ func (c *Client) Lookup(ctx context.Context, q platform.LookupQuery) (platform.R
 		}
 	}
 	if l.ok {
+		// Restricted to posts made by our application where Mastodon
+		// shows it: a post with our text made with another app (the web
+		// interface, a phone) may be a copy made by hand. Taking it for
+		// ours would leave ours unsent; taking it for not-ours could send
+		// a second copy (if our own app changed since). An operator decides.
+		if app := l.foundApp; app != "" {
+			if ours := c.ourApp(ctx); ours != "" && ours != app {
+				return platform.RemotePost{}, false, &platform.Inconclusive{Message: fmt.Sprintf(
+					"lookup: the post with this text (%s) was made with %q, not with this account's app %q: it may be a copy made by hand",
+					l.found.RemoteID, app, ours)}
+			}
+		}
 		return l.found, true, nil
 	}
 	if capped {
@@ -273,6 +327,7 @@ type lookupScan struct {
 	skel       string
 	plain      []string
 	found      platform.RemotePost
+	foundApp   string // the application found was posted with, if shown
 	ok         bool
 	examined   int
 	candidates []lookupCandidate
@@ -281,6 +336,7 @@ type lookupScan struct {
 type lookupCandidate struct {
 	post  platform.RemotePost
 	lossy bool
+	app   string
 }
 
 // consider examines one in-window status; false stops the scan (found).
@@ -293,11 +349,11 @@ func (l *lookupScan) consider(s status) bool {
 	}
 	post, lossy := s.remote()
 	if post.Fingerprint(l.q.MediaSHA256) == l.q.Fingerprint {
-		l.found, l.ok = post, true
+		l.found, l.foundApp, l.ok = post, s.appName(), true
 		return false
 	}
 	if allOurs(post.MediaIDs, l.q.MediaSHA256) && (l.q.Text == "" || skeleton(post.Text) == l.skeleton()) {
-		l.candidates = append(l.candidates, lookupCandidate{post: post, lossy: lossy})
+		l.candidates = append(l.candidates, lookupCandidate{post: post, lossy: lossy, app: s.appName()})
 	}
 	return true
 }
@@ -341,7 +397,7 @@ func (c *Client) confirmBySource(ctx context.Context, l *lookupScan) error {
 		post := cand.post
 		post.Text = text
 		if post.Fingerprint(l.q.MediaSHA256) == l.q.Fingerprint {
-			l.found, l.ok = post, true
+			l.found, l.foundApp, l.ok = post, cand.app, true
 			return nil
 		}
 	}

@@ -33,6 +33,9 @@ type timeline struct {
 	lists       []url.Values
 	sourceReads []string
 	verifies    int
+	// app is the token's application, served by
+	// /api/v1/apps/verify_credentials; "" answers 404 (an older server).
+	app string
 }
 
 func (tl *timeline) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -55,6 +58,12 @@ func (tl *timeline) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method != http.MethodGet:
 		tl.t.Errorf("read sent %s %s", r.Method, path)
 		w.WriteHeader(http.StatusMethodNotAllowed)
+	case path == "/api/v1/apps/verify_credentials":
+		if tl.app == "" {
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": "Record not found"})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"name": tl.app, "website": nil})
 	case path == "/api/v1/accounts/verify_credentials":
 		tl.verifies++
 		writeJSON(w, http.StatusOK, map[string]any{"id": "109", "username": "me"})
@@ -491,5 +500,50 @@ func TestRecentReadsSourceOfLossyStatuses(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"9"}, tl.sourceReads); diff != "" {
 		t.Errorf("source reads (-want +got):\n%s", diff)
+	}
+}
+
+// Lookup is restricted to posts made by our application where Mastodon
+// shows it (docs.joinmastodon.org/entities/Status/#application: shown to
+// the owner): a post with our text made with another app is not taken for
+// ours, nor is it proof of absence — an operator decides (Inconclusive).
+func TestLookupRestrictedToOurApplication(t *testing.T) {
+	at := func(minutesAgo int) time.Time { return fixedNow.Add(-time.Duration(minutesAgo) * time.Minute) }
+	withApp := func(s map[string]any, app string) map[string]any {
+		s["application"] = map[string]any{"name": app, "website": nil}
+		return s
+	}
+	q := platform.LookupQuery{Fingerprint: platform.Fingerprint("Launch day!", nil), NotBefore: at(10)}
+	tests := []struct {
+		name             string
+		app              string
+		status           map[string]any
+		wantFound        bool
+		wantInconclusive string
+	}{
+		{"our app's post is ours", "oncepost", withApp(statusJSON("30", "<p>Launch day!</p>", at(1)), "oncepost"), true, ""},
+		{"the same text from the web interface is not taken for ours", "oncepost", withApp(statusJSON("31", "<p>Launch day!</p>", at(1)), "Web"), false,
+			`lookup: the post with this text (31) was made with "Web", not with this account's app "oncepost": it may be a copy made by hand`},
+		{"no application shown: as before", "oncepost", statusJSON("32", "<p>Launch day!</p>", at(1)), true, ""},
+		{"our app unknown (an older server): as before", "", withApp(statusJSON("33", "<p>Launch day!</p>", at(1)), "Web"), true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tl := &timeline{t: t, statuses: []map[string]any{tt.status}, app: tt.app}
+			srv := newServer(t, tl)
+			_, found, err := newClient(t, srv.URL).Lookup(context.Background(), q)
+			var inc *platform.Inconclusive
+			switch {
+			case tt.wantInconclusive != "":
+				if !errors.As(err, &inc) || inc.Message != tt.wantInconclusive {
+					t.Errorf("err = %v, want Inconclusive %q", err, tt.wantInconclusive)
+				}
+			case err != nil:
+				t.Errorf("err = %v", err)
+			}
+			if found != tt.wantFound {
+				t.Errorf("found = %v, want %v", found, tt.wantFound)
+			}
+		})
 	}
 }
