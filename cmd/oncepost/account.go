@@ -26,9 +26,9 @@ func accountCommands() []*command {
 			help: "Connects an account on any platform oncepost knows (--platform, default mastodon; oncepost platforms lists them). " +
 				"Mastodon: an access token (--url, --token-file) or the instance's OAuth page (--oauth); the token is checked with verify_credentials and the instance's limits are read. " +
 				"Bluesky: --handle and an app password (--password-file) open a session on the PDS (--api-url, default https://bsky.social); only the session's tokens are stored, never the password. " +
-				"Telegram: a bot token from @BotFather (--token-file), checked with getMe, and the chat it posts to (--chat). " +
-				"Discord: a bot token (--token-file) and a channel id (--channel), checked by reading the channel; or an incoming webhook (--platform discord-webhook --webhook-file), whose URL holds its token. " +
-				"X, LinkedIn, Threads: OAuth with your own app (--client-id, --client-secret-file): the command prints the page where you authorise it, then receives the code on http://127.0.0.1:PORT/callback (--redirect-port, default 8765; register that redirect URL with the app), or with --oob reads the code, or the address the browser lands on, from stdin. " +
+				"Telegram: a bot token from @BotFather (--token-file), checked with getMe, and the chat it posts to (--chat), which the bot must see (getChat); the chat is stored by its numeric id, so a renamed channel keeps working. " +
+				"Discord: a bot token (--token-file) and a channel id (--channel), checked by reading the bot and the channel; or an incoming webhook (--platform discord-webhook --webhook-file), whose URL holds its token, checked by reading the webhook. " +
+				"X, LinkedIn, Threads: OAuth with your own app (--client-id, --client-secret-file): the command prints the page where you authorise it, then receives the code on http://127.0.0.1:PORT/callback (--redirect-port, default 8765; register that redirect URL with the app), or with --oob reads the code, or the address the browser lands on, from stdin; the authorised user is then read and stored as the account (X: its numeric id and @username). " +
 				"Tokens, passwords, client secrets and webhook URLs are read from files or stdin (-), never from arguments, so they stay out of shell history, and are never printed. " +
 				"Nothing is stored unless the platform accepts the credential; it is stored encrypted (AES-256-GCM) with the workspace's key file (0600, created on first use), the account with the platform's text and media limits. " +
 				"--replace reconnects an existing account (a new credential, e.g. after reconnect_needed); it must be the same account on the platform.",
@@ -140,7 +140,7 @@ func cmdAccountAdd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	if *replace {
 		acc.Gate = existing.Gate
-		if existing.RemoteID != "" && acc.RemoteID != "" && existing.RemoteID != acc.RemoteID {
+		if existing.RemoteID != "" && acc.RemoteID != "" && !conn.same(existing.RemoteID) {
 			return badInput("the credential belongs to %s (id %s), not to %s (id %s); use that account's credential, or add it under another id",
 				acc.Handle, acc.RemoteID, existing.Handle, existing.RemoteID)
 		}

@@ -40,15 +40,17 @@ import (
 //   - bluesky: a session opened with an app password (--handle,
 //     --password-file); only the session's tokens are stored;
 //   - telegram: a bot token (--token-file) checked with getMe, and the
-//     chat it posts to (--chat);
+//     chat it posts to (--chat) checked with getChat and stored by its
+//     numeric id;
 //   - discord: a bot token (--token-file) and a channel (--channel),
-//     checked by reading the bot and the channel;
+//     checked by reading the bot (users/@me) and the channel;
 //   - discord-webhook: a webhook URL read from a file (--webhook-file),
-//     split into its id and token and checked on Discord;
+//     split into its id and token and checked by reading the webhook;
 //   - x, linkedin, threads: OAuth 2.0 with the operator's own app
 //     (--client-id, --client-secret-file): the authorize page is printed,
 //     the code comes back to a listener on 127.0.0.1 (--redirect-port) or
-//     is pasted on stdin (--oob), and is exchanged for the credential.
+//     is pasted on stdin (--oob), and is exchanged for the credential,
+//     whose user is then read.
 //
 // Secrets (tokens, passwords, client secrets, webhook URLs, codes) are
 // read from files or stdin, never from arguments, and never printed: the
@@ -258,11 +260,29 @@ func (f *addFlags) check(fs *flag.FlagSet) error {
 // stored.
 type connection struct {
 	handle, baseURL, remoteID string
+	// aliases are other remote ids naming the same account, compared
+	// without case: a Telegram chat's @username, which earlier versions
+	// stored in place of its numeric id.
+	aliases []string
 	// limits are the instance's (Mastodon); the catalog's otherwise.
 	limits post.Limits
 	cred   platform.Credential
 	// notes are printed after the account is stored.
 	notes []string
+}
+
+// same reports whether remoteID, the remote id an existing account
+// stored, names the account of this connection.
+func (c connection) same(remoteID string) bool {
+	if remoteID == c.remoteID {
+		return true
+	}
+	for _, a := range c.aliases {
+		if strings.EqualFold(a, remoteID) {
+			return true
+		}
+	}
+	return false
 }
 
 // connect runs the platform's flow: it reads the credential, checks it
@@ -308,8 +328,10 @@ func connectBluesky(ctx context.Context, f *addFlags, hc *http.Client, secrets *
 	return connection{handle: "@" + s.Handle, baseURL: base, remoteID: s.DID, cred: s.Credential}, nil
 }
 
-// connectTelegram checks the bot token with getMe; the chat is the
-// account's remote id.
+// connectTelegram checks the bot token with getMe and the chat with
+// getChat: the bot must see the chat. The account's remote id is the
+// chat's numeric id, as given or resolved from the @username (a renamed
+// channel keeps its id); the handle names the bot and the chat.
 func connectTelegram(ctx context.Context, f *addFlags, hc *http.Client, secrets *secretSet) (connection, error) {
 	base, err := apiBase(f.apiURL, defaultAPIs[catalog.Telegram])
 	if err != nil {
@@ -329,17 +351,53 @@ func connectTelegram(ctx context.Context, f *addFlags, hc *http.Client, secrets 
 		return connection{}, refusedBy(err, "token-file", "Telegram", "check the bot token (@BotFather → /mybots → API Token)")
 	}
 	chat := strings.TrimSpace(f.chat)
-	if _, err := telegram.New(telegram.Config{BaseURL: base, Token: token, ChatID: chat, HTTPClient: hc}); err != nil {
-		return connection{}, usageError("chat", "%q: give a chat id or a public channel's @username", chat)
+	info, err := telegram.GetChat(ctx, hc, base, token, chat)
+	if err != nil {
+		var un *platform.Unauthorized
+		switch {
+		case !platformError(err):
+			// Refused before any call: the chat's shape.
+			return connection{}, usageError("chat", "%q: give a chat id or a public channel's @username", chat)
+		case errors.As(err, &un):
+			return connection{}, refusedBy(err, "token-file", "Telegram", "check the bot token (@BotFather → /mybots → API Token)")
+		}
+		return connection{}, refusedBy(err, "chat", "Telegram",
+			"check the chat id or @username, and add @"+bot.Username+" to the chat (a channel's administrator allowed to post)")
 	}
-	return connection{
-		handle: "@" + bot.Username + " → " + chat, baseURL: base, remoteID: chat, cred: platform.Credential{AccessToken: token},
-		notes: []string{"note: the chat is not checked; make sure the bot is a member of " + chat + " allowed to post there"},
-	}, nil
+	conn := connection{
+		handle: "@" + bot.Username + " → " + telegramChatName(info), baseURL: base, cred: platform.Credential{AccessToken: token},
+		remoteID: strconv.FormatInt(info.ID, 10),
+		notes:    []string{"note: the bot can see the chat; whether it may post there is known at the first post (in a channel it must be an administrator allowed to post)"},
+	}
+	if _, err := strconv.ParseInt(chat, 10, 64); err == nil {
+		conn.remoteID = chat
+	} else {
+		conn.aliases = append(conn.aliases, chat)
+	}
+	if info.Username != "" {
+		conn.aliases = append(conn.aliases, "@"+info.Username)
+	}
+	return conn, nil
 }
 
-// connectDiscordBot checks the bot token and the channel by reading the
-// bot and the channel's newest messages.
+// telegramChatName names a chat for the account's handle: its title and
+// @username, whichever it has, else its id.
+func telegramChatName(c telegram.Chat) string {
+	title := printable(c.Title)
+	switch {
+	case title != "" && c.Username != "":
+		return title + " (@" + c.Username + ")"
+	case title != "":
+		return title
+	case c.Username != "":
+		return "@" + c.Username
+	}
+	return strconv.FormatInt(c.ID, 10)
+}
+
+// connectDiscordBot checks the bot token by reading the bot
+// (users/@me), then the channel by reading its newest message. The
+// handle names the bot and the channel.
 func connectDiscordBot(ctx context.Context, f *addFlags, hc *http.Client, secrets *secretSet) (connection, error) {
 	base, err := apiBase(f.apiURL, defaultAPIs[f.platform])
 	if err != nil {
@@ -350,10 +408,18 @@ func connectDiscordBot(ctx context.Context, f *addFlags, hc *http.Client, secret
 	if err != nil {
 		return connection{}, err
 	}
-	cred := platform.Credential{AccessToken: token}
-	cl, err := discord.New(discord.Config{Mode: discord.ModeBot, BaseURL: base, ChannelID: f.channel, Credential: cred, HTTPClient: hc})
+	me, err := discord.CurrentUser(ctx, hc, base, token)
 	if err != nil {
-		return connection{}, usageError("token-file", "%s does not hold a bot token alone (%v)", fileName(f.tokenFile), err)
+		if !platformError(err) {
+			// Refused before any call: the token's shape.
+			return connection{}, usageError("token-file", "%s does not hold a bot token alone (%v)", fileName(f.tokenFile), err)
+		}
+		return connection{}, refusedBy(err, "token-file", "Discord", "check the bot token (Developer Portal → your app → Bot → Reset Token)")
+	}
+	cred := platform.Credential{AccessToken: token}
+	cl, err := discord.New(discord.Config{Mode: discord.ModeBot, BaseURL: base, ChannelID: f.channel, BotUserID: me.ID, Credential: cred, HTTPClient: hc})
+	if err != nil {
+		return connection{}, err
 	}
 	if _, err := cl.Recent(ctx, 1); err != nil {
 		var un *platform.Unauthorized
@@ -362,11 +428,16 @@ func connectDiscordBot(ctx context.Context, f *addFlags, hc *http.Client, secret
 		}
 		return connection{}, refusedBy(err, "channel", "Discord", "check the channel id and that the bot is in its server, allowed to view the channel and send messages")
 	}
-	return connection{handle: "bot in channel " + f.channel, baseURL: base, remoteID: f.channel, cred: cred}, nil
+	name := printable(me.Username)
+	if name == "" {
+		name = "bot " + me.ID
+	}
+	return connection{handle: name + " → #" + f.channel, baseURL: base, remoteID: f.channel, cred: cred}, nil
 }
 
 // connectDiscordWebhook splits the webhook URL into its id (the remote
-// id) and token (the credential) and checks them on Discord.
+// id) and token (the credential) and reads the webhook with them. The
+// handle names the webhook and its channel.
 func connectDiscordWebhook(ctx context.Context, f *addFlags, hc *http.Client, secrets *secretSet) (connection, error) {
 	base, err := apiBase(f.apiURL, defaultAPIs[f.platform])
 	if err != nil {
@@ -382,18 +453,21 @@ func connectDiscordWebhook(ctx context.Context, f *addFlags, hc *http.Client, se
 	if !ok {
 		return connection{}, usageError("webhook-file", "%s does not hold a Discord webhook URL (https://discord.com/api/webhooks/ID/TOKEN); copy it again from the channel's settings → Integrations → Webhooks", fileName(f.webhookFile))
 	}
-	cred := platform.Credential{AccessToken: token}
-	cl, err := discord.New(discord.Config{Mode: discord.ModeWebhook, BaseURL: base, WebhookID: id, Credential: cred, HTTPClient: hc})
+	hook, err := discord.Webhook(ctx, hc, base, id, token)
 	if err != nil {
-		return connection{}, usageError("webhook-file", "%s does not hold a usable Discord webhook URL", fileName(f.webhookFile))
-	}
-	// A webhook reads only its own messages, by id. The webhook's own id
-	// is no message's, so Discord answers Unknown Message (false) when
-	// the id and token are good, and refuses them otherwise.
-	if _, err := cl.Exists(ctx, id); err != nil {
+		if !platformError(err) {
+			return connection{}, usageError("webhook-file", "%s does not hold a usable Discord webhook URL", fileName(f.webhookFile))
+		}
 		return connection{}, refusedBy(err, "webhook-file", "Discord", "copy the webhook URL again from the channel's settings → Integrations → Webhooks")
 	}
-	return connection{handle: "webhook " + id, baseURL: base, remoteID: id, cred: cred}, nil
+	handle := printable(hook.Name)
+	if handle == "" {
+		handle = "webhook " + id
+	}
+	if hook.ChannelID != "" {
+		handle += " → " + hook.ChannelID
+	}
+	return connection{handle: handle, baseURL: base, remoteID: id, cred: platform.Credential{AccessToken: token}}, nil
 }
 
 // splitWebhookURL reads https://discord.com/api[/vN]/webhooks/ID/TOKEN
@@ -498,11 +572,14 @@ func connectOAuth(ctx context.Context, f *addFlags, hc *http.Client, prompt io.W
 	conn := connection{baseURL: base, cred: cred}
 	switch f.platform {
 	case catalog.X:
-		// The x package exports no read of the user (GET /2/users/me is
-		// its own, made when the account first posts), so the remote id
-		// is left for it to read.
-		conn.handle = "X account"
-		conn.notes = []string{"note: the X user id is read when the account first posts; --replace cannot check that a new authorization is the same account"}
+		u, err := x.Me(ctx, hc, base, cred.AccessToken)
+		if err != nil {
+			return connection{}, refusedBy(err, field, "X", "authorise the scopes "+strings.Join(x.DefaultScopes, ", ")+", then run the command again")
+		}
+		conn.handle, conn.remoteID = "@"+u.Username, u.ID
+		if u.Username == "" {
+			conn.handle = "X user " + u.ID
+		}
 	case catalog.LinkedIn:
 		p, err := linkedin.Me(ctx, hc, base, cred.AccessToken)
 		if err != nil {

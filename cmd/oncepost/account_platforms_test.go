@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -281,51 +282,97 @@ const (
 	tgSecret = "ABC-DEF1234ghIkl-zyx57W2v1u123ew11"
 )
 
-// fakeTelegram answers getMe as the Bot API does
-// (https://core.telegram.org/bots/api#getme): the token is in the path.
+// tgChats are the chats the fake Telegram bot can see, by their
+// getChat answers (https://core.telegram.org/bots/api#chatfullinfo).
+var tgChats = []map[string]any{
+	{"id": int64(-1001234567890), "type": "channel", "title": "News", "username": "newschannel"},
+	{"id": int64(-1009876543210), "type": "channel", "title": "Other", "username": "otherchannel"},
+}
+
+// fakeTelegram answers getMe and getChat as the Bot API does
+// (https://core.telegram.org/bots/api#getme, #getchat): the token is in
+// the path, getChat takes chat_id (a number, or a public chat's
+// "@username", case-insensitive) in a JSON body, a form or the query,
+// and a chat the bot cannot see is 400 "Bad Request: chat not found".
 func fakeTelegram(t *testing.T, calls *atomic.Int32) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
 		w.Header().Set("Content-Type", "application/json")
 		bot, method, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
 		switch {
-		case method != "getMe":
+		case method != "getMe" && method != "getChat":
 			w.WriteHeader(http.StatusNotFound)
 			io.WriteString(w, `{"ok":false,"error_code":404,"description":"Not Found"}`)
 		case bot != "bot"+tgToken:
 			w.WriteHeader(http.StatusUnauthorized)
 			io.WriteString(w, `{"ok":false,"error_code":401,"description":"Unauthorized"}`)
-		default:
+		case method == "getMe":
 			io.WriteString(w, `{"ok":true,"result":{"id":123456,"is_bot":true,"first_name":"News","username":"news_bot"}}`)
+		default:
+			var chatID string
+			if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+				var body struct {
+					ChatID json.RawMessage `json:"chat_id"`
+				}
+				json.NewDecoder(r.Body).Decode(&body)
+				chatID = strings.Trim(string(body.ChatID), `"`)
+			} else {
+				r.ParseForm()
+				chatID = r.Form.Get("chat_id")
+			}
+			for _, c := range tgChats {
+				if chatID == strconv.FormatInt(c["id"].(int64), 10) || strings.EqualFold(chatID, "@"+c["username"].(string)) {
+					json.NewEncoder(w).Encode(map[string]any{"ok": true, "result": c})
+					return
+				}
+			}
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"ok":false,"error_code":400,"description":"Bad Request: chat not found"}`)
 		}
 	}))
 	t.Cleanup(srv.Close)
 	return srv
 }
 
-// Telegram: the bot token from a file is checked with getMe, the chat is
-// the remote id; a refused token and a malformed one store nothing, and
-// the malformed one is refused before any call.
+// Telegram: the bot token from a file is checked with getMe and the chat
+// with getChat; the remote id is the chat's numeric id (resolved from an
+// @username, as given when numeric) and the handle names the bot and the
+// chat. A refused token, a malformed one and a chat the bot cannot see
+// store nothing; the malformed token is refused before any call.
+// --replace takes the same chat by id or @username, also for an account
+// an earlier version stored by its @username, and refuses another chat.
 func TestAccountAddTelegram(t *testing.T) {
 	var calls atomic.Int32
 	srv := fakeTelegram(t, &calls)
 	e := newAddEnv(t)
 	e.secret(tgToken, tgSecret, "654321:Wrong-secret_XYZ")
-	add := func(id, tokenFile string, extra ...string) []string {
-		return append([]string{"account", "add", "--id", id, "--platform", "telegram", "--api-url", srv.URL, "--token-file", tokenFile, "--chat", "@newschannel"}, extra...)
+	addChat := func(id, tokenFile, chat string, extra ...string) []string {
+		return append([]string{"account", "add", "--id", id, "--platform", "telegram", "--api-url", srv.URL, "--token-file", tokenFile, "--chat", chat}, extra...)
 	}
-	code, out := e.run(add("tg", e.file("bot.token", tgToken+"\n"), "--gate", "manual")...)
-	if code != exitOK || !strings.Contains(out, "added tg: @news_bot → @newschannel on "+srv.URL) || !strings.Contains(out, "the chat is not checked") {
+	add := func(id, tokenFile string, extra ...string) []string {
+		return addChat(id, tokenFile, "@newschannel", extra...)
+	}
+	const handle = "@news_bot → News (@newschannel)"
+	token := e.file("bot.token", tgToken+"\n")
+	code, out := e.run(add("tg", token, "--gate", "manual")...)
+	if code != exitOK || !strings.Contains(out, "added tg: "+handle+" on "+srv.URL) || !strings.Contains(out, "the bot can see the chat") {
 		t.Fatalf("account add: exit %d, %q", code, out)
 	}
 	acc, cred, _ := e.stored("tg")
-	want := post.Account{ID: "tg", Platform: "telegram", Handle: "@news_bot → @newschannel", BaseURL: srv.URL, RemoteID: "@newschannel",
+	want := post.Account{ID: "tg", Platform: "telegram", Handle: handle, BaseURL: srv.URL, RemoteID: "-1001234567890",
 		CredentialRef: "tg", Gate: post.GateManual, Limits: limitsOfKind(t, "telegram")}
 	if diff := cmp.Diff(want, acc); diff != "" {
 		t.Errorf("stored account (-want +got):\n%s", diff)
 	}
 	if cred.AccessToken != tgToken {
 		t.Error("the stored credential is not the bot token")
+	}
+	// A numeric chat is stored as given.
+	if code, out := e.run(addChat("tgid", token, "-1001234567890")...); code != exitOK || !strings.Contains(out, "added tgid: "+handle) {
+		t.Fatalf("account add by chat id: exit %d, %q", code, out)
+	}
+	if acc, _, _ := e.stored("tgid"); acc.RemoteID != "-1001234567890" || acc.Handle != handle {
+		t.Errorf("stored by chat id: remote id %q, handle %q", acc.RemoteID, acc.Handle)
 	}
 
 	e.refusedNothingStored([]string{"--token-file: Telegram refused it", "nothing was stored"},
@@ -336,16 +383,44 @@ func TestAccountAddTelegram(t *testing.T) {
 	if calls.Load() != n {
 		t.Error("a malformed token was sent")
 	}
-	// --replace keeps the gate and checks the chat is the same account.
-	if code, out := e.run(add("tg", e.file("bot.token", tgToken+"\n"), "--replace")...); code != exitOK || !strings.Contains(out, "reconnected tg") {
-		t.Errorf("--replace: exit %d, %q", code, out)
+	// A chat the bot cannot see, by @username or by id.
+	for _, chat := range []string{"@nosuchchannel", "-1001111111111"} {
+		e.refusedNothingStored([]string{"--chat: Telegram refused it", "chat not found", "add @news_bot to the chat", "nothing was stored"},
+			addChat("tg2", token, chat)...)
 	}
-	if acc, _, _ := e.stored("tg"); acc.Gate != post.GateManual {
-		t.Errorf("--replace changed the gate to %q", acc.Gate)
+	// --replace keeps the gate and checks the chat is the same account,
+	// given by @username (any case) or by id.
+	for _, chat := range []string{"@NewsChannel", "-1001234567890"} {
+		if code, out := e.run(addChat("tg", token, chat, "--replace")...); code != exitOK || !strings.Contains(out, "reconnected tg: "+handle) {
+			t.Errorf("--replace --chat %s: exit %d, %q", chat, code, out)
+		}
+	}
+	if acc, _, _ := e.stored("tg"); acc.Gate != post.GateManual || acc.RemoteID != "-1001234567890" {
+		t.Errorf("--replace stored gate %q, remote id %q", acc.Gate, acc.RemoteID)
+	}
+	e.refusedNothingStored([]string{"belongs to @news_bot → Other (@otherchannel) (id -1009876543210)", "(id -1001234567890)"},
+		addChat("tg", token, "@otherchannel", "--replace")...)
+	// An account stored by its @username (as earlier versions did) is
+	// reconnected, and now stored by its id.
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, e.db, sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy := post.Account{ID: "old", Platform: "telegram", Handle: "@news_bot → @newschannel", BaseURL: srv.URL, RemoteID: "@newschannel", CredentialRef: "old", Gate: post.GateAuto}
+	if err := st.PutAccount(ctx, legacy); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if code, out := e.run(add("old", token, "--replace")...); code != exitOK || !strings.Contains(out, "reconnected old: "+handle) {
+		t.Errorf("--replace of an account stored by @username: exit %d, %q", code, out)
+	}
+	if acc, _, _ := e.stored("old"); acc.RemoteID != "-1001234567890" || acc.Handle != handle {
+		t.Errorf("reconnected by @username: remote id %q, handle %q", acc.RemoteID, acc.Handle)
 	}
 	// --replace does not move an account to another platform.
 	e.refusedNothingStored([]string{"--platform", `account "tg" is on telegram, not discord`},
-		"account", "add", "--id", "tg", "--replace", "--platform", "discord", "--api-url", srv.URL, "--token-file", e.file("bot.token", tgToken+"\n"), "--channel", "1200000000000000002")
+		"account", "add", "--id", "tg", "--replace", "--platform", "discord", "--api-url", srv.URL, "--token-file", token, "--channel", "1200000000000000002")
 }
 
 // account show's reconnect hint is the command for the account's
@@ -378,9 +453,9 @@ const (
 
 // fakeDiscord answers the reads account add makes, as Discord does
 // (https://discord.com/developers/docs/resources/user#get-current-user,
-// …/message#get-channel-messages, …/webhook#get-webhook-message): 401
-// for a wrong bot token, 404 Unknown Channel (10003), Unknown Webhook
-// (10015) or Unknown Message (10008), 401 Invalid Webhook Token (50027).
+// …/message#get-channel-messages, …/webhook#get-webhook-with-token): 401
+// for a wrong bot token, 404 Unknown Channel (10003) or Unknown Webhook
+// (10015), 401 Invalid Webhook Token (50027).
 func fakeDiscord(t *testing.T) *httptest.Server {
 	apiErr := func(w http.ResponseWriter, status, code int, msg string) {
 		w.Header().Set("Content-Type", "application/json")
@@ -409,14 +484,17 @@ func fakeDiscord(t *testing.T) *httptest.Server {
 			io.WriteString(w, `[]`)
 		}
 	})
-	mux.HandleFunc("GET /api/v10/webhooks/{w}/{tok}/messages/{m}", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /api/v10/webhooks/{w}/{tok}", func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.PathValue("w") != dcWebhookID:
 			apiErr(w, http.StatusNotFound, 10015, "Unknown Webhook")
 		case r.PathValue("tok") != dcWebhookToken:
 			apiErr(w, http.StatusUnauthorized, 50027, "Invalid Webhook Token")
+		case r.Header.Get("Authorization") != "":
+			apiErr(w, http.StatusBadRequest, 0, "a webhook is read with its token alone")
 		default:
-			apiErr(w, http.StatusNotFound, 10008, "Unknown Message")
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"application_id":null,"avatar":null,"channel_id":"`+dcChannel+`","guild_id":"1300000000000000003","id":"`+dcWebhookID+`","name":"News hook","type":1,"token":"`+dcWebhookToken+`"}`)
 		}
 	})
 	srv := httptest.NewServer(mux)
@@ -424,9 +502,12 @@ func fakeDiscord(t *testing.T) *httptest.Server {
 	return srv
 }
 
-// Discord: a bot (token and channel checked by reading them) and a
-// webhook (its URL read from a file, split into id and token, checked);
-// each refusal names its flag and stores nothing.
+// Discord: a bot (token and channel checked by reading them; the handle
+// names the bot and the channel) and a webhook (its URL read from a
+// file, split into id and token, checked by reading the webhook, whose
+// name and channel make the handle); each refusal (a wrong token, an
+// unknown channel, a wrong webhook token, an unknown webhook) names its
+// flag and stores nothing.
 func TestAccountAddDiscord(t *testing.T) {
 	srv := fakeDiscord(t)
 	e := newAddEnv(t)
@@ -440,11 +521,11 @@ func TestAccountAddDiscord(t *testing.T) {
 	}
 	token := e.file("bot.token", dcBotToken+"\n")
 	code, out := e.run(bot("dc", token, dcChannel)...)
-	if code != exitOK || !strings.Contains(out, "added dc: bot in channel "+dcChannel+" on "+srv.URL) {
+	if code != exitOK || !strings.Contains(out, "added dc: oncepost → #"+dcChannel+" on "+srv.URL) {
 		t.Fatalf("account add (bot): exit %d, %q", code, out)
 	}
 	acc, cred, _ := e.stored("dc")
-	want := post.Account{ID: "dc", Platform: "discord", Handle: "bot in channel " + dcChannel, BaseURL: srv.URL, RemoteID: dcChannel,
+	want := post.Account{ID: "dc", Platform: "discord", Handle: "oncepost → #" + dcChannel, BaseURL: srv.URL, RemoteID: dcChannel,
 		CredentialRef: "dc", Gate: post.GateAuto, Limits: limitsOfKind(t, "discord")}
 	if diff := cmp.Diff(want, acc); diff != "" {
 		t.Errorf("stored bot account (-want +got):\n%s", diff)
@@ -462,11 +543,11 @@ func TestAccountAddDiscord(t *testing.T) {
 	for i, u := range []string{hookURL, "https://discord.com/api/v10/webhooks/" + dcWebhookID + "/" + dcWebhookToken} {
 		id := []string{"hook", "hook2"}[i]
 		code, out = e.run(hook(id, e.file(id+".url", u+"\n"))...)
-		if code != exitOK || !strings.Contains(out, "added "+id+": webhook "+dcWebhookID+" on "+srv.URL) {
+		if code != exitOK || !strings.Contains(out, "added "+id+": News hook → "+dcChannel+" on "+srv.URL) {
 			t.Fatalf("account add (webhook %d): exit %d, %q", i, code, out)
 		}
 		acc, cred, _ = e.stored(id)
-		want := post.Account{ID: post.AccountID(id), Platform: "discord-webhook", Handle: "webhook " + dcWebhookID, BaseURL: srv.URL, RemoteID: dcWebhookID,
+		want := post.Account{ID: post.AccountID(id), Platform: "discord-webhook", Handle: "News hook → " + dcChannel, BaseURL: srv.URL, RemoteID: dcWebhookID,
 			CredentialRef: id, Gate: post.GateAuto, Limits: limitsOfKind(t, "discord-webhook")}
 		if diff := cmp.Diff(want, acc); diff != "" {
 			t.Errorf("stored webhook account (-want +got):\n%s", diff)
@@ -475,8 +556,10 @@ func TestAccountAddDiscord(t *testing.T) {
 			t.Error("the stored credential is not the webhook token")
 		}
 	}
-	e.refusedNothingStored([]string{"--webhook-file: Discord refused it", "nothing was stored"},
+	e.refusedNothingStored([]string{"--webhook-file: Discord refused it", "Invalid Webhook Token", "nothing was stored"},
 		hook("hook3", e.file("wrong.url", srv.URL+"/api/webhooks/"+dcWebhookID+"/wrong-hook-Token-456\n"))...)
+	e.refusedNothingStored([]string{"--webhook-file: Discord refused it", "Unknown Webhook", "nothing was stored"},
+		hook("hook3", e.file("unknown.url", srv.URL+"/api/webhooks/1499999999999999999/"+dcWebhookToken+"\n"))...)
 	e.refusedNothingStored([]string{"--webhook-file", "does not hold a Discord webhook URL"},
 		hook("hook3", e.file("slack.url", "https://hooks.slack.com/services/T000/B000/wrong-hook-Token-456\n"))...)
 }
@@ -682,20 +765,42 @@ func TestAccountAddLinkedInThroughTheLoopbackRedirect(t *testing.T) {
 // --oob: nothing listens; the code is pasted on stdin, alone or as the
 // address the browser landed on (whose state is checked). X: the PKCE
 // verifier sent with the code matches the challenge of the printed page,
-// the app authenticates with Basic, and the credential carries the app
-// and the refresh token. LinkedIn with the code alone; Threads with the
+// the app authenticates with Basic, the credential carries the app and
+// the refresh token, and the user the token reads (GET /2/users/me) is
+// the account: its numeric id the remote id, its @username the handle;
+// --replace with another user's authorization stores nothing, with the
+// same user's reconnects. LinkedIn with the code alone; Threads with the
 // code Meta suffixes with #_. A pasted address with a forged state
 // stores nothing.
 func TestAccountAddOAuthOutOfBand(t *testing.T) {
 	e := newAddEnv(t)
 	const (
 		xCode, xSecret, xAccess, xRefresh = "x-code-VGhpcyBpcw", "x-Secret-kd93JdkQ", "x-access-bWF5YmU", "x-refresh-Ym9vbQ"
+		xOtherCode, xOtherAccess          = "x-code-b3RoZXIgdXNlcg", "x-access-b3RoZXI"
+		xUserID, xOtherUserID             = "2244994945", "1880028106020515840"
 	)
-	e.secret(xCode, xSecret, xAccess, xRefresh)
+	e.secret(xCode, xSecret, xAccess, xRefresh, xOtherCode, xOtherAccess)
+	// The users/me answer for each access token
+	// (https://docs.x.com/x-api/users/get-my-user).
+	xUsers := map[string]string{
+		xAccess:      `{"data":{"id":"` + xUserID + `","name":"News Desk","username":"newsdesk"}}`,
+		xOtherAccess: `{"data":{"id":"` + xOtherUserID + `","name":"Someone Else","username":"someoneelse"}}`,
+	}
 	var xMu sync.Mutex
 	var xForm url.Values
 	var xBasic string
 	xSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodGet && r.URL.Path == "/2/users/me" {
+			user, ok := xUsers[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
+			if !ok {
+				w.WriteHeader(http.StatusUnauthorized)
+				io.WriteString(w, `{"title":"Unauthorized","type":"about:blank","status":401,"detail":"Unauthorized"}`)
+				return
+			}
+			io.WriteString(w, user)
+			return
+		}
 		if r.Method != http.MethodPost || r.URL.Path != "/2/oauth2/token" {
 			http.NotFound(w, r)
 			return
@@ -704,13 +809,13 @@ func TestAccountAddOAuthOutOfBand(t *testing.T) {
 		xMu.Lock()
 		xForm, xBasic = r.PostForm, r.Header.Get("Authorization")
 		xMu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		if r.PostForm.Get("code") != xCode || r.PostForm.Get("grant_type") != "authorization_code" {
+		access := map[string]string{xCode: xAccess, xOtherCode: xOtherAccess}[r.PostForm.Get("code")]
+		if access == "" || r.PostForm.Get("grant_type") != "authorization_code" {
 			w.WriteHeader(http.StatusBadRequest)
 			io.WriteString(w, `{"error":"invalid_request","error_description":"Value passed for the authorization code was invalid."}`)
 			return
 		}
-		io.WriteString(w, `{"token_type":"bearer","expires_in":7200,"access_token":"`+xAccess+`","scope":"tweet.read tweet.write users.read offline.access media.write","refresh_token":"`+xRefresh+`"}`)
+		io.WriteString(w, `{"token_type":"bearer","expires_in":7200,"access_token":"`+access+`","scope":"tweet.read tweet.write users.read offline.access media.write","refresh_token":"`+xRefresh+`"}`)
 	}))
 	t.Cleanup(xSrv.Close)
 
@@ -756,11 +861,10 @@ func TestAccountAddOAuthOutOfBand(t *testing.T) {
 	printed.Write(rest)
 	err = cmd.Wait()
 	e.record(printed.String(), stderr.String())
-	if err != nil || !strings.Contains(string(rest), "added xa: X account on "+xSrv.URL) {
+	if err != nil || !strings.Contains(string(rest), "added xa: @newsdesk on "+xSrv.URL) {
 		t.Fatalf("account add --oob: %v\nstdout: %s\nstderr: %s", err, printed.String(), stderr.String())
 	}
 	xMu.Lock()
-	defer xMu.Unlock()
 	sum := sha256.Sum256([]byte(xForm.Get("code_verifier")))
 	if base64.RawURLEncoding.EncodeToString(sum[:]) != q.Get("code_challenge") {
 		t.Error("the code verifier sent does not match the challenge of the authorize page")
@@ -768,19 +872,38 @@ func TestAccountAddOAuthOutOfBand(t *testing.T) {
 	if xForm.Get("redirect_uri") != q.Get("redirect_uri") || xBasic != "Basic "+base64.StdEncoding.EncodeToString([]byte("x-client:"+xSecret)) {
 		t.Errorf("the exchange sent redirect_uri %q and Authorization %t", xForm.Get("redirect_uri"), xBasic != "")
 	}
+	xMu.Unlock()
 	acc, cred, _ := e.stored("xa")
-	want := post.Account{ID: "xa", Platform: "x", Handle: "X account", BaseURL: xSrv.URL, CredentialRef: "xa", Gate: post.GateAuto, Limits: limitsOfKind(t, "x")}
+	want := post.Account{ID: "xa", Platform: "x", Handle: "@newsdesk", BaseURL: xSrv.URL, RemoteID: xUserID, CredentialRef: "xa", Gate: post.GateAuto, Limits: limitsOfKind(t, "x")}
 	if diff := cmp.Diff(want, acc); diff != "" {
 		t.Errorf("stored account (-want +got):\n%s", diff)
 	}
 	if cred.AccessToken != xAccess || cred.RefreshToken != xRefresh || cred.ClientID != "x-client" || cred.ClientSecret != xSecret {
 		t.Errorf("the stored credential does not carry the tokens and the app")
 	}
+	// --replace, the code pasted alone: another user's authorization is
+	// refused and stores nothing; the same user's reconnects.
+	xReplace := []string{"account", "add", "--id", "xa", "--replace", "--platform", "x", "--api-url", xSrv.URL,
+		"--client-id", "x-client", "--client-secret-file", e.file("x.secret", xSecret+"\n"), "--oob"}
+	before := e.snapshot()
+	code, out := e.child(xOtherCode+"\n", xReplace...)
+	if code != exitUsage || !strings.Contains(out, "belongs to @someoneelse (id "+xOtherUserID+"), not to @newsdesk (id "+xUserID+")") {
+		t.Errorf("--replace with another X user: exit %d, %q", code, out)
+	}
+	if diff := cmp.Diff(before, e.snapshot()); diff != "" {
+		t.Errorf("a refused --replace wrote (-before +after):\n%s", diff)
+	}
+	if code, out := e.child(xCode+"\n", xReplace...); code != exitOK || !strings.Contains(out, "reconnected xa: @newsdesk on "+xSrv.URL) {
+		t.Errorf("--replace with the same X user: exit %d, %q", code, out)
+	}
+	if acc, _, _ := e.stored("xa"); acc.RemoteID != xUserID || acc.Handle != "@newsdesk" {
+		t.Errorf("reconnected: remote id %q, handle %q", acc.RemoteID, acc.Handle)
+	}
 
 	// LinkedIn, the code alone.
 	li := newFakeLinkedIn(t)
 	e.secret(li.code, li.secret, li.access)
-	code, out := e.child(li.code+"\n", li.args(e, "li", "--oob", "--redirect-url", "https://example.com/oncepost/callback")...)
+	code, out = e.child(li.code+"\n", li.args(e, "li", "--oob", "--redirect-url", "https://example.com/oncepost/callback")...)
 	if code != exitOK || !strings.Contains(out, "added li: Jane Doe") {
 		t.Fatalf("linkedin --oob: exit %d, %q", code, out)
 	}
@@ -837,7 +960,7 @@ func TestAccountAddOAuthOutOfBand(t *testing.T) {
 
 	// A pasted address with a forged state: refused before any exchange.
 	n := li.exchanges.Load()
-	before := e.snapshot()
+	before = e.snapshot()
 	code, out = e.child("http://127.0.0.1:8765/callback?code="+li.code+"&state=forged\n", li.args(e, "li2", "--oob")...)
 	if code != exitUsage || !strings.Contains(out, "--oob: the redirect carries another state") {
 		t.Errorf("forged state: exit %d, %q", code, out)

@@ -20,6 +20,11 @@
 //     package carries it (httpcall drops URLs from transport errors, and
 //     every error returned here is scrubbed of the client's token).
 //
+// Connecting an account reads what it will act as: CurrentUser (GET
+// /users/@me with the bot token) names the bot, and Webhook (GET
+// /webhooks/{id}/{token}) checks a webhook's id and token together and
+// names the webhook and its channel.
+//
 // post.Account.BaseURL is the API origin, https://discord.com when empty;
 // every route is under /api/v10 (the unversioned /api routes go to the
 // deprecated v6, https://discord.com/developers/docs/reference#api-versioning).

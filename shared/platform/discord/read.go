@@ -146,33 +146,146 @@ func (c *Client) guild(ctx context.Context) string {
 }
 
 // self returns the bot's user id: Config.BotUserID, else read once with
-// GET /users/@me and cached
-// (https://discord.com/developers/docs/resources/user#get-current-user).
+// GET /users/@me (see currentUser) and cached.
 func (c *Client) self(ctx context.Context) (string, error) {
-	const op = "read current user"
 	c.mu.Lock()
 	id := c.botID
 	c.mu.Unlock()
 	if id != "" {
 		return id, nil
 	}
-	resp, err := c.http.Read(ctx, op, httpcall.Request{Method: http.MethodGet, URL: c.api("users", "@me"), Header: c.header(false)})
+	u, err := c.currentUser(ctx)
 	if err != nil {
 		return "", err
-	}
-	if resp.Status != http.StatusOK {
-		return "", c.refuse(op, resp, false)
-	}
-	var u struct {
-		ID string `json:"id"`
-	}
-	if err := json.Unmarshal(resp.Body, &u); err != nil || !isSnowflake(u.ID) {
-		return "", &platform.NotPerformed{Status: resp.Status, Message: op + ": the answer carries no user id"}
 	}
 	c.mu.Lock()
 	c.botID = u.ID
 	c.mu.Unlock()
 	return u.ID, nil
+}
+
+// User is the part of Discord's User object
+// (https://discord.com/developers/docs/resources/user#user-object) that
+// names a bot: its id, its username (unique, without a discriminator for
+// new accounts), its display name when it has one, and whether it is a
+// bot.
+type User struct {
+	ID         string `json:"id"`
+	Username   string `json:"username"`
+	GlobalName string `json:"global_name"`
+	Bot        bool   `json:"bot"`
+}
+
+// WebhookInfo is the part of Discord's Webhook object
+// (https://discord.com/developers/docs/resources/webhook#webhook-object)
+// that names a webhook: its id and name, and the channel and server
+// (guild) it posts to. The object's token is not kept.
+type WebhookInfo struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	ChannelID string `json:"channel_id"`
+	GuildID   string `json:"guild_id"`
+}
+
+// CurrentUser reads whose the bot token is, with GET /api/v10/users/@me
+// ("Get Current User",
+// https://discord.com/developers/docs/resources/user#get-current-user),
+// to verify a token and name the bot when an account is added. base is
+// the API origin (empty: DefaultBaseURL); hc nil means a client without a
+// timeout (deadlines come from ctx). It is a read, retried on transient
+// failures and then *platform.NotPerformed; a refused token is
+// *platform.Unauthorized, any other 4xx *platform.Rejected. No error
+// carries the token.
+func CurrentUser(ctx context.Context, hc *http.Client, base, botToken string) (User, error) {
+	c, err := caller(hc, base, ModeBot, botToken)
+	if err != nil {
+		return User{}, err
+	}
+	u, err := c.currentUser(ctx)
+	return u, c.scrub(err)
+}
+
+// Webhook reads an incoming webhook with its token, GET
+// /api/v10/webhooks/{id}/{token} ("Get Webhook with Token", no
+// Authorization header,
+// https://discord.com/developers/docs/resources/webhook#get-webhook-with-token),
+// to verify a webhook URL and name it when an account is added. Discord
+// answers a wrong id 404 Unknown Webhook (code 10015), *platform.Rejected
+// with ReasonUnknownWebhook, and a wrong token 401 Invalid Webhook Token,
+// *platform.Unauthorized. base and hc as for CurrentUser; a read, retried
+// and then NotPerformed. No error carries the token, which travels in the
+// URL path.
+func Webhook(ctx context.Context, hc *http.Client, base, id, token string) (WebhookInfo, error) {
+	if !isSnowflake(id) {
+		return WebhookInfo{}, httpcall.Redact(fmt.Errorf("discord: webhook id %q is not a Discord id", id), token, url.PathEscape(token))
+	}
+	c, err := caller(hc, base, ModeWebhook, token)
+	if err != nil {
+		return WebhookInfo{}, err
+	}
+	c.webhookID = id
+	w, err := c.webhook(ctx)
+	return w, c.scrub(err)
+}
+
+// caller is a Client for the reads that connect an account, which need
+// no channel: the base URL and the token checked as New checks them.
+// Its errors carry neither.
+func caller(hc *http.Client, rawBase string, mode Mode, token string) (*Client, error) {
+	secrets := []string{token, url.PathEscape(token)}
+	base, err := baseURL(rawBase)
+	if err != nil {
+		return nil, httpcall.Redact(err, secrets...)
+	}
+	if token == "" {
+		return nil, fmt.Errorf("discord: the %s token is required", mode)
+	}
+	if strings.ContainsAny(token, " \t\r\n/?#") {
+		return nil, fmt.Errorf("discord: the %s token contains white space, '/', '?' or '#'; give the token alone", mode)
+	}
+	c := &Client{mode: mode, base: base, token: token, userAgent: DefaultUserAgent, http: httpcall.New(hc)}
+	c.http.Describe = describe
+	c.http.RetryAfter = retryAfter
+	return c, nil
+}
+
+// currentUser is GET /users/@me with the bot token. An answer without a
+// valid user id is NotPerformed.
+func (c *Client) currentUser(ctx context.Context) (User, error) {
+	const op = "read current user"
+	resp, err := c.http.Read(ctx, op, httpcall.Request{Method: http.MethodGet, URL: c.api("users", "@me"), Header: c.header(false)})
+	if err != nil {
+		return User{}, err
+	}
+	if resp.Status != http.StatusOK {
+		return User{}, c.refuse(op, resp, false)
+	}
+	var u User
+	if err := json.Unmarshal(resp.Body, &u); err != nil || !isSnowflake(u.ID) {
+		return User{}, &platform.NotPerformed{Status: resp.Status, Message: op + ": the answer carries no user id"}
+	}
+	return u, nil
+}
+
+// webhook is GET /webhooks/{id}/{token}. An answer that is not that
+// webhook is NotPerformed.
+func (c *Client) webhook(ctx context.Context) (WebhookInfo, error) {
+	const op = "read webhook"
+	resp, err := c.http.Read(ctx, op, httpcall.Request{Method: http.MethodGet, URL: c.api("webhooks", c.webhookID, c.token), Header: c.header(false)})
+	if err != nil {
+		return WebhookInfo{}, err
+	}
+	if resp.Status != http.StatusOK {
+		return WebhookInfo{}, c.refuse(op, resp, false)
+	}
+	var w WebhookInfo
+	if err := json.Unmarshal(resp.Body, &w); err != nil {
+		return WebhookInfo{}, &platform.NotPerformed{Status: resp.Status, Message: fmt.Sprintf("%s %s: decode webhook: %v", op, c.webhookID, err)}
+	}
+	if w.ID != c.webhookID {
+		return WebhookInfo{}, &platform.NotPerformed{Status: resp.Status, Message: fmt.Sprintf("%s %s: the answer is not that webhook (id %q)", op, c.webhookID, w.ID)}
+	}
+	return w, nil
 }
 
 // listMessages reads one page of the channel

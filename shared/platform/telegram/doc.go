@@ -54,8 +54,10 @@
 //   - Refresh: bot tokens do not expire; a refused token was revoked
 //     (@BotFather /revoke), so Refresh is Rejected "reconnect_needed".
 //
-// GetMe reads the bot's identity for a token (to verify it when an account
-// is added).
+// GetMe reads the bot's identity for a token, and GetChat (getChat, a read
+// retried like GetMe) the chat it is to post to: its numeric id, type,
+// title and username, or "chat not found" when the bot cannot see it.
+// Both verify an account when it is added.
 //
 // Failures are classified by httpcall: any 5xx or a lost answer after the
 // request was written is Ambiguous, 429 is NotPerformed with

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"oncepost/shared/platform"
 	"oncepost/shared/platform/httpcall"
@@ -85,4 +86,78 @@ func (b *bot) getMe(ctx context.Context) (Bot, error) {
 		return Bot{}, &platform.NotPerformed{Status: resp.Status, Message: op + ": the answer has no user id"}
 	}
 	return me, nil
+}
+
+// Chat is the part of a chat getChat describes that naming an account
+// needs (https://core.telegram.org/bots/api#getchat, a ChatFullInfo:
+// https://core.telegram.org/bots/api#chatfullinfo). ID is the chat's
+// numeric id, which stays the same when a channel is renamed; Type is
+// "private", "group", "supergroup" or "channel"; Title is a group's or
+// channel's; Username is a public chat's, without "@".
+type Chat struct {
+	ID       int64  `json:"id"`
+	Type     string `json:"type"`
+	Title    string `json:"title"`
+	Username string `json:"username"`
+}
+
+// GetChat reads the chat the bot is to post to, to check it when an
+// account is added: getChat, a read (retried on transient failures).
+// chatID is a chat id or a public chat's "@username", as for posting.
+// base empty means DefaultBaseURL; hc nil means a client without a
+// timeout (deadlines come from ctx).
+//
+// A chat the bot cannot see is Telegram's "Bad Request: chat not found"
+// (a wrong id or username, or a private chat the bot is not in), Rejected
+// with ReasonChatNotFound; a group that became a supergroup is Rejected
+// with ReasonChatMigrated naming its new id; a refused token is
+// *platform.Unauthorized. Finding the chat does not prove that the bot may
+// post in it. No error carries the token.
+func GetChat(ctx context.Context, hc *http.Client, base, token, chatID string) (Chat, error) {
+	b, err := newBot(hc, base, token)
+	if err != nil {
+		return Chat{}, scrubToken(err, token)
+	}
+	chat, err := b.getChat(ctx, chatID)
+	return chat, scrubToken(err, token)
+}
+
+func (b *bot) getChat(ctx context.Context, chatID string) (Chat, error) {
+	const op = "get chat"
+	id, err := chatIDJSON(chatID)
+	if err != nil {
+		return Chat{}, fmt.Errorf("telegram: chat id %q %v", chatID, err)
+	}
+	body, err := json.Marshal(map[string]json.RawMessage{"chat_id": id})
+	if err != nil {
+		return Chat{}, fmt.Errorf("telegram: %s: encode body: %w", op, err)
+	}
+	// A POST that only reads: httpcall retries it like a GET.
+	resp, err := b.http.Read(ctx, op, httpcall.Request{
+		Method: http.MethodPost,
+		URL:    b.url("getChat"),
+		Header: http.Header{"Content-Type": {"application/json"}},
+		Body:   body,
+	})
+	if err != nil {
+		return Chat{}, err
+	}
+	if !resp.OK() {
+		return Chat{}, b.refusal(op, resp, false)
+	}
+	a, ok := decodeAnswer(resp.Body)
+	if !ok || !a.OK {
+		return Chat{}, &platform.NotPerformed{Status: resp.Status, Message: op + ": the answer is not a Bot API success"}
+	}
+	var chat Chat
+	if err := json.Unmarshal(a.Result, &chat); err != nil {
+		return Chat{}, &platform.NotPerformed{Status: resp.Status, Message: fmt.Sprintf("%s: decode chat: %v", op, err)}
+	}
+	if chat.ID == 0 {
+		return Chat{}, &platform.NotPerformed{Status: resp.Status, Message: op + ": the answer has no chat id"}
+	}
+	if n, err := strconv.ParseInt(chatID, 10, 64); err == nil && n != chat.ID {
+		return Chat{}, &platform.NotPerformed{Status: resp.Status, Message: fmt.Sprintf("%s: asked for chat %d, the answer is chat %d", op, n, chat.ID)}
+	}
+	return chat, nil
 }

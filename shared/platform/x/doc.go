@@ -45,7 +45,9 @@
 //     token may be spent).
 //
 // Connecting an account is OAuth 2.0 authorization code with PKCE:
-// NewPKCE, AuthorizeURL, then ExchangeCode.
+// NewPKCE, AuthorizeURL, then ExchangeCode; Me (GET /2/users/me) then says
+// whose the token is: the numeric user id to store as the account's
+// remote id (so that Lookup need not read it) and the @username.
 //
 // Known limits of the read-back: X lists a new post on the timeline after
 // a short delay, so a Lookup right after a lost answer can miss it (a

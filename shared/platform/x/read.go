@@ -141,34 +141,82 @@ func asWritten(expanded, sent string) string {
 }
 
 // account is the account's user id: Config.UserID, else read once with
-// GET /2/users/me (https://docs.x.com/x-api/users/get-my-user).
+// GET /2/users/me (see readMe).
 func (c *Client) account(ctx context.Context) (string, error) {
-	const op = "read own user"
 	c.mu.Lock()
 	id := c.userID
 	c.mu.Unlock()
 	if id != "" {
 		return id, nil
 	}
-	resp, err := c.http.Read(ctx, op, httpcall.Request{Method: http.MethodGet, URL: c.base + "/2/users/me", Header: c.auth()})
+	me, err := readMe(ctx, c.http, c.base, c.auth())
 	if err != nil {
 		return "", err
 	}
+	c.mu.Lock()
+	c.userID = me.ID
+	c.mu.Unlock()
+	return me.ID, nil
+}
+
+// User is the X account an access token acts for, as GET /2/users/me
+// answers it (https://docs.x.com/x-api/users/get-my-user: data.id, the
+// numeric user id; data.username, the handle without "@"; data.name, the
+// display name).
+type User struct {
+	ID, Username, Name string
+}
+
+// Me reads whose the access token is, with GET /2/users/me
+// (https://docs.x.com/x-api/users/get-my-user, scope users.read), to
+// name an account when it is connected. base is the API root (empty:
+// DefaultBaseURL); hc nil means a client without a timeout (deadlines
+// come from ctx). It is a read, retried on transient failures (a 5xx, a
+// 429 with a short x-rate-limit-reset, a transport error) and then
+// *platform.NotPerformed; a refused token is *platform.Unauthorized, any
+// other 4xx *platform.Rejected. No error carries the token.
+func Me(ctx context.Context, hc *http.Client, base, accessToken string) (User, error) {
+	if accessToken == "" {
+		return User{}, errors.New("x: the access token is required")
+	}
+	// The base URL is quoted by its errors: the token is redacted from
+	// them too, should it have been pasted there.
+	root, err := rootURL("BaseURL", base, DefaultBaseURL)
+	if err != nil {
+		return User{}, httpcall.Redact(err, accessToken)
+	}
+	h := httpcall.New(hc)
+	h.Describe = func(resp *httpcall.Response) string {
+		return httpcall.RedactString(describe(resp), accessToken)
+	}
+	h.RetryAfter = rateLimitReset
+	me, err := readMe(ctx, h, root, httpcall.Bearer(accessToken))
+	return me, httpcall.Redact(err, accessToken)
+}
+
+// readMe is GET /2/users/me through h, authorised by auth. An answer
+// without a numeric user id is NotPerformed: nothing can be known about
+// the account from it.
+func readMe(ctx context.Context, h *httpcall.Client, base string, auth http.Header) (User, error) {
+	const op = "read own user"
+	resp, err := h.Read(ctx, op, httpcall.Request{Method: http.MethodGet, URL: base + "/2/users/me", Header: auth})
+	if err != nil {
+		return User{}, err
+	}
 	if resp.Status != http.StatusOK {
-		return "", c.http.Classify(op, resp, false)
+		return User{}, h.Classify(op, resp, false)
 	}
 	var me struct {
 		Data struct {
-			ID string `json:"id"`
+			ID       string `json:"id"`
+			Username string `json:"username"`
+			Name     string `json:"name"`
 		} `json:"data"`
 	}
 	if json.Unmarshal(resp.Body, &me) != nil || !numericID(me.Data.ID) {
-		return "", &platform.NotPerformed{Status: resp.Status, Message: op + ": the answer carries no user id"}
+		return User{}, &platform.NotPerformed{Status: resp.Status, Message: op + ": the answer carries no user id"}
 	}
-	c.mu.Lock()
-	c.userID = me.Data.ID
-	c.mu.Unlock()
-	return me.Data.ID, nil
+	return User{ID: me.Data.ID, Username: me.Data.Username, Name: me.Data.Name}, nil
 }
 
 // timelineQuery is the query of every timeline read: the fields Lookup
