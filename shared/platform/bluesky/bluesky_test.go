@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -27,6 +26,7 @@ import (
 
 	"oncepost/shared/ledger"
 	"oncepost/shared/platform"
+	"oncepost/shared/platform/adaptertest"
 )
 
 const (
@@ -113,8 +113,7 @@ func fakeClient(t *testing.T, f *fakePDS) (*Client, *httptest.Server) {
 	if f.records == nil {
 		f.records = map[string]json.RawMessage{}
 	}
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
+	srv := adaptertest.LocalServer(t, f)
 	c, err := New(Config{BaseURL: srv.URL, DID: fakeDID, Credential: platform.Credential{AccessToken: fakeAccess, RefreshToken: fakeRefresh}})
 	if err != nil {
 		t.Fatal(err)
@@ -127,26 +126,9 @@ func newRequest(text string) platform.PublishRequest {
 	return platform.PublishRequest{Handle: ledger.NewHandle(), Text: text, CreatedAt: time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)}
 }
 
-// errorsSeen collects every error of a test, to search them for tokens.
-type errorsSeen []string
-
-func (e *errorsSeen) add(err error) error {
-	if err != nil {
-		*e = append(*e, err.Error())
-	}
-	return err
-}
-
-func (e errorsSeen) checkNoToken(t *testing.T) {
-	t.Helper()
-	for _, s := range e {
-		for _, tok := range []string{fakeAccess, fakeRefresh, "SECRET"} {
-			if strings.Contains(s, tok) {
-				t.Errorf("an error carries a token: %q", s)
-			}
-		}
-	}
-}
+// tokens are what no error may carry: the session's JWTs, and the marker
+// both share.
+var tokens = []string{fakeAccess, fakeRefresh, "SECRET"}
 
 // The request putRecord sends: the account's repository, the post
 // collection, the entry's TID record key, swapRecord as JSON null (not
@@ -235,7 +217,7 @@ func decodeTID(t *testing.T, s string) uint64 {
 // The answers that are not successes, each in its class; every class the
 // ledger relies on, and none carrying a token.
 func TestPublishAnswers(t *testing.T) {
-	var seen errorsSeen
+	var seen adaptertest.Errors
 	tests := []struct {
 		name   string
 		answer func(w http.ResponseWriter)
@@ -288,17 +270,17 @@ func TestPublishAnswers(t *testing.T) {
 			}}
 			c, _ := fakeClient(t, f)
 			_, err := c.Publish(context.Background(), newRequest("hello"))
-			tt.check(t, seen.add(err))
+			tt.check(t, seen.Add(err))
 		})
 	}
-	seen.checkNoToken(t)
+	seen.CheckNoSecrets(t, tokens...)
 }
 
 // A 500 answered after the PDS stored the record: Ambiguous, Lookup finds
 // it, one record. A naive client that re-sent on a 5xx with a fresh key
 // would make two; with the entry's key even a re-send makes one.
 func TestServerErrorAfterCommitLookupFindsIt(t *testing.T) {
-	var seen errorsSeen
+	var seen adaptertest.Errors
 	f := &fakePDS{}
 	f.fault = func(w http.ResponseWriter, _ *http.Request) bool {
 		xrpcErr(w, http.StatusInternalServerError, "InternalServerError", "Internal Server Error")
@@ -309,22 +291,22 @@ func TestServerErrorAfterCommitLookupFindsIt(t *testing.T) {
 	req := newRequest("committed, then 500")
 	_, err := c.Publish(ctx, req)
 	var amb *platform.Ambiguous
-	if !errors.As(seen.add(err), &amb) {
+	if !errors.As(seen.Add(err), &amb) {
 		t.Fatalf("got %v, want Ambiguous", err)
 	}
 	rp, found, err := c.Lookup(ctx, platform.LookupQuery{Handle: req.Handle, CreatedAt: req.CreatedAt})
-	seen.add(err)
+	seen.Add(err)
 	if err != nil || !found || rp.Text != req.Text {
 		t.Fatalf("Lookup = %+v, %v, %v", rp, found, err)
 	}
 	f.fault = nil
-	if _, err := c.Publish(ctx, req); seen.add(err) != nil {
+	if _, err := c.Publish(ctx, req); seen.Add(err) != nil {
 		t.Fatalf("re-send: %v", err)
 	}
 	if records, puts := f.count(); records != 1 || puts != 2 {
 		t.Errorf("%d records after %d puts, want 1 record", records, puts)
 	}
-	seen.checkNoToken(t)
+	seen.CheckNoSecrets(t, tokens...)
 }
 
 // The PDS stores the record and then stalls past the caller's deadline:
@@ -353,13 +335,7 @@ func TestTimeoutAfterCommitAndNotSent(t *testing.T) {
 		t.Fatalf("Lookup = %v, %v; want found", found, err)
 	}
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	dead, err := New(Config{BaseURL: "http://" + addr, DID: fakeDID, Credential: platform.Credential{AccessToken: fakeAccess}})
+	dead, err := New(Config{BaseURL: adaptertest.ClosedURL(t), DID: fakeDID, Credential: platform.Credential{AccessToken: fakeAccess}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +379,7 @@ func TestTakenRecordKey(t *testing.T) {
 // token is reconnect_needed; a 5xx or a lost answer is Ambiguous (the
 // token may have been rotated).
 func TestRefresh(t *testing.T) {
-	var seen errorsSeen
+	var seen adaptertest.Errors
 	tests := []struct {
 		name    string
 		answer  func(w http.ResponseWriter)
@@ -439,7 +415,7 @@ func TestRefresh(t *testing.T) {
 			}}
 			c, _ := fakeClient(t, f)
 			got, err := c.Refresh(context.Background(), c.cred)
-			seen.add(err)
+			seen.Add(err)
 			if auth != "Bearer "+fakeRefresh {
 				t.Errorf("refreshSession sent Authorization %q, want the refresh JWT", auth)
 			}
@@ -457,7 +433,7 @@ func TestRefresh(t *testing.T) {
 			}
 		})
 	}
-	seen.checkNoToken(t)
+	seen.CheckNoSecrets(t, tokens...)
 }
 
 // Text limits are checked before any call: 300 graphemes (an emoji family
@@ -490,20 +466,20 @@ func TestTextLimits(t *testing.T) {
 // text does not get the token into our errors (which are logged and
 // recorded as reasons).
 func TestEchoedTokenIsRedacted(t *testing.T) {
-	var seen errorsSeen
+	var seen adaptertest.Errors
 	echo := func(w http.ResponseWriter, r *http.Request) bool {
 		xrpcErr(w, http.StatusBadRequest, "InvalidRequest", "refused request with "+r.Header.Get("Authorization"))
 		return true
 	}
 	c, _ := fakeClient(t, &fakePDS{before: echo})
 	_, err := c.Publish(context.Background(), newRequest("hello"))
-	seen.add(err)
+	seen.Add(err)
 	_, _, err = c.Lookup(context.Background(), platform.LookupQuery{Handle: ledger.NewHandle(), CreatedAt: time.Now()})
-	seen.add(err)
+	seen.Add(err)
 	_, err = c.Refresh(context.Background(), c.cred)
-	seen.add(err)
-	if len(seen) != 3 {
-		t.Fatalf("%d errors, want 3", len(seen))
+	seen.Add(err)
+	if n := seen.Len(); n != 3 {
+		t.Fatalf("%d errors, want 3", n)
 	}
-	seen.checkNoToken(t)
+	seen.CheckNoSecrets(t, tokens...)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"oncepost/shared/platform"
+	"oncepost/shared/platform/adaptertest"
 	"oncepost/shared/post"
 )
 
@@ -49,14 +50,7 @@ func TestNewValidatesConfig(t *testing.T) {
 			tt.edit(&cfg)
 			_, err := New(cfg)
 			noteError(err)
-			switch {
-			case tt.wantErr == "" && err != nil:
-				t.Fatalf("New: %v", err)
-			case tt.wantErr != "" && err == nil:
-				t.Fatalf("New succeeded, want an error naming %s", tt.wantErr)
-			case tt.wantErr != "" && !strings.Contains(err.Error(), tt.wantErr):
-				t.Fatalf("New error %q does not name %s", err, tt.wantErr)
-			}
+			adaptertest.CheckNewError(t, err, tt.wantErr)
 		})
 	}
 }
@@ -588,7 +582,7 @@ func TestTimeoutAfterCommit(t *testing.T) {
 	t.Run("connection dropped after the request", func(t *testing.T) {
 		f := newFake(t)
 		f.afterCreate = func(w http.ResponseWriter, _ *http.Request, _ fakeMsg) bool {
-			hijackClose(t, w)
+			adaptertest.HijackClose(t, w)
 			return true
 		}
 		_, err := newClient(t, ModeBot, f.srv.URL).Publish(context.Background(), platform.PublishRequest{Handle: "h", Text: "dropped"})

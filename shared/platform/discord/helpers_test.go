@@ -3,13 +3,11 @@ package discord
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"oncepost/shared/platform/adaptertest"
 	"os"
 	"slices"
 	"strconv"
@@ -18,8 +16,6 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
-
-	"oncepost/shared/platform"
 )
 
 // Identities of the fake guild. The tokens are distinctive so that
@@ -37,42 +33,30 @@ const (
 // fixedNow is the fake server's clock at its first message.
 var fixedNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// seenErrors collects the text of every error the tests classified, for
-// the token check in TestMain.
-var seenErrors struct {
-	mu   sync.Mutex
-	list []string
-}
+// The shared test scaffolding (adaptertest), by the names this package's
+// tests use.
+var (
+	newServer  = adaptertest.LocalServer
+	refusedURL = adaptertest.ClosedURL
+	writeJSON  = adaptertest.WriteJSON
+)
 
-func noteError(err error) {
-	if err == nil {
-		return
-	}
-	seenErrors.mu.Lock()
-	seenErrors.list = append(seenErrors.list, err.Error())
-	seenErrors.mu.Unlock()
-}
+// outcome is an error reduced to its failure class and fields, for cmp.
+type outcome = adaptertest.Outcome
+
+// seen collects every error the tests classified or noted, for the token
+// check in TestMain.
+var seen adaptertest.Errors
+
+// noteError records err (if any) for the token check.
+func noteError(err error) { seen.Add(err) }
 
 // TestMain runs the tests, then fails the run if any error a test looked
 // at carries a token: no token may appear in an error message (they end
-// up in logs and in the ledger's reasons).
+// up in logs and in the ledger's reasons). A full run that collected no
+// error fails too: the check would prove nothing.
 func TestMain(m *testing.M) {
-	code := m.Run()
-	seenErrors.mu.Lock()
-	defer seenErrors.mu.Unlock()
-	if len(seenErrors.list) == 0 {
-		fmt.Fprintln(os.Stderr, "token check: no error was collected; the check would prove nothing")
-		code = 1
-	}
-	for _, e := range seenErrors.list {
-		for _, tok := range []string{botToken, webhookToken, url.PathEscape(webhookToken), "T0KEN"} {
-			if strings.Contains(e, tok) {
-				fmt.Fprintf(os.Stderr, "token check: error %q carries a token\n", e)
-				code = 1
-			}
-		}
-	}
-	os.Exit(code)
+	os.Exit(adaptertest.Main(m, &seen, []string{botToken, webhookToken, url.PathEscape(webhookToken), "T0KEN"}, 1))
 }
 
 // fakeMsg is one stored message.
@@ -447,27 +431,11 @@ func (f *fakeDiscord) deleteMessage(w http.ResponseWriter, r *http.Request, webh
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// newServer starts an httptest server on 127.0.0.1.
-func newServer(t *testing.T, h http.Handler) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewUnstartedServer(h)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	srv.Listener = ln
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv
-}
-
 // newClient returns a client of the mode for base, with its own transport
 // (tests share no keep-alive connections) and fast read backoff.
 func newClient(t *testing.T, mode Mode, base string, edit ...func(*Config)) *Client {
 	t.Helper()
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	cfg := Config{Mode: mode, BaseURL: base, HTTPClient: &http.Client{Transport: tr}}
+	cfg := Config{Mode: mode, BaseURL: base, HTTPClient: adaptertest.HTTPClient(t)}
 	switch mode {
 	case ModeBot:
 		cfg.ChannelID, cfg.Credential.AccessToken = channelID, botToken
@@ -486,78 +454,10 @@ func newClient(t *testing.T, mode Mode, base string, edit ...func(*Config)) *Cli
 	return c
 }
 
-// outcome is an error reduced to its failure class and fields, for cmp.
-type outcome struct {
-	Class      string
-	Status     int
-	Reason     string
-	RetryAfter time.Duration
-}
-
-// outcomeOf classifies err (and notes it for the token check).
+// outcomeOf classifies err (and notes it for the token check); the tests
+// compare the class and its fields, not the message.
 func outcomeOf(t *testing.T, err error) outcome {
 	t.Helper()
 	noteError(err)
-	if err == nil {
-		return outcome{Class: "ok"}
-	}
-	var (
-		rej *platform.Rejected
-		np  *platform.NotPerformed
-		un  *platform.Unauthorized
-		amb *platform.Ambiguous
-		inc *platform.Inconclusive
-	)
-	var got []outcome
-	if errors.As(err, &rej) {
-		got = append(got, outcome{Class: "rejected", Status: rej.Status, Reason: rej.Reason})
-	}
-	if errors.As(err, &np) {
-		got = append(got, outcome{Class: "not_performed", Status: np.Status, RetryAfter: np.RetryAfter})
-	}
-	if errors.As(err, &un) {
-		got = append(got, outcome{Class: "unauthorized"})
-	}
-	if errors.As(err, &amb) {
-		got = append(got, outcome{Class: "ambiguous", Status: amb.Status})
-	}
-	if errors.As(err, &inc) {
-		got = append(got, outcome{Class: "inconclusive"})
-	}
-	if len(got) != 1 {
-		t.Fatalf("error %q matches %d failure classes, want exactly 1: %+v", err, len(got), got)
-	}
-	return got[0]
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	if err := json.NewEncoder(w).Encode(v); err != nil {
-		panic(fmt.Sprintf("encode: %v", err))
-	}
-}
-
-// refusedURL is the address of a listener that has been closed again, so
-// connecting to it is refused.
-func refusedURL(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr
-}
-
-// hijackClose takes the connection from the server and closes it without
-// an answer, as a crashed server would.
-func hijackClose(t *testing.T, w http.ResponseWriter) {
-	conn, _, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		t.Errorf("hijack: %v", err)
-		return
-	}
-	conn.Close()
+	return adaptertest.OutcomeOf(t, err).WithoutMessage()
 }

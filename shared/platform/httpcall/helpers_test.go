@@ -3,7 +3,6 @@ package httpcall_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -16,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"oncepost/shared/platform"
+	"oncepost/shared/platform/adaptertest"
 	"oncepost/shared/platform/httpcall"
 )
 
@@ -59,11 +58,8 @@ func newServer(t *testing.T, h http.Handler, conns *atomic.Int32) *httptest.Serv
 func newWatchedServer(t *testing.T, h http.Handler, conns *atomic.Int32, watch *connWatch) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(h)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	srv.Listener = ln
+	srv.Listener.Close() // the one httptest opened, replaced by ours
+	srv.Listener = adaptertest.LocalListener(t)
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		switch {
 		case s == http.StateNew && conns != nil:
@@ -123,58 +119,20 @@ func withHooks(c *httpcall.Client) {
 
 // outcome is an error reduced to its failure class and fields, for cmp.
 // Message is Rejected.Message, NotPerformed.Message, Unauthorized.Message
-// or Ambiguous.Err.Error().
-type outcome struct {
-	Class      string
-	Status     int
-	Reason     string
-	RetryAfter time.Duration
-	Message    string
-}
+// or Ambiguous.Err.Error(): this layer writes them all.
+type outcome = adaptertest.Outcome
 
 const (
-	classOK           = "ok"
-	classRejected     = "rejected"
-	classNotPerformed = "not_performed"
-	classUnauthorized = "unauthorized"
-	classAmbiguous    = "ambiguous"
+	classOK           = adaptertest.ClassOK
+	classRejected     = adaptertest.ClassRejected
+	classNotPerformed = adaptertest.ClassNotPerformed
+	classUnauthorized = adaptertest.ClassUnauthorized
+	classAmbiguous    = adaptertest.ClassAmbiguous
 )
 
 // outcomeOf classifies err; it fails the test unless err is nil or matches
 // exactly one of the platform error types.
-func outcomeOf(t *testing.T, err error) outcome {
-	t.Helper()
-	if err == nil {
-		return outcome{Class: classOK}
-	}
-	var (
-		rej *platform.Rejected
-		np  *platform.NotPerformed
-		un  *platform.Unauthorized
-		amb *platform.Ambiguous
-	)
-	var got []outcome
-	if errors.As(err, &rej) {
-		got = append(got, outcome{Class: classRejected, Status: rej.Status, Reason: rej.Reason, Message: rej.Message})
-	}
-	if errors.As(err, &np) {
-		got = append(got, outcome{Class: classNotPerformed, Status: np.Status, RetryAfter: np.RetryAfter, Message: np.Message})
-	}
-	if errors.As(err, &un) {
-		got = append(got, outcome{Class: classUnauthorized, Message: un.Message})
-	}
-	if errors.As(err, &amb) {
-		o := outcome{Class: classAmbiguous, Status: amb.Status}
-		if amb.Err != nil {
-			o.Message = amb.Err.Error()
-		}
-		got = append(got, o)
-	}
-	if len(got) != 1 {
-		t.Fatalf("error %q (%T) matches %d failure classes, want exactly 1: %+v", err, err, len(got), got)
-	}
-	return got[0]
-}
+var outcomeOf = adaptertest.DetailedOutcomeOf
 
 // classOf is outcomeOf reduced to the class and status, for transport
 // errors whose messages carry addresses and ports.
@@ -199,30 +157,6 @@ func errorStrings(err error) []string {
 		}
 	}
 	return out
-}
-
-// hijackClose takes the connection from the server and closes it without
-// an answer, as a crashed or restarted server would.
-func hijackClose(t *testing.T, w http.ResponseWriter) {
-	conn, _, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		t.Errorf("hijack: %v", err)
-		return
-	}
-	conn.Close()
-}
-
-// refusedAddr is the address of a listener that has been closed again, so
-// connecting to it is refused.
-func refusedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 // holdServer reads each request in full, reports it on read and then holds

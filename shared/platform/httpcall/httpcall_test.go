@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"oncepost/shared/platform/adaptertest"
 	"oncepost/shared/platform/httpcall"
 )
 
@@ -295,7 +296,7 @@ func (s *replayServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writes.add(r)
-	hijackClose(s.t, w)
+	adaptertest.HijackClose(s.t, w)
 }
 
 // TestWriteIsSentExactlyOnce proves that a write whose connection dies
@@ -405,7 +406,7 @@ func TestWriteTransportFailures(t *testing.T) {
 
 	t.Run("refused connection is not performed", func(t *testing.T) {
 		c := newClient(t)
-		u := "http://" + refusedAddr(t) + "/sendMessage"
+		u := adaptertest.ClosedURL(t) + "/sendMessage"
 		_, err := c.Write(context.Background(), op, httpcall.Request{Method: http.MethodPost, URL: u, Body: body})
 		if diff := cmp.Diff(outcome{Class: classNotPerformed}, classOf(t, err)); diff != "" {
 			t.Errorf("outcome (-want +got):\n%s", diff)
@@ -647,7 +648,7 @@ func TestReadRetries(t *testing.T) {
 		var n atomic.Int32
 		u := scripted(t, &n, func(i int32, w http.ResponseWriter, _ *http.Request) {
 			if i == 1 {
-				hijackClose(t, w)
+				adaptertest.HijackClose(t, w)
 				return
 			}
 			io.WriteString(w, "ok")
@@ -663,7 +664,7 @@ func TestReadRetries(t *testing.T) {
 
 	t.Run("persistent transport error is not performed after 4 attempts", func(t *testing.T) {
 		var n atomic.Int32
-		u := scripted(t, &n, func(_ int32, w http.ResponseWriter, _ *http.Request) { hijackClose(t, w) })
+		u := scripted(t, &n, func(_ int32, w http.ResponseWriter, _ *http.Request) { adaptertest.HijackClose(t, w) })
 		_, err := newClient(t).Read(context.Background(), op, get(u))
 		if diff := cmp.Diff(outcome{Class: classNotPerformed}, classOf(t, err)); diff != "" {
 			t.Errorf("outcome (-want +got):\n%s", diff)
@@ -766,8 +767,7 @@ func TestRedirects(t *testing.T) {
 			}
 			http.Redirect(w, r, "/new", http.StatusFound)
 		}), nil)
-		hc := &http.Client{Transport: &http.Transport{}}
-		t.Cleanup(hc.CloseIdleConnections)
+		hc := adaptertest.HTTPClient(t)
 		c := httpcall.New(hc)
 		if c.HTTPClient() != hc {
 			t.Error("HTTPClient is not the client given to New")
@@ -808,11 +808,11 @@ func TestTransportErrorsOmitTheURL(t *testing.T) {
 		r.Method, r.Body = http.MethodGet, nil
 		return r
 	}
-	refused := func(t *testing.T) string { return "http://" + refusedAddr(t) }
+	refused := func(t *testing.T) string { return adaptertest.ClosedURL(t) }
 	closing := func(t *testing.T) string {
 		return newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			io.Copy(io.Discard, r.Body)
-			hijackClose(t, w)
+			adaptertest.HijackClose(t, w)
 		}), nil).URL
 	}
 	holding := func(t *testing.T) string {

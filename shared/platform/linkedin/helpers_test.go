@@ -3,10 +3,8 @@ package linkedin
 import (
 	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -18,6 +16,7 @@ import (
 	"time"
 
 	"oncepost/shared/platform"
+	"oncepost/shared/platform/adaptertest"
 )
 
 // Secrets of the test credential; TestNoSecretInErrors searches every
@@ -33,27 +32,22 @@ const (
 // fixedNow is the clock of every test client and of the fake's first post.
 var fixedNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// newServer starts an httptest server on 127.0.0.1.
-func newServer(t *testing.T, h http.Handler) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewUnstartedServer(h)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	srv.Listener = ln
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv
-}
+// The shared test scaffolding (adaptertest), by the names this package's
+// tests use.
+var (
+	newServer  = adaptertest.LocalServer
+	refusedURL = adaptertest.ClosedURL
+	writeJSON  = adaptertest.WriteJSON
+)
+
+// outcome is an error reduced to its failure class and fields, for cmp.
+type outcome = adaptertest.Outcome
 
 // newClient returns a client for baseURL posting as the organization (so
 // its posts are readable by default), with its own transport, a fixed
 // clock and fast read backoff.
 func newClient(t *testing.T, baseURL string, edit ...func(*Config)) *Client {
 	t.Helper()
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
 	cfg := Config{
 		BaseURL:      baseURL,
 		Author:       testOrg,
@@ -61,7 +55,7 @@ func newClient(t *testing.T, baseURL string, edit ...func(*Config)) *Client {
 		ClientID:     "client-id",
 		ClientSecret: testClientSecret,
 		TokenURL:     baseURL + "/oauth/v2/accessToken",
-		HTTPClient:   &http.Client{Transport: tr},
+		HTTPClient:   adaptertest.HTTPClient(t),
 	}
 	for _, e := range edit {
 		e(&cfg)
@@ -75,84 +69,12 @@ func newClient(t *testing.T, baseURL string, edit ...func(*Config)) *Client {
 	return c
 }
 
-// outcome is an error reduced to its failure class and fields, for cmp.
-type outcome struct {
-	Class      string
-	Status     int
-	Reason     string
-	RetryAfter time.Duration
-}
-
 // outcomeOf classifies err; it fails the test unless err is nil or of
-// exactly one failure class.
+// exactly one failure class. The tests compare the class and its fields,
+// not the message.
 func outcomeOf(t *testing.T, err error) outcome {
 	t.Helper()
-	if err == nil {
-		return outcome{Class: "ok"}
-	}
-	var (
-		rej *platform.Rejected
-		np  *platform.NotPerformed
-		un  *platform.Unauthorized
-		amb *platform.Ambiguous
-		inc *platform.Inconclusive
-	)
-	var got []outcome
-	if errors.As(err, &rej) {
-		got = append(got, outcome{Class: "rejected", Status: rej.Status, Reason: rej.Reason})
-	}
-	if errors.As(err, &np) {
-		got = append(got, outcome{Class: "not_performed", Status: np.Status, RetryAfter: np.RetryAfter})
-	}
-	if errors.As(err, &un) {
-		got = append(got, outcome{Class: "unauthorized"})
-	}
-	if errors.As(err, &amb) {
-		got = append(got, outcome{Class: "ambiguous", Status: amb.Status})
-	}
-	if errors.As(err, &inc) {
-		got = append(got, outcome{Class: "inconclusive"})
-	}
-	if len(got) != 1 {
-		t.Fatalf("error %q matches %d failure classes, want exactly 1: %+v", err, len(got), got)
-	}
-	return got[0]
-}
-
-// errorLog collects every error a test saw, for TestNoSecretInErrors.
-type errorLog struct {
-	mu   sync.Mutex
-	errs []string
-}
-
-func (l *errorLog) add(err error) error {
-	if err != nil && l != nil {
-		l.mu.Lock()
-		l.errs = append(l.errs, err.Error(), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", err))
-		l.mu.Unlock()
-	}
-	return err
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	if err := json.NewEncoder(w).Encode(v); err != nil {
-		panic(fmt.Sprintf("encode: %v", err))
-	}
-}
-
-// refusedURL is the address of a listener that has been closed again, so
-// connecting to it is refused.
-func refusedURL(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr
+	return adaptertest.OutcomeOf(t, err).WithoutMessage()
 }
 
 // fakePost is a post the fake keeps, its commentary as it was sent.

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"oncepost/shared/platform"
+	"oncepost/shared/platform/adaptertest"
 	"oncepost/shared/platform/httpcall"
 	"oncepost/shared/post"
 )
@@ -44,14 +45,7 @@ func TestNewValidatesConfig(t *testing.T) {
 			cfg := good
 			tt.edit(&cfg)
 			_, err := New(cfg)
-			switch {
-			case tt.wantErr == "" && err != nil:
-				t.Fatalf("New: %v", err)
-			case tt.wantErr != "" && err == nil:
-				t.Fatalf("New succeeded, want an error naming %s", tt.wantErr)
-			case tt.wantErr != "" && !strings.Contains(err.Error(), tt.wantErr):
-				t.Fatalf("New error %q does not name %s", err, tt.wantErr)
-			}
+			adaptertest.CheckNewError(t, err, tt.wantErr)
 		})
 	}
 }

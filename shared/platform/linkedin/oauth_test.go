@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"oncepost/shared/platform"
+	"oncepost/shared/platform/adaptertest"
 )
 
 // tokenRequest is what a token endpoint fake saw.
@@ -325,7 +326,7 @@ func TestMe(t *testing.T) {
 func TestNoSecretInErrors(t *testing.T) {
 	const code = "AQcode5ecret"
 	secrets := []string{testAccess, testRefresh, testClientSecret, code}
-	var log errorLog
+	var log adaptertest.Errors
 	// An API and token endpoint that put the request's Authorization
 	// header and body into every error field LinkedIn has: message and
 	// code (error-handling page), error and error_description (OAuth).
@@ -346,49 +347,43 @@ func TestNoSecretInErrors(t *testing.T) {
 		srv := newServer(t, echo(status))
 		c := newClient(t, srv.URL)
 		_, err := c.Publish(ctx, platform.PublishRequest{Text: "x"})
-		log.add(err)
-		log.add(c.Delete(ctx, "urn:li:share:1"))
+		log.Add(err)
+		log.Add(c.Delete(ctx, "urn:li:share:1"))
 		_, err = c.Exists(ctx, "urn:li:share:1")
-		log.add(err)
+		log.Add(err)
 		_, _, err = c.Lookup(ctx, platform.LookupQuery{Fingerprint: "f", After: "urn:li:share:1"})
-		log.add(err)
+		log.Add(err)
 		_, _, err = c.Lookup(ctx, platform.LookupQuery{Fingerprint: "f"})
-		log.add(err)
+		log.Add(err)
 		_, err = c.Recent(ctx, 3)
-		log.add(err)
+		log.Add(err)
 		_, err = c.Refresh(ctx, platform.Credential{RefreshToken: testRefresh})
-		log.add(err)
+		log.Add(err)
 		_, err = ExchangeCode(ctx, nil, OAuthConfig{ClientID: "id", ClientSecret: testClientSecret, RedirectURL: "https://x.example/cb", TokenURL: srv.URL + "/t"}, code)
-		log.add(err)
+		log.Add(err)
 		_, err = Me(ctx, nil, srv.URL, testAccess)
-		log.add(err)
+		log.Add(err)
 	}
 	// Transport failures: refused, and an answer that never comes.
 	refused := newClient(t, refusedURL(t))
 	_, err := refused.Publish(ctx, platform.PublishRequest{Text: "x"})
-	log.add(err)
+	log.Add(err)
 	_, err = refused.Refresh(ctx, platform.Credential{RefreshToken: testRefresh})
-	log.add(err)
+	log.Add(err)
 	// A server that reads the request and never answers.
 	silent := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { drain(r); <-r.Context().Done() }))
 	sc := newClient(t, silent.URL)
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	_, err = sc.Publish(short, platform.PublishRequest{Text: "x"})
 	cancel()
-	log.add(err)
+	log.Add(err)
 	short, cancel = context.WithTimeout(ctx, 100*time.Millisecond)
 	_, err = sc.Refresh(short, platform.Credential{RefreshToken: testRefresh})
 	cancel()
-	log.add(err)
+	log.Add(err)
 
-	if len(log.errs) < 100 {
-		t.Fatalf("collected %d error texts, want the failures of every call", len(log.errs))
+	if n := len(log.Texts()); n < 100 {
+		t.Fatalf("collected %d error texts, want the failures of every call", n)
 	}
-	for _, e := range log.errs {
-		for _, s := range secrets {
-			if strings.Contains(e, s) {
-				t.Errorf("error carries a secret: %s", e)
-			}
-		}
-	}
+	log.CheckNoSecrets(t, secrets...)
 }

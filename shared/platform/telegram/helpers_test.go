@@ -2,12 +2,8 @@ package telegram
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
@@ -15,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"oncepost/shared/platform"
+	"oncepost/shared/platform/adaptertest"
 )
 
 // testToken has the shape of the Bot API's example token
@@ -31,25 +27,28 @@ const (
 // fixedNow is the clock of every test client.
 var fixedNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// errLog collects every error the tests get from the package, so that
+// The shared test scaffolding (adaptertest), by the names this package's
+// tests use.
+var (
+	newServer  = adaptertest.LocalServer
+	refusedURL = adaptertest.ClosedURL
+	writeJSON  = adaptertest.WriteJSON
+)
+
+// outcome is an error reduced to its failure class and fields, for cmp.
+type outcome = adaptertest.Outcome
+
+// botSecrets are the token and its secret part.
+var botSecrets = []string{testToken, testSecret}
+
+// seen collects every error the tests get from the package, so that
 // TestMain can search them all for the token.
-var errLog struct {
-	sync.Mutex
-	errs []string
-}
+var seen adaptertest.Errors
 
 // logErr records err (if any) and fails t at once if it holds the token.
 func logErr(t *testing.T, err error) {
 	t.Helper()
-	if err == nil {
-		return
-	}
-	errLog.Lock()
-	errLog.errs = append(errLog.errs, err.Error())
-	errLog.Unlock()
-	if leaks(err.Error()) {
-		t.Errorf("error leaks the bot token: %q", err)
-	}
+	adaptertest.CheckErrorNoSecrets(t, seen.Add(err), botSecrets...)
 }
 
 func leaks(s string) bool {
@@ -59,42 +58,14 @@ func leaks(s string) bool {
 // TestMain runs the tests, then searches every error they recorded for
 // the token: the last word on the brief's "no token in any error".
 func TestMain(m *testing.M) {
-	code := m.Run()
-	errLog.Lock()
-	defer errLog.Unlock()
-	for _, e := range errLog.errs {
-		if leaks(e) {
-			fmt.Fprintf(os.Stderr, "FAIL: an error leaks the bot token: %q\n", e)
-			code = 1
-		}
-	}
-	if testing.Verbose() {
-		fmt.Fprintf(os.Stderr, "searched %d errors for the bot token\n", len(errLog.errs))
-	}
-	os.Exit(code)
-}
-
-// newServer starts an httptest server on 127.0.0.1.
-func newServer(t *testing.T, h http.Handler) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewUnstartedServer(h)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	srv.Listener = ln
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv
+	os.Exit(adaptertest.Main(m, &seen, botSecrets, 0))
 }
 
 // newClient returns a client for baseURL with its own transport (so tests
 // do not share keep-alive connections), a fixed clock and fast backoff.
 func newClient(t *testing.T, baseURL string, edit ...func(*Config)) *Client {
 	t.Helper()
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	cfg := Config{BaseURL: baseURL, Token: testToken, ChatID: testChat, HTTPClient: &http.Client{Transport: tr}}
+	cfg := Config{BaseURL: baseURL, Token: testToken, ChatID: testChat, HTTPClient: adaptertest.HTTPClient(t)}
 	for _, e := range edit {
 		e(&cfg)
 	}
@@ -107,58 +78,12 @@ func newClient(t *testing.T, baseURL string, edit ...func(*Config)) *Client {
 	return c
 }
 
-// outcome is an error reduced to its failure class and fields, for cmp.
-type outcome struct {
-	Class      string
-	Status     int
-	Reason     string
-	Message    string
-	RetryAfter time.Duration
-}
-
-// outcomeOf classifies err and records it in errLog. Messages are kept for
+// outcomeOf classifies err and records it in seen. Messages are kept for
 // Rejected only.
 func outcomeOf(t *testing.T, err error) outcome {
 	t.Helper()
 	logErr(t, err)
-	if err == nil {
-		return outcome{Class: "ok"}
-	}
-	var (
-		rej *platform.Rejected
-		np  *platform.NotPerformed
-		un  *platform.Unauthorized
-		amb *platform.Ambiguous
-		inc *platform.Inconclusive
-	)
-	var got []outcome
-	if errors.As(err, &rej) {
-		got = append(got, outcome{Class: "rejected", Status: rej.Status, Reason: rej.Reason, Message: rej.Message})
-	}
-	if errors.As(err, &np) {
-		got = append(got, outcome{Class: "not_performed", Status: np.Status, RetryAfter: np.RetryAfter})
-	}
-	if errors.As(err, &un) {
-		got = append(got, outcome{Class: "unauthorized"})
-	}
-	if errors.As(err, &amb) {
-		got = append(got, outcome{Class: "ambiguous", Status: amb.Status})
-	}
-	if errors.As(err, &inc) {
-		got = append(got, outcome{Class: "inconclusive"})
-	}
-	if len(got) != 1 {
-		t.Fatalf("error %q matches %d failure classes, want exactly 1: %+v", err, len(got), got)
-	}
-	return got[0]
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	if err := json.NewEncoder(w).Encode(v); err != nil {
-		panic(fmt.Sprintf("encode: %v", err))
-	}
+	return adaptertest.OutcomeOf(t, err)
 }
 
 // apiError renders the Bot API's error answer
@@ -170,30 +95,6 @@ func apiError(code int, description string, params map[string]any) map[string]an
 		a["parameters"] = params
 	}
 	return a
-}
-
-// hijackClose takes the connection from the server and closes it without
-// an answer, as a crashed server or a dropped connection would.
-func hijackClose(t *testing.T, w http.ResponseWriter) {
-	conn, _, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		t.Errorf("hijack: %v", err)
-		return
-	}
-	conn.Close()
-}
-
-// refusedURL is the address of a listener that has been closed again, so
-// connecting to it is refused.
-func refusedURL(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr
 }
 
 // seenRequest is one request as the fake saw it.

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"oncepost/shared/platform"
+	"oncepost/shared/platform/adaptertest"
 	"oncepost/shared/post"
 )
 
@@ -57,14 +58,7 @@ func TestNewValidatesConfig(t *testing.T) {
 			tt.edit(&cfg)
 			_, err := New(cfg)
 			logErr(t, err)
-			switch {
-			case tt.wantErr == "" && err != nil:
-				t.Fatalf("New: %v", err)
-			case tt.wantErr != "" && err == nil:
-				t.Fatalf("New succeeded, want an error naming %s", tt.wantErr)
-			case tt.wantErr != "" && !strings.Contains(err.Error(), tt.wantErr):
-				t.Fatalf("New error %q does not name %s", err, tt.wantErr)
-			}
+			adaptertest.CheckNewError(t, err, tt.wantErr)
 		})
 	}
 }
@@ -427,7 +421,7 @@ func TestPublishTimeoutAfterCommit(t *testing.T) {
 // must not replay the POST on a new connection).
 func TestPublishConnectionDroppedAfterCommit(t *testing.T) {
 	fake := newFakeBot(t, "")
-	fake.fault = func(w http.ResponseWriter, _ *http.Request) { hijackClose(t, w) }
+	fake.fault = func(w http.ResponseWriter, _ *http.Request) { adaptertest.HijackClose(t, w) }
 	srv := newServer(t, fake)
 	c := newClient(t, srv.URL)
 	_, err := c.Publish(context.Background(), platform.PublishRequest{Handle: "h", Text: "hello"})
@@ -467,7 +461,7 @@ func TestPublishDoesNotResend(t *testing.T) {
 			}
 		},
 		"dropped connection": func(t *testing.T) func(http.ResponseWriter, *http.Request) {
-			return func(w http.ResponseWriter, _ *http.Request) { hijackClose(t, w) }
+			return func(w http.ResponseWriter, _ *http.Request) { adaptertest.HijackClose(t, w) }
 		},
 	}
 	for name, fault := range faults {

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"oncepost/shared/platform"
+	"oncepost/shared/platform/adaptertest"
 )
 
 // TestUnauthorizedThenRefresh: an expired token (Graph error 190,
@@ -99,7 +100,7 @@ func TestRefreshOutcomes(t *testing.T) {
 		},
 		{
 			name: "lost answer is ambiguous", cred: oldEnough,
-			answer: func(t *testing.T, w http.ResponseWriter, _ *http.Request) { hijackClose(t, w) },
+			answer: func(t *testing.T, w http.ResponseWriter, _ *http.Request) { adaptertest.HijackClose(t, w) },
 			want:   outcome{Class: "ambiguous"}, wantCalls: 1,
 		},
 		{

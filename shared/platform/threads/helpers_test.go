@@ -2,45 +2,34 @@ package threads
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"net"
 	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
 	"oncepost/shared/platform"
+	"oncepost/shared/platform/adaptertest"
 )
 
-// newServer starts an httptest server on 127.0.0.1.
-func newServer(t *testing.T, h http.Handler) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewUnstartedServer(h)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	srv.Listener = ln
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv
-}
+// The shared test scaffolding (adaptertest), by the names this package's
+// tests use.
+var (
+	newServer  = adaptertest.LocalServer
+	refusedURL = adaptertest.ClosedURL
+)
+
+// outcome is an error reduced to its failure class and fields, for cmp.
+type outcome = adaptertest.Outcome
 
 // newClient returns a client for baseURL acting as fakeUserID with
 // fakeToken, with its own transport (no keep-alive shared between tests),
 // a fixed clock and fast read backoff.
 func newClient(t *testing.T, baseURL string, edit ...func(*Config)) *Client {
 	t.Helper()
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
 	cfg := Config{
 		BaseURL:    baseURL,
 		UserID:     fakeUserID,
 		Credential: platform.Credential{AccessToken: fakeToken},
-		HTTPClient: &http.Client{Transport: tr},
+		HTTPClient: adaptertest.HTTPClient(t),
 	}
 	for _, e := range edit {
 		e(&cfg)
@@ -63,84 +52,25 @@ func fakeClient(t *testing.T) (*fakeThreads, *Client) {
 	return f, newClient(t, srv.URL)
 }
 
-// outcome is an error reduced to its failure class and fields, for cmp.
-type outcome struct {
-	Class      string
-	Status     int
-	Reason     string
-	RetryAfter time.Duration
-}
-
 // outcomeOf classifies err into exactly one class and records it for the
-// token-leak check.
+// token-leak check. The tests compare the class and its fields, not the
+// message.
 func outcomeOf(t *testing.T, err error) outcome {
 	t.Helper()
 	recordErr(err)
-	if err == nil {
-		return outcome{Class: "ok"}
-	}
-	var (
-		rej *platform.Rejected
-		np  *platform.NotPerformed
-		un  *platform.Unauthorized
-		amb *platform.Ambiguous
-		inc *platform.Inconclusive
-	)
-	var got []outcome
-	if errors.As(err, &rej) {
-		got = append(got, outcome{Class: "rejected", Status: rej.Status, Reason: rej.Reason})
-	}
-	if errors.As(err, &np) {
-		got = append(got, outcome{Class: "not_performed", Status: np.Status, RetryAfter: np.RetryAfter})
-	}
-	if errors.As(err, &un) {
-		got = append(got, outcome{Class: "unauthorized"})
-	}
-	if errors.As(err, &amb) {
-		got = append(got, outcome{Class: "ambiguous", Status: amb.Status})
-	}
-	if errors.As(err, &inc) {
-		got = append(got, outcome{Class: "inconclusive"})
-	}
-	if len(got) != 1 {
-		t.Fatalf("error %q matches %d failure classes, want exactly 1: %+v", err, len(got), got)
-	}
-	return got[0]
+	return adaptertest.OutcomeOf(t, err).WithoutMessage()
 }
 
-// seenErrors collects every error the tests classified, for
-// TestNoTokenInErrors.
-var seenErrors struct {
-	sync.Mutex
-	list []string
-}
+// seen collects every error the tests classified, for TestMain's check.
+var seen adaptertest.Errors
 
-func recordErr(err error) {
-	if err == nil {
-		return
-	}
-	seenErrors.Lock()
-	defer seenErrors.Unlock()
-	seenErrors.list = append(seenErrors.list, err.Error(), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", err))
-}
+// recordErr records err (if any) for TestMain's check.
+func recordErr(err error) { seen.Add(err) }
 
+// writeJSON answers with the Content-Type the Graph API sends.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-	w.WriteHeader(status)
-	if err := json.NewEncoder(w).Encode(v); err != nil {
-		panic(fmt.Sprintf("encode: %v", err))
-	}
-}
-
-// hijackClose takes the connection from the server and closes it without
-// an answer, as a crashed server would.
-func hijackClose(t *testing.T, w http.ResponseWriter) {
-	conn, _, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		t.Errorf("hijack: %v", err)
-		return
-	}
-	conn.Close()
+	adaptertest.WriteJSON(w, status, v)
 }
 
 // blockUntilGone waits until the client gives up on the request (its
@@ -150,19 +80,6 @@ func blockUntilGone(t *testing.T, r *http.Request) {
 	case <-r.Context().Done():
 	case <-t.Context().Done():
 	}
-}
-
-// refusedURL is the address of a listener that has been closed again, so
-// connecting to it is refused.
-func refusedURL(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr
 }
 
 // shortCtx is a context that ends after d.

@@ -2,13 +2,9 @@ package x
 
 import (
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"regexp"
 	"slices"
@@ -19,6 +15,7 @@ import (
 	"time"
 
 	"oncepost/shared/platform"
+	"oncepost/shared/platform/adaptertest"
 )
 
 // fixedNow is the clock of every test client.
@@ -36,61 +33,35 @@ const (
 var secretValues = []string{testAccess, testRefresh, testClientSecret, "access-token-2-77aa", "refresh-token-2-66bb", "auth-code-3c3c", "verifier-4d4d"}
 
 // seenErrors collects every error that went through outcomeOf.
-var seenErrors struct {
-	sync.Mutex
-	msgs []string
-}
+var seenErrors adaptertest.Errors
 
 // TestMain fails the run when any error produced by any test carries a
 // token, a secret, an authorization code or a PKCE verifier.
 func TestMain(m *testing.M) {
-	code := m.Run()
-	seenErrors.Lock()
-	defer seenErrors.Unlock()
-	for _, msg := range seenErrors.msgs {
-		for _, s := range secretValues {
-			if strings.Contains(msg, s) {
-				fmt.Fprintf(os.Stderr, "FAIL: error %q carries the secret %q\n", msg, s)
-				code = 1
-			}
-		}
-	}
-	// The floor guards against a check that silently collects nothing; a
-	// run of a few tests (-run) collects fewer.
-	if f := flag.Lookup("test.run"); code == 0 && (f == nil || f.Value.String() == "") && len(seenErrors.msgs) < 20 {
-		fmt.Fprintf(os.Stderr, "FAIL: only %d errors were collected for the secret check\n", len(seenErrors.msgs))
-		code = 1
-	}
-	os.Exit(code)
+	os.Exit(adaptertest.Main(m, &seenErrors, secretValues, 20))
 }
 
-// newServer starts an httptest server on 127.0.0.1.
-func newServer(t *testing.T, h http.Handler) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewUnstartedServer(h)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	srv.Listener = ln
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv
-}
+// The shared test scaffolding (adaptertest), by the names this package's
+// tests use.
+var (
+	newServer  = adaptertest.LocalServer
+	refusedURL = adaptertest.ClosedURL
+)
+
+// outcome is an error reduced to its failure class and fields, for cmp.
+type outcome = adaptertest.Outcome
 
 // newClient returns a client for baseURL with its own transport, a fixed
 // clock, fast read backoff and fast media polling.
 func newClient(t *testing.T, baseURL string, edit ...func(*Config)) *Client {
 	t.Helper()
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
 	cfg := Config{
 		BaseURL:      baseURL,
 		UserID:       testUserID,
 		Credential:   platform.Credential{AccessToken: testAccess, RefreshToken: testRefresh},
 		ClientID:     "client-id",
 		ClientSecret: testClientSecret,
-		HTTPClient:   &http.Client{Transport: tr},
+		HTTPClient:   adaptertest.HTTPClient(t),
 	}
 	for _, e := range edit {
 		e(&cfg)
@@ -105,89 +76,24 @@ func newClient(t *testing.T, baseURL string, edit ...func(*Config)) *Client {
 	return c
 }
 
-// outcome is an error reduced to its failure class and fields, for cmp.
-type outcome struct {
-	Class      string
-	Status     int
-	Reason     string
-	Message    string
-	RetryAfter time.Duration
-}
-
 // outcomeOf classifies err and records its text for the secret check.
 // Messages are kept for Rejected only.
 func outcomeOf(t *testing.T, err error) outcome {
 	t.Helper()
-	if err == nil {
-		return outcome{Class: "ok"}
-	}
-	seenErrors.Lock()
-	seenErrors.msgs = append(seenErrors.msgs, err.Error())
-	seenErrors.Unlock()
-	var (
-		rej *platform.Rejected
-		np  *platform.NotPerformed
-		un  *platform.Unauthorized
-		amb *platform.Ambiguous
-		inc *platform.Inconclusive
-	)
-	var got []outcome
-	if errors.As(err, &rej) {
-		got = append(got, outcome{Class: "rejected", Status: rej.Status, Reason: rej.Reason, Message: rej.Message})
-	}
-	if errors.As(err, &np) {
-		got = append(got, outcome{Class: "not_performed", Status: np.Status, RetryAfter: np.RetryAfter})
-	}
-	if errors.As(err, &un) {
-		got = append(got, outcome{Class: "unauthorized"})
-	}
-	if errors.As(err, &amb) {
-		got = append(got, outcome{Class: "ambiguous", Status: amb.Status})
-	}
-	if errors.As(err, &inc) {
-		got = append(got, outcome{Class: "inconclusive"})
-	}
-	if len(got) != 1 {
-		t.Fatalf("error %q matches %d failure classes, want exactly 1: %+v", err, len(got), got)
-	}
-	return got[0]
+	seenErrors.Add(err)
+	return adaptertest.OutcomeOf(t, err)
 }
 
+// writeJSON answers with the Content-Type X sends.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	if err := json.NewEncoder(w).Encode(v); err != nil {
-		panic(fmt.Sprintf("encode: %v", err))
-	}
+	adaptertest.WriteJSON(w, status, v)
 }
 
 // problemJSON is X's error body (RFC 7807 problem details), as
 // https://docs.x.com/x-api/fundamentals/response-codes-and-errors shows.
 func problemJSON(status int, title, detail string) map[string]any {
 	return map[string]any{"title": title, "detail": detail, "type": "about:blank", "status": status}
-}
-
-// hijackClose takes the connection from the server and closes it without
-// an answer, as a crashed server would.
-func hijackClose(t *testing.T, w http.ResponseWriter) {
-	conn, _, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		t.Errorf("hijack: %v", err)
-		return
-	}
-	conn.Close()
-}
-
-// refusedURL is the address of a listener that has been closed again.
-func refusedURL(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr
 }
 
 // fakeX is a stateful fake of the X API v2 for one account, following the

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"oncepost/shared/platform"
+	"oncepost/shared/platform/adaptertest"
 )
 
 const (
@@ -178,7 +179,7 @@ func TestRefreshWithoutAnswer(t *testing.T) {
 	t.Run("connection closed after the request is ambiguous", func(t *testing.T) {
 		srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			r.ParseForm()
-			hijackClose(t, w)
+			adaptertest.HijackClose(t, w)
 		}))
 		_, err := newClient(t, srv.URL).Refresh(context.Background(), platform.Credential{RefreshToken: testRefresh})
 		if diff := cmp.Diff(outcome{Class: "ambiguous"}, outcomeOf(t, err)); diff != "" {

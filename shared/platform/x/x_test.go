@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"oncepost/shared/platform"
+	"oncepost/shared/platform/adaptertest"
 	"oncepost/shared/post"
 )
 
@@ -42,14 +43,7 @@ func TestNewValidatesConfig(t *testing.T) {
 			cfg := good
 			tt.edit(&cfg)
 			_, err := New(cfg)
-			switch {
-			case tt.wantErr == "" && err != nil:
-				t.Fatalf("New: %v", err)
-			case tt.wantErr != "" && err == nil:
-				t.Fatalf("New succeeded, want an error naming %s", tt.wantErr)
-			case tt.wantErr != "" && !strings.Contains(err.Error(), tt.wantErr):
-				t.Fatalf("New error %q does not name %s", err, tt.wantErr)
-			}
+			adaptertest.CheckNewError(t, err, tt.wantErr)
 		})
 	}
 }
