@@ -44,7 +44,7 @@ func (c *Client) VerifyCredentials(ctx context.Context) (Profile, error) {
 	switch resp.Status {
 	case http.StatusOK:
 	case http.StatusForbidden:
-		return Profile{}, &platform.Rejected{Status: resp.Status, Reason: ReasonForbidden, Message: errorText(resp)}
+		return Profile{}, &platform.Rejected{Status: resp.Status, Reason: ReasonForbidden, Message: c.describe(resp)}
 	default:
 		return Profile{}, c.classify(op, resp, false)
 	}

@@ -265,7 +265,7 @@ func (c *Client) Publish(ctx context.Context, req platform.PublishRequest) (plat
 	}
 	if !resp.OK() {
 		if resp.Status == http.StatusUnprocessableEntity && mediaConsumed(errorText(resp), req.MediaIDs) {
-			return platform.Receipt{}, &platform.Rejected{Status: resp.Status, Reason: platform.ReasonMediaConsumed, Message: errorText(resp)}
+			return platform.Receipt{}, &platform.Rejected{Status: resp.Status, Reason: platform.ReasonMediaConsumed, Message: c.describe(resp)}
 		}
 		return platform.Receipt{}, c.classify(op, resp, true)
 	}
@@ -337,9 +337,9 @@ func (c *Client) Delete(ctx context.Context, remoteID string) error {
 	}
 	switch resp.Status {
 	case http.StatusNotFound:
-		return &platform.Rejected{Status: resp.Status, Reason: ReasonNotFound, Message: errorText(resp)}
+		return &platform.Rejected{Status: resp.Status, Reason: ReasonNotFound, Message: c.describe(resp)}
 	case http.StatusForbidden:
-		return &platform.Rejected{Status: resp.Status, Reason: ReasonForbidden, Message: errorText(resp)}
+		return &platform.Rejected{Status: resp.Status, Reason: ReasonForbidden, Message: c.describe(resp)}
 	}
 	return c.classify(op, resp, true)
 }
@@ -439,7 +439,7 @@ func (c *Client) waitForMedia(ctx context.Context, id string) (platform.MediaRec
 			}
 			return a.receipt(), nil
 		case http.StatusUnprocessableEntity:
-			return platform.MediaReceipt{}, &platform.Rejected{Status: resp.Status, Reason: "processing_failed", Message: errorText(resp)}
+			return platform.MediaReceipt{}, &platform.Rejected{Status: resp.Status, Reason: "processing_failed", Message: c.describe(resp)}
 		default:
 			return platform.MediaReceipt{}, pending(resp.Status, causeOf(ctx, c.classify(op, resp, false)))
 		}

@@ -539,3 +539,18 @@ func TestEchoedTokenIsRedacted(t *testing.T) {
 		t.Errorf("error %v carries the access token", err)
 	}
 }
+
+// The refusals Mastodon's adapter words itself (a delete refused, media
+// already attached) redact an echoed token too.
+func TestEchoedTokenIsRedactedInOwnRefusals(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_ = json.NewEncoder(w).Encode(map[string]string{"error": "refused " + r.Header.Get("Authorization")})
+	}))
+	t.Cleanup(srv.Close)
+	err := newClient(t, srv.URL).Delete(context.Background(), "110")
+	if err == nil || strings.Contains(err.Error(), "access-1") {
+		t.Errorf("delete error %v carries the access token", err)
+	}
+}
