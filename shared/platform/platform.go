@@ -61,6 +61,10 @@ type PublishRequest struct {
 	// Resume is the handle an earlier attempt recorded through Checkpoint,
 	// or "".
 	Resume string
+	// Media are the attachments' bytes, in display order, for a platform
+	// that takes them with the create (Capabilities.InlineMedia: a
+	// Telegram photo) instead of uploads made before it (MediaIDs).
+	Media []MediaUpload
 }
 
 // Receipt is the platform's answer to a successful create.
@@ -189,6 +193,9 @@ type Capabilities struct {
 	// added (package mediafit).
 	MaxMediaBytes  int64
 	MaxMediaPixels int64
+	// InlineMedia: attachments go with the create (PublishRequest.Media);
+	// UploadMedia is not used.
+	InlineMedia bool
 	// Handle says what the ledger's handle becomes on this platform, for
 	// the guarantee table (e.g. "Idempotency-Key header, kept 1 h").
 	Handle string

@@ -23,6 +23,24 @@ const ReasonOrphanUpload = "orphan_upload"
 // ledger entry (account, media SHA-256, publish entry), and returns their
 // remote ids. An error is a platform failure class naming the upload (the
 // publish entry is recorded from it) or a store error.
+// inlineMedia reads the post's attachments for a platform that takes them
+// with the create (Capabilities.InlineMedia): no upload, no upload entry;
+// the create itself is the one call, under the publish entry.
+func (p *Publisher) inlineMedia(ctx context.Context, t target) ([]platform.MediaUpload, error) {
+	var out []platform.MediaUpload
+	for i, md := range t.post.Media {
+		if p.Media == nil {
+			return nil, fmt.Errorf("media[%d]: no media store configured", i)
+		}
+		data, err := p.Media.ReadMedia(ctx, md.Ref)
+		if err != nil {
+			return nil, fmt.Errorf("read media[%d] %s: %w", i, md.Ref, err)
+		}
+		out = append(out, platform.MediaUpload{Filename: path.Base(md.Ref), ContentType: md.ContentType, Data: data, Alt: md.Alt})
+	}
+	return out, nil
+}
+
 func (p *Publisher) uploadAll(ctx context.Context, t target, client *authedClient) ([]string, error) {
 	if len(t.post.Media) == 0 {
 		return nil, nil

@@ -767,3 +767,63 @@ func TestTextPerPlatform(t *testing.T) {
 		t.Errorf("texts on the platform (-want +got):\n%s", diff)
 	}
 }
+
+// inlinePlatforms takes attachments with the create (a Telegram photo):
+// it records what the create carried, and posts the text.
+type inlinePlatforms struct {
+	publishing.Platforms
+	got *[]platform.MediaUpload
+}
+
+func (p inlinePlatforms) Client(ctx context.Context, a post.Account, c platform.Credential) (platform.Client, error) {
+	cl, err := p.Platforms.Client(ctx, a, c)
+	return inlineClient{Client: cl, got: p.got}, err
+}
+
+type inlineClient struct {
+	platform.Client
+	got *[]platform.MediaUpload
+}
+
+func (c inlineClient) Capabilities() platform.Capabilities {
+	caps := c.Client.Capabilities()
+	caps.InlineMedia = true
+	return caps
+}
+
+func (c inlineClient) Publish(ctx context.Context, req platform.PublishRequest) (platform.Receipt, error) {
+	*c.got = append(*c.got, req.Media...)
+	if len(req.MediaIDs) > 0 {
+		return platform.Receipt{}, errors.New("an inline platform got upload ids")
+	}
+	req.Media = nil
+	return c.Client.Publish(ctx, req)
+}
+
+func (c inlineClient) UploadMedia(context.Context, platform.MediaUpload) (platform.MediaReceipt, error) {
+	return platform.MediaReceipt{}, errors.New("an inline platform was asked to upload")
+}
+
+// A platform that takes attachments with the create gets their bytes in
+// the one create call: nothing is uploaded before it and no upload entry
+// is written.
+func TestInlineMediaGoWithTheCreate(t *testing.T) {
+	e := newEnv(t, sandbox.Options{})
+	var got []platform.MediaUpload
+	e.pub.Platforms = inlinePlatforms{Platforms: mastodonPlatforms, got: &got}
+	img := []byte("\x89PNG inline photo")
+	e.media["photo.png"] = img
+	m := post.Media{Ref: "photo.png", SHA256: sha256hex(img), ContentType: "image/png", Alt: "the harbour"}
+	job := e.schedule("inline", "A photo.", m)
+	if out := e.publish(job); out.Result != publishing.Published {
+		t.Fatalf("publish = %+v", out)
+	}
+	want := []platform.MediaUpload{{Filename: "photo.png", ContentType: "image/png", Data: img, Alt: "the harbour"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("media the create carried (-want +got):\n%s", diff)
+	}
+	key := ledger.UploadKey(string(job.Account), m.SHA256, e.entry(job).Key)
+	if _, err := e.store.Get(context.Background(), key); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("an upload entry was written (%v)", err)
+	}
+}
