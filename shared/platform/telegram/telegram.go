@@ -1,10 +1,13 @@
 package telegram
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"mime/multipart"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"strconv"
 	"strings"
@@ -12,12 +15,22 @@ import (
 	"unicode/utf16"
 
 	"oncepost/shared/platform"
+	"oncepost/shared/platform/httpcall"
 )
 
 // MaxTextLength is sendMessage's text limit: "Text of the message to be
 // sent, 1-4096 characters after entities parsing"
 // (https://core.telegram.org/bots/api#sendmessage), counted by MeasureText.
 const MaxTextLength = 4096
+
+// MaxCaptionLength is the caption limit of a photo: "0-1024 characters
+// after entities parsing" (https://core.telegram.org/bots/api#sendphoto).
+const MaxCaptionLength = 1024
+
+// maxPhotoBytes is the largest photo sendPhoto takes: "The photo must be
+// at most 10 MB in size. The photo's width and height must not exceed
+// 10000 in total." (https://core.telegram.org/bots/api#sendphoto)
+const maxPhotoBytes = 10 << 20
 
 // Config configures a Client for one chat.
 type Config struct {
@@ -90,9 +103,13 @@ func (c *Client) Capabilities() platform.Capabilities {
 		LookupByHandle:    false,
 		ReadableHistory:   false,
 		MaxTextGraphemes:  MaxTextLength,
-		MaxMedia:          0,
-		Handle:            "none: the Bot API has no idempotency key, so the handle is not sent",
-		ReadBack:          "none: a bot cannot read a chat's history or a message by id; unknown outcomes go to an operator",
+		// One photo per message, sent with it (sendPhoto): a media group
+		// would be several messages, each to delete on its own.
+		MaxMedia:      1,
+		MaxMediaBytes: maxPhotoBytes,
+		InlineMedia:   true,
+		Handle:        "none: the Bot API has no idempotency key, so the handle is not sent",
+		ReadBack:      "none: a bot cannot read a chat's history or a message by id; unknown outcomes go to an operator",
 		// "When sending messages inside a particular chat, avoid sending
 		// more than one message per second. […] your bot will not be able
 		// to send more than 20 messages per minute to the same group."
@@ -156,7 +173,13 @@ func (c *Client) Publish(ctx context.Context, req platform.PublishRequest) (plat
 func (c *Client) publish(ctx context.Context, req platform.PublishRequest) (platform.Receipt, error) {
 	const op = "send message"
 	if len(req.MediaIDs) > 0 {
-		return platform.Receipt{}, &platform.Rejected{Reason: ReasonMediaUnsupported, Message: op + ": the telegram adapter cannot attach media"}
+		return platform.Receipt{}, &platform.Rejected{Reason: ReasonMediaUnsupported, Message: op + ": Telegram takes a photo with the message (PublishRequest.Media), not uploaded ids"}
+	}
+	switch {
+	case len(req.Media) > 1:
+		return platform.Receipt{}, &platform.Rejected{Reason: ReasonMediaUnsupported, Message: fmt.Sprintf("%s: %d photos; the telegram adapter sends one photo per message", op, len(req.Media))}
+	case len(req.Media) == 1:
+		return c.sendPhoto(ctx, req.Text, req.Media[0])
 	}
 	if strings.TrimSpace(req.Text) == "" {
 		return platform.Receipt{}, &platform.Rejected{Reason: ReasonTextEmpty, Message: op + ": the text is empty"}
@@ -184,6 +207,60 @@ func (c *Client) publish(ctx context.Context, req platform.PublishRequest) (plat
 		URL:       m.link(),
 		CreatedAt: time.Unix(m.Date, 0).UTC(),
 	}, nil
+}
+
+// sendPhoto sends the photo with the text as its caption, exactly once, as
+// multipart/form-data (the Bot API's way of uploading a file with the
+// call, https://core.telegram.org/bots/api#sending-files).
+func (c *Client) sendPhoto(ctx context.Context, caption string, m platform.MediaUpload) (platform.Receipt, error) {
+	const op = "send photo"
+	if n := c.MeasureText(caption); n > MaxCaptionLength {
+		return platform.Receipt{}, &platform.Rejected{Reason: ReasonTextTooLong, Message: fmt.Sprintf(
+			"%s: the caption is %d UTF-16 code units, over Telegram's limit of %d for a photo", op, n, MaxCaptionLength)}
+	}
+	if len(m.Data) == 0 || len(m.Data) > maxPhotoBytes {
+		return platform.Receipt{}, &platform.Rejected{Reason: ReasonMediaUnsupported, Message: fmt.Sprintf("%s: the photo is %d bytes; Telegram takes 1 to %d", op, len(m.Data), maxPhotoBytes)}
+	}
+	var body bytes.Buffer
+	w := multipart.NewWriter(&body)
+	_ = w.WriteField("chat_id", strings.Trim(string(c.chat), `"`))
+	if caption != "" {
+		_ = w.WriteField("caption", caption)
+	}
+	name := m.Filename
+	if name == "" {
+		name = "photo"
+	}
+	h := textproto.MIMEHeader{}
+	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="photo"; filename=%q`, name))
+	h.Set("Content-Type", m.ContentType)
+	part, err := w.CreatePart(h)
+	if err == nil {
+		_, err = part.Write(m.Data)
+	}
+	if err == nil {
+		err = w.Close()
+	}
+	if err != nil {
+		return platform.Receipt{}, &platform.Rejected{Reason: ReasonInvalidRequest, Message: fmt.Sprintf("%s: encode the form: %v", op, err)}
+	}
+	resp, err := c.bot.http.Write(ctx, op, httpcall.Request{
+		Method: http.MethodPost,
+		URL:    c.bot.url("sendPhoto"),
+		Header: http.Header{"Content-Type": {w.FormDataContentType()}},
+		Body:   body.Bytes(),
+	})
+	if err != nil {
+		return platform.Receipt{}, err
+	}
+	if !resp.OK() {
+		return platform.Receipt{}, c.bot.refusal(op, resp, true)
+	}
+	msg, err := decodeMessage(resp.Body, resp.BodyErr)
+	if err != nil {
+		return platform.Receipt{}, &platform.Ambiguous{Status: resp.Status, Err: fmt.Errorf("%s: the message probably exists: %w", op, err)}
+	}
+	return platform.Receipt{RemoteID: strconv.FormatInt(msg.MessageID, 10), URL: msg.link(), CreatedAt: time.Unix(msg.Date, 0).UTC()}, nil
 }
 
 // decodeMessage reads a successful sendMessage answer.
@@ -260,7 +337,7 @@ func (c *Client) delete(ctx context.Context, remoteID string) error {
 // UploadMedia is not supported: Telegram takes media with the message
 // (see the package documentation).
 func (c *Client) UploadMedia(context.Context, platform.MediaUpload) (platform.MediaReceipt, error) {
-	return platform.MediaReceipt{}, &platform.Rejected{Reason: ReasonMediaUnsupported, Message: "upload media: Telegram takes media together with the message (sendPhoto), not as a separate upload; the telegram adapter cannot attach media yet"}
+	return platform.MediaReceipt{}, &platform.Rejected{Reason: ReasonMediaUnsupported, Message: "upload media: Telegram takes a photo together with the message (sendPhoto, PublishRequest.Media), not as a separate upload"}
 }
 
 // Refresh is Rejected with reason "reconnect_needed" without any call: bot

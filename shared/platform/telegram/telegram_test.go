@@ -97,7 +97,9 @@ func TestCapabilities(t *testing.T) {
 		LookupByHandle:    false,
 		ReadableHistory:   false,
 		MaxTextGraphemes:  4096,
-		MaxMedia:          0,
+		MaxMedia:          1,
+		MaxMediaBytes:     10 << 20,
+		InlineMedia:       true,
 		Handle:            "none: the Bot API has no idempotency key, so the handle is not sent",
 		ReadBack:          "none: a bot cannot read a chat's history or a message by id; unknown outcomes go to an operator",
 		// https://core.telegram.org/bots/faq#my-bot-is-hitting-limits-how-do-i-avoid-this:
@@ -204,7 +206,7 @@ func TestPublishRefusesBeforeSending(t *testing.T) {
 		{"white space only", platform.PublishRequest{Handle: "h", Text: " \n\t "},
 			outcome{Class: "rejected", Reason: "text_empty", Message: "send message: the text is empty"}},
 		{"media", platform.PublishRequest{Handle: "h", Text: "photo", MediaIDs: []string{"m1"}},
-			outcome{Class: "rejected", Reason: "media_unsupported", Message: "send message: the telegram adapter cannot attach media"}},
+			outcome{Class: "rejected", Reason: "media_unsupported", Message: "send message: Telegram takes a photo with the message (PublishRequest.Media), not uploaded ids"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
