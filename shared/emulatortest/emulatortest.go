@@ -273,7 +273,7 @@ func startEmulator(e emulator) (*proc, error) {
 	}
 	var last error
 	for range 3 {
-		port, err := freePort()
+		port, err := FreePort()
 		if err != nil {
 			return nil, fmt.Errorf("%s: pick a port: %w", e.name, err)
 		}
@@ -360,8 +360,9 @@ func moduleRoot(dir string) (string, bool) {
 	}
 }
 
-// freePort returns a TCP port of 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
+// FreePort returns a TCP port of 127.0.0.1 that was free a moment ago
+// (for a child process that needs its port on its command line).
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
@@ -380,7 +381,7 @@ type proc struct {
 	endpoint string
 	cmd      *exec.Cmd
 	stdin    io.Closer
-	output   *tail
+	output   *Output
 	exited   chan struct{} // closed when cmd.Wait returned
 	waitErr  error         // cmd.Wait's result, set before exited is closed
 	stopOnce sync.Once
@@ -394,7 +395,7 @@ func launch(node, dir string, e emulator, port int) (*proc, error) {
 	}
 	cmd := exec.Command(node, "-e", script, e.name, strconv.Itoa(port))
 	cmd.Dir = dir
-	out := &tail{max: 64 << 10}
+	out := NewOutput(64 << 10)
 	cmd.Stdout, cmd.Stderr = out, out
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -478,15 +479,16 @@ func (p *proc) kill() {
 	p.stdin.Close()
 }
 
-// tail keeps the last max bytes written to it; safe for concurrent use.
-type tail struct {
+// Output keeps the last bytes a child process writes (its stdout and
+// stderr), for its readiness line and for errors; safe for concurrent use.
+type Output struct {
 	mu  sync.Mutex
 	max int
 	buf []byte
 	cut bool
 }
 
-func (w *tail) Write(b []byte) (int, error) {
+func (w *Output) Write(b []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.buf = append(w.buf, b...)
@@ -497,14 +499,29 @@ func (w *tail) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
+// NewOutput keeps the last max bytes.
+func NewOutput(max int) *Output { return &Output{max: max} }
+
+// Line returns the first kept line that starts with prefix.
+func (w *Output) Line(prefix string) (string, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, l := range strings.Split(string(w.buf), "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return strings.TrimRight(l, "\r"), true
+		}
+	}
+	return "", false
+}
+
 // contains reports whether s was written (and is still kept).
-func (w *tail) contains(s string) bool {
+func (w *Output) contains(s string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return bytes.Contains(w.buf, []byte(s))
 }
 
-func (w *tail) String() string {
+func (w *Output) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	s := strings.TrimSpace(string(w.buf))

@@ -186,7 +186,7 @@ func installed(t *testing.T, pkg string) (dir, node string) {
 // output.
 func TestDeathDuringTestFailsIt(t *testing.T) {
 	dir, node := installed(t, "fauxqs")
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestExitsWhenTestProcessGoes(t *testing.T) {
 	for _, e := range []emulator{fauxqs, dynalite} {
 		t.Run(e.name, func(t *testing.T) {
 			dir, node := installed(t, e.name)
-			port, err := freePort()
+			port, err := FreePort()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -247,7 +247,7 @@ require('http').createServer((q, s) => s.end('ok')).listen(Number(process.argv[2
 			return true
 		},
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

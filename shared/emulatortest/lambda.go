@@ -92,7 +92,7 @@ func Lambda(t testing.TB, bootstrap string, env map[string]string) (invoke func(
 type Function struct {
 	cmd      *exec.Cmd
 	url      string
-	output   *tail
+	output   *Output
 	client   *http.Client
 	exited   chan struct{} // closed when cmd.Wait returned
 	stopOnce sync.Once
@@ -117,11 +117,11 @@ func StartLambda(bootstrap string, env map[string]string) (*Function, error) {
 	if _, err := os.Stat(rie); err != nil {
 		return nil, missing(fmt.Sprintf("the Lambda Runtime Interface Emulator is not installed at %s: run `%s` in %s", rie, RIEInstallCommand, root))
 	}
-	invokePort, err := freePort()
+	invokePort, err := FreePort()
 	if err != nil {
 		return nil, fmt.Errorf("aws-lambda-rie: pick a port: %w", err)
 	}
-	apiPort, err := freePort()
+	apiPort, err := FreePort()
 	if err != nil {
 		return nil, fmt.Errorf("aws-lambda-rie: pick a port: %w", err)
 	}
@@ -133,7 +133,7 @@ func StartLambda(bootstrap string, env map[string]string) (*Function, error) {
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	out := &tail{max: 64 << 10}
+	out := NewOutput(64 << 10)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the RIE starts bootstrap: stop both
 	if err := cmd.Start(); err != nil {

@@ -12,7 +12,6 @@
 package pdstest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -21,14 +20,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -53,7 +50,7 @@ type PDS struct {
 	// URL is the PDS, "http://127.0.0.1:PORT".
 	URL   string
 	cmd   *exec.Cmd
-	out   *tail
+	out   *emulatortest.Output
 	stdin io.Closer
 	done  chan error
 	data  string
@@ -105,11 +102,11 @@ func StartServer(root, data string) (*PDS, error) {
 		}
 		data, owned = d, true
 	}
-	pdsPort, err := freePort()
+	pdsPort, err := emulatortest.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	plcPort, err := freePort()
+	plcPort, err := emulatortest.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +135,7 @@ func StartServer(root, data string) (*PDS, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &tail{}
+	out := emulatortest.NewOutput(256 << 10)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start the PDS: %w", err)
@@ -147,7 +144,7 @@ func StartServer(root, data string) (*PDS, error) {
 	go func() { p.done <- cmd.Wait() }()
 	deadline := time.Now().Add(startTimeout)
 	for {
-		if line, ok := out.line(readyPrefix); ok {
+		if line, ok := out.Line(readyPrefix); ok {
 			for _, f := range strings.Fields(strings.TrimPrefix(line, readyPrefix)) {
 				if v, ok := strings.CutPrefix(f, "pds="); ok {
 					p.URL = v
@@ -291,46 +288,4 @@ func (p *PDS) call(ctx context.Context, method, nsidAndQuery string, body []byte
 		return fmt.Errorf("%s: decode %s: %w", nsidAndQuery, b, err)
 	}
 	return nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// tail keeps what the process wrote, up to 256 KiB.
-type tail struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (w *tail) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf.Write(b)
-	if w.buf.Len() > 256<<10 {
-		rest := w.buf.Bytes()[w.buf.Len()-128<<10:]
-		w.buf = *bytes.NewBuffer(append([]byte(nil), rest...))
-	}
-	return len(b), nil
-}
-
-func (w *tail) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
-}
-
-func (w *tail) line(prefix string) (string, bool) {
-	sc := bufio.NewScanner(strings.NewReader(w.String()))
-	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), prefix) {
-			return sc.Text(), true
-		}
-	}
-	return "", false
 }
