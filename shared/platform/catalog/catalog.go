@@ -9,8 +9,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/rivo/uniseg"
 
@@ -139,7 +141,11 @@ var samples = []struct {
 }
 
 // Kinds describes every platform, in the catalog's order.
-func Kinds() []Kind {
+func Kinds() []Kind { return slices.Clone(kinds()) }
+
+// kinds builds every platform's description once: Lookup runs for every
+// target of every post validated.
+var kinds = sync.OnceValue(func() []Kind {
 	var out []Kind
 	for _, s := range samples {
 		cl, err := Connector{}.Client(context.Background(), s.account, s.cred)
@@ -156,11 +162,11 @@ func Kinds() []Kind {
 		out = append(out, k)
 	}
 	return out
-}
+})
 
 // Lookup returns the platform named name.
 func Lookup(name string) (Kind, bool) {
-	for _, k := range Kinds() {
+	for _, k := range kinds() {
 		if k.Name == name {
 			return k, true
 		}
