@@ -328,17 +328,23 @@ func connectBluesky(ctx context.Context, f *addFlags, hc *http.Client, secrets *
 	return connection{handle: "@" + s.Handle, baseURL: base, remoteID: s.DID, cred: s.Credential}, nil
 }
 
+// botToken is the platform's API base and the bot token read from
+// --token-file (remembered as a secret for the output checks).
+func botToken(f *addFlags, secrets *secretSet) (base, token string, err error) {
+	if base, err = apiBase(f.apiURL, defaultAPIs[f.platform]); err != nil {
+		return "", "", err
+	}
+	token, err = readSecret("token-file", f.tokenFile, "bot token", true)
+	secrets.add(token)
+	return base, token, err
+}
+
 // connectTelegram checks the bot token with getMe and the chat with
 // getChat: the bot must see the chat. The account's remote id is the
 // chat's numeric id, as given or resolved from the @username (a renamed
 // channel keeps its id); the handle names the bot and the chat.
 func connectTelegram(ctx context.Context, f *addFlags, hc *http.Client, secrets *secretSet) (connection, error) {
-	base, err := apiBase(f.apiURL, defaultAPIs[catalog.Telegram])
-	if err != nil {
-		return connection{}, err
-	}
-	token, err := readSecret("token-file", f.tokenFile, "bot token", true)
-	secrets.add(token)
+	base, token, err := botToken(f, secrets)
 	if err != nil {
 		return connection{}, err
 	}
@@ -399,12 +405,7 @@ func telegramChatName(c telegram.Chat) string {
 // (users/@me), then the channel by reading its newest message. The
 // handle names the bot and the channel.
 func connectDiscordBot(ctx context.Context, f *addFlags, hc *http.Client, secrets *secretSet) (connection, error) {
-	base, err := apiBase(f.apiURL, defaultAPIs[f.platform])
-	if err != nil {
-		return connection{}, err
-	}
-	token, err := readSecret("token-file", f.tokenFile, "bot token", true)
-	secrets.add(token)
+	base, token, err := botToken(f, secrets)
 	if err != nil {
 		return connection{}, err
 	}
