@@ -312,29 +312,46 @@ const chaosMaxAttempts = 5
 // confirmed ledger row, and every held or failed round is explained by
 // the fault plan (as many dropped sends as the attempt budget).
 func checkAgainstPlatform(ctx context.Context, rt *runtime, sb *sandbox.Server, jobs []publishing.Job, res *chaosResult) error {
-	problem := func(format string, a ...any) {
-		res.Unexplained++
-		if len(res.Problems) < 20 {
-			res.Problems = append(res.Problems, fmt.Sprintf(format, a...))
-		}
-	}
 	// The platform's view: live statuses by id, and the creates it saw by
 	// idempotency key (the ledger's handle).
-	live := map[string]sandbox.Status{}
-	textCount := map[string]int{}
+	view := platformView{textOf: map[string]string{}, copies: map[string]int{}}
 	accounts, err := rt.store.ListAccounts(ctx)
 	if err != nil {
 		return err
 	}
 	for _, a := range accounts {
 		for _, st := range sb.Statuses(a.RemoteID) {
-			live[st.ID] = st
-			textCount[st.Text]++
+			view.textOf[st.ID] = st.Text
+			view.copies[st.Text]++
 		}
 	}
 	creates := map[string][]sandbox.CreateRecord{}
 	for _, c := range sb.Creates() {
 		creates[c.IdempotencyKey] = append(creates[c.IdempotencyKey], c)
+	}
+	view.explain = func(e ledger.Entry) string { return explainUnsettled(e, creates[e.Handle]) }
+	return checkRounds(ctx, rt, jobs, view, res)
+}
+
+// platformView is a platform's own record of a drill: the text of every
+// post it holds by remote id, how many posts carry each text, and why a
+// held or failed round is explained by the fault plan ("" when it is).
+type platformView struct {
+	textOf  map[string]string
+	copies  map[string]int
+	explain func(ledger.Entry) string
+}
+
+// checkRounds compares the drill's outcome with the platform's view:
+// every published target is on the platform once under its remote id with
+// its text, every post on the platform belongs to a confirmed ledger row,
+// and every held or failed round is explained by the fault plan.
+func checkRounds(ctx context.Context, rt *runtime, jobs []publishing.Job, view platformView, res *chaosResult) error {
+	problem := func(format string, a ...any) {
+		res.Unexplained++
+		if len(res.Problems) < 20 {
+			res.Problems = append(res.Problems, fmt.Sprintf(format, a...))
+		}
 	}
 	confirmed := map[string]bool{}
 	for _, job := range jobs {
@@ -349,27 +366,27 @@ func checkAgainstPlatform(ctx context.Context, rt *runtime, sb *sandbox.Server, 
 		}
 		switch tg.Status {
 		case post.Published:
-			st, ok := live[tg.RemoteID]
+			text, ok := view.textOf[tg.RemoteID]
 			switch {
 			case !ok:
 				problem("%s is published as %s, which the platform does not have", job.Post, tg.RemoteID)
-			case st.Text != p.Body:
+			case text != p.Body:
 				problem("%s is published as %s, which carries another text", job.Post, tg.RemoteID)
-			case textCount[p.Body] != 1:
-				problem("%s is on the platform %d times", job.Post, textCount[p.Body])
+			case view.copies[p.Body] != 1:
+				problem("%s is on the platform %d times", job.Post, view.copies[p.Body])
 			}
 			if e.State == ledger.Confirmed {
 				confirmed[e.RemoteID] = true
 			}
 		case post.Held, post.Failed:
-			if why := explainUnsettled(e, creates[e.Handle]); why != "" {
+			if why := view.explain(e); why != "" {
 				problem("%s is %s (%s): %s", job.Post, tg.Status, tg.Reason, why)
 			}
 		}
 	}
-	for id, st := range live {
+	for id, text := range view.textOf {
 		if !confirmed[id] {
-			problem("the platform has post %s (%q) that no confirmed ledger row records", id, st.Text)
+			problem("the platform has post %s (%q) that no confirmed ledger row records", id, text)
 		}
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -123,64 +122,21 @@ func (f *blueskyFixture) duplicates(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// check applies checkAgainstPlatform's rules to the PDS's records: every
-// published target is on the PDS once under its remote id, every record
-// belongs to a confirmed ledger row, and every held or failed round had
-// all its sends dropped by the proxy before the PDS saw them.
+// check applies checkRounds to the PDS's records (listRecords); a held or
+// failed round is explained by the proxy's log of dropped sends.
 func (f *blueskyFixture) check(ctx context.Context, rt *runtime, jobs []publishing.Job, res *chaosResult) error {
-	problem := func(format string, a ...any) {
-		res.Unexplained++
-		if len(res.Problems) < 20 {
-			res.Problems = append(res.Problems, fmt.Sprintf(format, a...))
-		}
-	}
 	byText, err := f.records(ctx)
 	if err != nil {
 		return err
 	}
-	byURI := map[string]string{}
+	view := platformView{textOf: map[string]string{}, copies: map[string]int{}, explain: f.proxy.explain}
 	for text, rs := range byText {
+		view.copies[text] = len(rs)
 		for _, r := range rs {
-			byURI[r.URI] = text
+			view.textOf[r.URI] = text
 		}
 	}
-	confirmed := map[string]bool{}
-	for _, job := range jobs {
-		p, err := rt.store.GetPost(ctx, job.Post)
-		if err != nil {
-			return err
-		}
-		tg, _ := p.Target(job.Account)
-		e, err := rt.store.Get(ctx, ledger.PublishKey(string(job.Account), string(job.Post), job.Slot))
-		if err != nil && !errors.Is(err, ledger.ErrNotFound) {
-			return err
-		}
-		switch tg.Status {
-		case post.Published:
-			text, ok := byURI[tg.RemoteID]
-			switch {
-			case !ok:
-				problem("%s is published as %s, which the PDS does not have", job.Post, tg.RemoteID)
-			case text != p.Body:
-				problem("%s is published as %s, which carries another text", job.Post, tg.RemoteID)
-			case len(byText[p.Body]) != 1:
-				problem("%s is on the PDS %d times", job.Post, len(byText[p.Body]))
-			}
-			if e.State == ledger.Confirmed {
-				confirmed[e.RemoteID] = true
-			}
-		case post.Held, post.Failed:
-			if why := f.proxy.explain(e); why != "" {
-				problem("%s is %s (%s): %s", job.Post, tg.Status, tg.Reason, why)
-			}
-		}
-	}
-	for uri, text := range byURI {
-		if !confirmed[uri] {
-			problem("the PDS has record %s (%q) that no confirmed ledger row records", uri, text)
-		}
-	}
-	return nil
+	return checkRounds(ctx, rt, jobs, view, res)
 }
 
 func (f *blueskyFixture) close() {
