@@ -32,7 +32,7 @@ func cmdPlatforms(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PLATFORM\tGUARANTEE\tTEXT\tMEDIA\tHANDLE")
 	for _, k := range kinds {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", k.Name, k.Guarantee, k.Capabilities.MaxTextGraphemes, k.Capabilities.MaxMedia, k.Capabilities.Handle)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", k.Name, k.Guarantee, k.TextLimit(), k.Capabilities.MaxMedia, k.Capabilities.Handle)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -186,6 +186,9 @@ type Capabilities struct {
 	ReadableHistory bool
 	// MaxTextGraphemes is the text limit in user-perceived characters.
 	MaxTextGraphemes int
+	// MaxTextWithMedia is the text limit of a post that carries media, when
+	// it is lower (Telegram's photo caption); 0 means MaxTextGraphemes.
+	MaxTextWithMedia int
 	// MaxMedia is the largest number of attachments on one post.
 	MaxMedia int
 	// MaxMediaBytes and MaxMediaPixels are the largest image the platform

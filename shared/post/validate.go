@@ -59,6 +59,9 @@ type DraftTarget struct {
 // Limits are a platform's (or one instance's) content limits.
 type Limits struct {
 	MaxTextGraphemes int `json:"max_characters,omitempty"`
+	// MaxTextWithMedia is the text limit of a post that carries media
+	// (Telegram's photo caption); 0 means MaxTextGraphemes applies.
+	MaxTextWithMedia int `json:"max_characters_with_media,omitempty"`
 	MaxMedia         int `json:"max_media,omitempty"`
 	// MaxMediaBytes is the largest image the instance accepts; 0 = unknown.
 	MaxMediaBytes int64 `json:"max_media_bytes,omitempty"`
@@ -68,6 +71,9 @@ type Limits struct {
 func (l Limits) Or(def Limits) Limits {
 	if l.MaxTextGraphemes == 0 {
 		l.MaxTextGraphemes = def.MaxTextGraphemes
+	}
+	if l.MaxTextWithMedia == 0 {
+		l.MaxTextWithMedia = def.MaxTextWithMedia
 	}
 	if l.MaxMedia == 0 {
 		l.MaxMedia = def.MaxMedia
@@ -185,12 +191,16 @@ func (d Draft) Validate(r Rules) (Post, error) {
 				if r.Measure != nil {
 					length = r.Measure(acc.Platform, text)
 				}
-				if lim.MaxTextGraphemes > 0 && length > lim.MaxTextGraphemes {
-					fix := fmt.Sprintf("shorten it by %d characters", length-lim.MaxTextGraphemes)
+				limit, which := lim.MaxTextGraphemes, ""
+				if len(d.Media) > 0 && lim.MaxTextWithMedia > 0 && (limit == 0 || lim.MaxTextWithMedia < limit) {
+					limit, which = lim.MaxTextWithMedia, " with media"
+				}
+				if limit > 0 && length > limit {
+					fix := fmt.Sprintf("shorten it by %d characters", length-limit)
 					if field == "body" {
 						fix += fmt.Sprintf(", or give %s a text of its own (texts.%s)", acc.Platform, acc.Platform)
 					}
-					bad(field, fmt.Sprintf("is %d characters as %s counts them, over its limit of %d for %s", length, acc.Platform, lim.MaxTextGraphemes, t.Account), fix)
+					bad(field, fmt.Sprintf("is %d characters as %s counts them, over its limit of %d%s for %s", length, acc.Platform, limit, which, t.Account), fix)
 				}
 				if len(d.Media) > lim.MaxMedia {
 					bad("media", fmt.Sprintf("has %d attachments, over %s's limit of %d for %s", len(d.Media), acc.Platform, lim.MaxMedia, t.Account),

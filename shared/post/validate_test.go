@@ -189,3 +189,44 @@ func TestDraftTextsPerPlatform(t *testing.T) {
 		t.Errorf("a text for a platform without targets: %v", err)
 	}
 }
+
+// A platform whose text limit shrinks when the post carries media
+// (Telegram's 1,024-unit caption) refuses at validation, naming the
+// platform, the field and the limit with media.
+func TestDraftTextLimitWithMedia(t *testing.T) {
+	r := Rules{
+		Accounts: map[AccountID]Account{"chan": {ID: "chan", Platform: "telegram"}, "news": {ID: "news", Platform: "mastodon"}},
+		Limits: func(p string) (Limits, bool) {
+			return map[string]Limits{
+				"telegram": {MaxTextGraphemes: 40, MaxTextWithMedia: 10, MaxMedia: 1},
+				"mastodon": {MaxTextGraphemes: 500, MaxMedia: 4},
+			}[p], true
+		},
+		Now: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC),
+	}
+	at := "2026-12-01T09:00:00Z"
+	photo := []DraftMedia{{Media: Media{Ref: strings.Repeat("a", 64) + ".jpg", SHA256: strings.Repeat("a", 64), ContentType: "image/jpeg"}}}
+	text := "Twenty characters!!!"
+	tests := []struct {
+		name    string
+		draft   Draft
+		wantErr string
+	}{
+		{"text only, under the text limit", Draft{ID: "p1", Body: text, Targets: []DraftTarget{{Account: "chan", At: at}}}, ""},
+		{"with a photo, over the caption limit", Draft{ID: "p2", Body: text, Media: photo, Targets: []DraftTarget{{Account: "chan", At: at}}},
+			"body: is 20 characters as telegram counts them, over its limit of 10 with media for chan"},
+		{"a text of its own for telegram", Draft{ID: "p3", Body: text, Texts: map[string]string{"telegram": "Short."}, Media: photo, Targets: []DraftTarget{{Account: "chan", At: at}, {Account: "news", At: at}}}, ""},
+		{"another platform has no caption limit", Draft{ID: "p4", Body: text, Media: photo, Targets: []DraftTarget{{Account: "news", At: at}}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.draft.Validate(r)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -119,7 +120,7 @@ func (k Kind) Measure(text string) int {
 
 // Limits are the platform's default content limits.
 func (k Kind) Limits() post.Limits {
-	return post.Limits{MaxTextGraphemes: k.Capabilities.MaxTextGraphemes, MaxMedia: k.Capabilities.MaxMedia}
+	return post.Limits{MaxTextGraphemes: k.Capabilities.MaxTextGraphemes, MaxTextWithMedia: k.Capabilities.MaxTextWithMedia, MaxMedia: k.Capabilities.MaxMedia}
 }
 
 // sample is an account of each kind, only to build a client whose
@@ -184,6 +185,16 @@ func Names() []string {
 	return names
 }
 
+// TextLimit describes the platform's text limit: "500", or "4096 (1024
+// with media)" where a post with media has a lower one.
+func (k Kind) TextLimit() string {
+	c := k.Capabilities
+	if c.MaxTextWithMedia > 0 && c.MaxTextWithMedia < c.MaxTextGraphemes {
+		return fmt.Sprintf("%d (%d with media)", c.MaxTextGraphemes, c.MaxTextWithMedia)
+	}
+	return strconv.Itoa(c.MaxTextGraphemes)
+}
+
 // Table is the guarantee table in Markdown, one row per platform.
 func Table() string {
 	var b strings.Builder
@@ -195,7 +206,7 @@ func Table() string {
 		if k.Note != "" {
 			title += " (" + k.Note + ")"
 		}
-		fmt.Fprintf(&b, "| %s | `%s` | **%s** | %s | %s | %d | %d | %s |\n", title, k.Name, k.Guarantee, cell(c.Handle), cell(c.ReadBack), c.MaxTextGraphemes, c.MaxMedia, rates(c.PostingLimits))
+		fmt.Fprintf(&b, "| %s | `%s` | **%s** | %s | %s | %s | %d | %s |\n", title, k.Name, k.Guarantee, cell(c.Handle), cell(c.ReadBack), k.TextLimit(), c.MaxMedia, rates(c.PostingLimits))
 	}
 	return b.String()
 }

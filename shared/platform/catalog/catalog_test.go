@@ -72,3 +72,19 @@ func TestMeasureUsesThePlatformsCount(t *testing.T) {
 		t.Errorf("mastodon measure = %d, want 4 graphemes", got)
 	}
 }
+
+// Telegram's photo caption is shorter than its message: the limits that
+// validation reads carry both, and the table says so.
+func TestTextLimitWithMedia(t *testing.T) {
+	tg, _ := Lookup(Telegram)
+	if got, want := tg.Limits(), (post.Limits{MaxTextGraphemes: 4096, MaxTextWithMedia: 1024, MaxMedia: 1}); got != want {
+		t.Errorf("telegram limits = %+v, want %+v", got, want)
+	}
+	if got := tg.TextLimit(); got != "4096 (1024 with media)" {
+		t.Errorf("telegram TextLimit = %q", got)
+	}
+	m, _ := Lookup(Mastodon)
+	if got := m.TextLimit(); got != "500" {
+		t.Errorf("mastodon TextLimit = %q, want 500", got)
+	}
+}

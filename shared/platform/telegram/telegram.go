@@ -103,6 +103,7 @@ func (c *Client) Capabilities() platform.Capabilities {
 		LookupByHandle:    false,
 		ReadableHistory:   false,
 		MaxTextGraphemes:  MaxTextLength,
+		MaxTextWithMedia:  MaxCaptionLength,
 		// One photo per message, sent with it (sendPhoto): a media group
 		// would be several messages, each to delete on its own.
 		MaxMedia:      1,
