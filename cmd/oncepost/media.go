@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"oncepost/shared/mediafit"
 	"oncepost/shared/post"
@@ -33,6 +35,8 @@ var mediaTypes = map[string]string{
 type importedMedia struct {
 	post.Media
 	data []byte
+	// index is the attachment's position in the draft.
+	index int
 }
 
 // readMediaFile reads an attachment, hashes it and sniffs its content
@@ -68,31 +72,52 @@ func newImportedMedia(data []byte, ct, ext, alt string) importedMedia {
 	return importedMedia{Media: post.Media{Ref: sha + ext, SHA256: sha, ContentType: ct, Alt: alt}, data: data}
 }
 
-// fitMedia fits every image to the strictest limits of the accounts the
-// post goes to (mediafit: resized and re-encoded, deterministically, only
-// when over a limit), before anything is stored: the fitted bytes are
-// what is stored, hashed, fingerprinted and uploaded on every attempt.
-// Each change is described in notes.
-func fitMedia(d *post.Draft, files []importedMedia, lim mediafit.Limits, who string) ([]importedMedia, []string, error) {
+// fitMedia fits every imported image to the image limits of each
+// platform the post goes to (mediafit: resized and re-encoded,
+// deterministically, only when over a limit), before anything is stored.
+// A fitted version is recorded on the draft's attachment for its platform
+// (post.Media.Fitted): those bytes are what is stored, hashed,
+// fingerprinted and uploaded on every attempt there, while platforms that
+// take the original get it untouched. It returns the files to store, the
+// originals and each distinct fitted version, and a note per change.
+func fitMedia(d *post.Draft, files []importedMedia, limits map[string]fitLimits) ([]importedMedia, []string, error) {
 	var notes []string
-	for i, f := range files {
-		r, err := mediafit.Fit(f.data, f.ContentType, lim)
-		if err != nil {
-			return nil, nil, badInput("media[%d]: %v; %s", i, err, "resize it by hand")
-		}
-		if !r.Changed {
-			continue
-		}
-		ext, ok := mediaTypes[r.ContentType]
-		if !ok {
-			return nil, nil, fmt.Errorf("media[%d]: fitted to %s, which oncepost does not store", i, r.ContentType)
-		}
-		files[i] = newImportedMedia(r.Data, r.ContentType, ext, f.Alt)
-		d.Media[i].Media = files[i].Media
-		notes = append(notes, fmt.Sprintf("media[%d]: %.2f MB → %.2f MB %s %dx%d, to fit %s",
-			i, float64(len(f.data))/1e6, float64(len(r.Data))/1e6, r.ContentType, r.Width, r.Height, who))
+	stored := slices.Clone(files)
+	seen := map[string]bool{}
+	for _, f := range files {
+		seen[f.Ref] = true
 	}
-	return files, notes, nil
+	platforms := slices.Sorted(maps.Keys(limits))
+	for _, f := range files {
+		i := f.index
+		for _, name := range platforms {
+			fl := limits[name]
+			r, err := mediafit.Fit(f.data, f.ContentType, fl.lim)
+			if err != nil {
+				return nil, nil, badInput("media[%d]: for %s: %v; resize it by hand", i, name, err)
+			}
+			if !r.Changed {
+				continue
+			}
+			ext, ok := mediaTypes[r.ContentType]
+			if !ok {
+				return nil, nil, fmt.Errorf("media[%d]: fitted to %s for %s, which oncepost does not store", i, r.ContentType, name)
+			}
+			fitted := newImportedMedia(r.Data, r.ContentType, ext, f.Alt)
+			m := &d.Media[i]
+			if m.Fitted == nil {
+				m.Fitted = map[string]post.Fitted{}
+			}
+			m.Fitted[name] = post.Fitted{Ref: fitted.Ref, SHA256: fitted.SHA256, ContentType: fitted.ContentType}
+			if !seen[fitted.Ref] {
+				seen[fitted.Ref] = true
+				stored = append(stored, fitted)
+			}
+			notes = append(notes, fmt.Sprintf("media[%d]: %.2f MB → %.2f MB %s %dx%d on %s, to fit %s",
+				i, float64(len(f.data))/1e6, float64(len(r.Data))/1e6, r.ContentType, r.Width, r.Height, name, fl.who))
+		}
+	}
+	return stored, notes, nil
 }
 
 // mediaDir is the embedded runtime's media directory.

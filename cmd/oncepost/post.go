@@ -212,7 +212,7 @@ func readDraftMedia(d *post.Draft, baseDir string) ([]importedMedia, error) {
 		if m.Path == "" {
 			continue
 		}
-		if m.Ref != "" || m.SHA256 != "" {
+		if m.Ref != "" || m.SHA256 != "" || len(m.Fitted) > 0 {
 			return nil, badInput("media[%d]: give path, or ref and sha256, not both", i)
 		}
 		path := m.Path
@@ -224,6 +224,7 @@ func readDraftMedia(d *post.Draft, baseDir string) ([]importedMedia, error) {
 			return nil, err
 		}
 		m.Media = f.Media
+		f.index = i
 		files = append(files, f)
 	}
 	return files, nil
@@ -231,8 +232,9 @@ func readDraftMedia(d *post.Draft, baseDir string) ([]importedMedia, error) {
 
 // validateDraft checks a draft against the workspace's accounts, their
 // instances' limits and the blocklist, fits the imported images to the
-// strictest image limits of the accounts the post goes to (saying so on
-// notes), and checks the files against the accounts' media size limits.
+// image limits of each platform the post goes to (saying so on notes),
+// and checks what each account gets against its media size limit. It
+// returns the files to store: the originals and their fitted versions.
 func (b *backend) validateDraft(ctx context.Context, d post.Draft, files []importedMedia, notes io.Writer) (post.Post, []importedMedia, error) {
 	accounts, err := b.accounts.ListAccounts(ctx)
 	if err != nil {
@@ -247,9 +249,8 @@ func (b *backend) validateDraft(ctx context.Context, d post.Draft, files []impor
 		rules.Accounts[a.ID] = a
 	}
 	if len(files) > 0 {
-		lim, who := imageLimits(d, rules.Accounts)
 		var changed []string
-		if files, changed, err = fitMedia(&d, files, lim, who); err != nil {
+		if files, changed, err = fitMedia(&d, files, imageLimits(d, rules.Accounts)); err != nil {
 			return post.Post{}, nil, err
 		}
 		for _, n := range changed {
@@ -260,30 +261,37 @@ func (b *backend) validateDraft(ctx context.Context, d post.Draft, files []impor
 	if err != nil {
 		return post.Post{}, nil, badInput("%v", err)
 	}
-	for i, f := range files {
-		for _, t := range p.Targets {
-			lim := rules.Accounts[t.Account].Limits
-			if lim.MaxMediaBytes > 0 && int64(len(f.data)) > lim.MaxMediaBytes {
+	size := map[string]int{}
+	for _, f := range files {
+		size[f.Ref] = len(f.data)
+	}
+	for _, t := range p.Targets {
+		acc := rules.Accounts[t.Account]
+		lim := acc.Limits
+		for i, m := range p.MediaFor(acc.Platform) {
+			n, ok := size[m.Ref]
+			if ok && lim.MaxMediaBytes > 0 && int64(n) > lim.MaxMediaBytes {
 				return post.Post{}, nil, badInput("media[%d]: is %.1f MB, over the %.1f MB images %s's instance accepts; resize it",
-					i, float64(len(f.data))/1e6, float64(lim.MaxMediaBytes)/1e6, t.Account)
+					i, float64(n)/1e6, float64(lim.MaxMediaBytes)/1e6, t.Account)
 			}
 		}
 	}
 	return p, files, nil
 }
 
-// imageLimits are the strictest image limits of the draft's accounts (an
-// instance's own byte limit, else its platform's), and who set them, for
-// the note. Unknown accounts are left to validation.
-func imageLimits(d post.Draft, accounts map[post.AccountID]post.Account) (mediafit.Limits, string) {
-	var lim mediafit.Limits
-	var who []string
-	tighter := func(cur *int64, v int64, name string) {
-		if v > 0 && (*cur == 0 || v < *cur) {
-			*cur = v
-			who = append(who, name)
-		}
-	}
+// fitLimits are one platform's image limits for a post: the strictest of
+// its accounts the post goes to, and who set them, for the note.
+type fitLimits struct {
+	lim mediafit.Limits
+	who string
+}
+
+// imageLimits are the image limits of each platform the draft goes to:
+// per platform, the strictest of its accounts' (an instance's own byte
+// limit, else its platform's). Platforms without a known limit are left
+// out, and so are unknown accounts (validation names them).
+func imageLimits(d post.Draft, accounts map[post.AccountID]post.Account) map[string]fitLimits {
+	out := map[string]fitLimits{}
 	for _, t := range d.Targets {
 		acc, ok := accounts[post.AccountID(t.Account)]
 		if !ok {
@@ -294,13 +302,22 @@ func imageLimits(d post.Draft, accounts map[post.AccountID]post.Account) (mediaf
 		if acc.Limits.MaxMediaBytes > 0 {
 			bytes = acc.Limits.MaxMediaBytes
 		}
-		tighter(&lim.MaxBytes, bytes, fmt.Sprintf("%s (%s, images up to %.2f MB)", acc.ID, acc.Platform, float64(bytes)/1e6))
-		tighter(&lim.MaxPixels, k.Capabilities.MaxMediaPixels, fmt.Sprintf("%s (%s, up to %d pixels)", acc.ID, acc.Platform, k.Capabilities.MaxMediaPixels))
+		fl := out[acc.Platform]
+		if bytes > 0 && (fl.lim.MaxBytes == 0 || bytes < fl.lim.MaxBytes) {
+			fl.lim.MaxBytes = bytes
+			fl.who = fmt.Sprintf("%s (%s, images up to %.2f MB)", acc.ID, acc.Platform, float64(bytes)/1e6)
+		}
+		if px := k.Capabilities.MaxMediaPixels; px > 0 && (fl.lim.MaxPixels == 0 || px < fl.lim.MaxPixels) {
+			fl.lim.MaxPixels = px
+			if fl.who == "" {
+				fl.who = fmt.Sprintf("%s (%s, up to %d pixels)", acc.ID, acc.Platform, px)
+			}
+		}
+		if fl.who != "" {
+			out[acc.Platform] = fl
+		}
 	}
-	if len(who) == 0 {
-		return lim, "the accounts' limits"
-	}
-	return lim, who[len(who)-1]
+	return out
 }
 
 // maxDraftBytes bounds a draft file (a post body is at most a few
@@ -581,6 +598,10 @@ func cmdPostShow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	for i, m := range p.Media {
 		fmt.Fprintf(stdout, "  media[%d]: %s %s alt=%q\n", i, m.ContentType, m.Ref, m.Alt)
+		for _, name := range slices.Sorted(maps.Keys(m.Fitted)) {
+			f := m.Fitted[name]
+			fmt.Fprintf(stdout, "    on %s: %s %s (fitted)\n", name, f.ContentType, f.Ref)
+		}
 	}
 	for _, tv := range v.Targets {
 		t := tv.Target

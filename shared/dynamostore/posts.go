@@ -77,6 +77,36 @@ type mediaItem struct {
 	SHA256      string `dynamodbav:"sha256,omitempty"`
 	ContentType string `dynamodbav:"content_type,omitempty"`
 	Alt         string `dynamodbav:"alt,omitempty"`
+	// Fitted are the attachment's versions per platform.
+	Fitted map[string]fittedItem `dynamodbav:"fitted,omitempty"`
+}
+
+type fittedItem struct {
+	Ref         string `dynamodbav:"ref,omitempty"`
+	SHA256      string `dynamodbav:"sha256,omitempty"`
+	ContentType string `dynamodbav:"content_type,omitempty"`
+}
+
+func newMediaItem(m post.Media) mediaItem {
+	it := mediaItem{Ref: m.Ref, SHA256: m.SHA256, ContentType: m.ContentType, Alt: m.Alt}
+	for platform, f := range m.Fitted {
+		if it.Fitted == nil {
+			it.Fitted = map[string]fittedItem{}
+		}
+		it.Fitted[platform] = fittedItem(f)
+	}
+	return it
+}
+
+func (it mediaItem) media() post.Media {
+	m := post.Media{Ref: it.Ref, SHA256: it.SHA256, ContentType: it.ContentType, Alt: it.Alt}
+	for platform, f := range it.Fitted {
+		if m.Fitted == nil {
+			m.Fitted = map[string]post.Fitted{}
+		}
+		m.Fitted[platform] = post.Fitted(f)
+	}
+	return m
 }
 
 // targetItem is one target as stored.
@@ -207,7 +237,7 @@ func (s *Store) createPost(ctx context.Context, p post.Post) error {
 		CreateID: createID, Phase: phaseCreating, ClaimedAt: encTime(now),
 	}
 	for _, m := range p.Media {
-		pi.Media = append(pi.Media, mediaItem(m))
+		pi.Media = append(pi.Media, newMediaItem(m))
 	}
 	it, err := attributevalue.MarshalMap(pi)
 	if err != nil {
@@ -354,7 +384,7 @@ func assemblePost(id post.ID, items []item) (post.Post, error) {
 		return post.Post{}, d.err
 	}
 	for _, m := range pi.Media {
-		p.Media = append(p.Media, post.Media(m))
+		p.Media = append(p.Media, m.media())
 	}
 	type placed struct {
 		pos int

@@ -90,6 +90,28 @@ type Media struct {
 	SHA256      string `json:"sha256"`
 	ContentType string `json:"content_type"`
 	Alt         string `json:"alt"`
+	// Fitted are the attachment's versions fitted to a platform's image
+	// limits (resized or re-encoded when the post was added), by platform
+	// name. A platform not named takes the attachment as it is.
+	Fitted map[string]Fitted `json:"fitted,omitempty"`
+}
+
+// Fitted is an attachment's version for one platform: other bytes, the
+// same alt text.
+type Fitted struct {
+	Ref         string `json:"ref"`
+	SHA256      string `json:"sha256"`
+	ContentType string `json:"content_type"`
+}
+
+// For is the attachment as it goes to a platform: its fitted version
+// there, or itself; either way without versions of its own.
+func (m Media) For(platform string) Media {
+	if f, ok := m.Fitted[platform]; ok {
+		return Media{Ref: f.Ref, SHA256: f.SHA256, ContentType: f.ContentType, Alt: m.Alt}
+	}
+	m.Fitted = nil
+	return m
 }
 
 // TargetStatus is where one (post, account) pair stands.
@@ -168,6 +190,19 @@ func (p Post) TextFor(platform string) string {
 		return t
 	}
 	return p.Body
+}
+
+// MediaFor are the attachments the post goes out with on a platform, in
+// order: each one's version fitted to that platform, or the original.
+func (p Post) MediaFor(platform string) []Media {
+	if len(p.Media) == 0 {
+		return nil
+	}
+	out := make([]Media, len(p.Media))
+	for i, m := range p.Media {
+		out[i] = m.For(platform)
+	}
+	return out
 }
 
 // Target returns the post's target for an account.

@@ -130,6 +130,15 @@ func (d Draft) Validate(r Rules) (Post, error) {
 		if !shaPattern.MatchString(m.SHA256) {
 			bad(f+".sha256", "is not a lowercase hex SHA-256", "use the 64-character hex SHA-256 of the file")
 		}
+		for _, name := range slices.Sorted(maps.Keys(m.Fitted)) {
+			v, ff := m.Fitted[name], f+".fitted."+name
+			if v.Ref == "" {
+				bad(ff+".ref", "is empty", "name the fitted file, or leave the version out")
+			}
+			if !shaPattern.MatchString(v.SHA256) {
+				bad(ff+".sha256", "is not a lowercase hex SHA-256", "use the 64-character hex SHA-256 of the fitted file")
+			}
+		}
 	}
 	if len(d.Targets) == 0 {
 		bad("targets", "is empty", "add at least one {account, at}")

@@ -44,6 +44,9 @@ func TestValidate(t *testing.T) {
 			d.Media = []DraftMedia{{Media: Media{Ref: "a", SHA256: sha}}, {Media: Media{Ref: "b", SHA256: sha}}, {Media: Media{Ref: "c", SHA256: sha}}}
 		}), []string{"media"}},
 		{"bad media sha", with(ok, func(d *Draft) { d.Media = []DraftMedia{{Media: Media{Ref: "a", SHA256: "xyz"}}} }), []string{"media[0].sha256"}},
+		{"bad fitted version", with(ok, func(d *Draft) {
+			d.Media = []DraftMedia{{Media: Media{Ref: "a", SHA256: sha, Fitted: map[string]Fitted{"bluesky": {SHA256: "XYZ"}, "x": {Ref: "b", SHA256: sha}}}}}
+		}), []string{"media[0].fitted.bluesky.ref", "media[0].fitted.bluesky.sha256"}},
 		{"account's own limit is lower", with(ok, func(d *Draft) { d.Targets[0].Account = "small" }), []string{"body"}},
 		{"unknown account", with(ok, func(d *Draft) { d.Targets[0].Account = "ghost" }), []string{"targets[0].account"}},
 		{"unknown platform", with(ok, func(d *Draft) { d.Targets[0].Account = "odd" }), []string{"targets[0].account"}},

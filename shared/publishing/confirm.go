@@ -170,7 +170,7 @@ func (c *Confirmer) postOf(ctx context.Context, e ledger.Entry, platformName str
 		return "", nil, fmt.Errorf("post %s: %w", e.Subject, err)
 	}
 	m := map[string]string{}
-	for _, md := range pst.Media {
+	for _, md := range pst.MediaFor(platformName) {
 		u, err := c.Ledger.Get(ctx, ledger.UploadKey(e.Account, md.SHA256, e.Key))
 		if errors.Is(err, ledger.ErrNotFound) {
 			continue

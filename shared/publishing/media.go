@@ -28,7 +28,7 @@ const ReasonOrphanUpload = "orphan_upload"
 // the create itself is the one call, under the publish entry.
 func (p *Publisher) inlineMedia(ctx context.Context, t target) ([]platform.MediaUpload, error) {
 	var out []platform.MediaUpload
-	for i, md := range t.post.Media {
+	for i, md := range t.post.MediaFor(t.account.Platform) {
 		if p.Media == nil {
 			return nil, fmt.Errorf("media[%d]: no media store configured", i)
 		}
@@ -42,11 +42,12 @@ func (p *Publisher) inlineMedia(ctx context.Context, t target) ([]platform.Media
 }
 
 func (p *Publisher) uploadAll(ctx context.Context, t target, client *authedClient) ([]string, error) {
-	if len(t.post.Media) == 0 {
+	media := t.post.MediaFor(t.account.Platform)
+	if len(media) == 0 {
 		return nil, nil
 	}
-	ids := make([]string, 0, len(t.post.Media))
-	for i, md := range t.post.Media {
+	ids := make([]string, 0, len(media))
+	for i, md := range media {
 		id, err := p.upload(ctx, t, client, md)
 		if err != nil {
 			return nil, uploadError(i, md, err)

@@ -364,7 +364,7 @@ type acquired struct {
 func (p *Publisher) acquire(ctx context.Context, t target, a *authedClient) (acquired, *Outcome, error) {
 	lease := orDefault(p.Lease, defaultLease)
 	recent, readErr := p.readRecent(ctx, a)
-	fp := platform.Fingerprint(t.post.TextFor(t.account.Platform), mediaSHAs(t.post.Media))
+	fp := platform.Fingerprint(t.post.TextFor(t.account.Platform), mediaSHAs(t.post.MediaFor(t.account.Platform)))
 	e := ledger.NewEntry(t.key, ledger.Publish, string(t.account.ID), string(t.post.ID), t.target.Slot, fp, p.Owner, p.now(), lease)
 	if readErr == nil {
 		e.LookAfter = lookAfter(recent)

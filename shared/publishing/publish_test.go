@@ -827,3 +827,48 @@ func TestInlineMediaGoWithTheCreate(t *testing.T) {
 		t.Errorf("an upload entry was written (%v)", err)
 	}
 }
+
+// An attachment fitted to the account's platform goes out as the fitted
+// bytes, everywhere the publisher names it: the upload, its ledger entry,
+// the pre-publish dedup and the confirm step's read-back. The original is
+// not read at all (it is not in the media store here), and a version
+// fitted to another platform is not used.
+func TestFittedMediaGoToTheirPlatform(t *testing.T) {
+	e := newEnv(t, sandbox.Options{DisableIdempotency: true})
+	fitted, other := []byte("\xff\xd8 fitted for mastodon"), []byte("\xff\xd8 fitted for bluesky")
+	e.media["fit/m.jpg"], e.media["fit/b.jpg"] = fitted, other
+	m := post.Media{Ref: "orig.png", SHA256: sha256hex([]byte("the original, too big")), ContentType: "image/png", Alt: "the harbour",
+		Fitted: map[string]post.Fitted{
+			"mastodon": {Ref: "fit/m.jpg", SHA256: sha256hex(fitted), ContentType: "image/jpeg"},
+			"bluesky":  {Ref: "fit/b.jpg", SHA256: sha256hex(other), ContentType: "image/jpeg"},
+		}}
+
+	// The answer to the create is lost after the platform stored it: the
+	// confirm step must recognise the post by the fitted image.
+	e.sb.ScriptRoute(sandbox.RouteCreateStatus, sandbox.Fault{Kind: sandbox.FaultDropResponse})
+	job := e.schedule("fitted", "The harbour at dawn.", m)
+	out := e.publish(job)
+	if out.Result != publishing.Confirming {
+		t.Fatalf("publish = %+v, want confirming", out)
+	}
+	e.runConfirm(publishing.ConfirmName(out.Key, 1))
+	if en := e.entry(job); en.State != ledger.Confirmed {
+		t.Fatalf("entry %s (%s), want confirmed by the read-back", en.State, en.Reason)
+	}
+	remote := e.sb.Statuses(e.sbAcct.ID)
+	if len(remote) != 1 || len(remote[0].MediaSHA256) != 1 || remote[0].MediaSHA256[0] != sha256hex(fitted) {
+		t.Fatalf("sandbox statuses %+v, want one carrying the version fitted for mastodon", remote)
+	}
+	up, err := e.store.Get(context.Background(), ledger.UploadKey(string(job.Account), sha256hex(fitted), e.entry(job).Key))
+	if err != nil || up.State != ledger.Confirmed {
+		t.Errorf("upload entry of the fitted bytes %+v (err %v), want confirmed", up, err)
+	}
+	// The same post again is caught by the pre-publish dedup: the
+	// fingerprint is the fitted image's.
+	if out := e.publish(e.schedule("fitted-again", "The harbour at dawn.", m)); out.Result != publishing.Held {
+		t.Errorf("same text and image again = %+v, want held", out)
+	}
+	if n := len(e.sb.Statuses(e.sbAcct.ID)); n != 1 {
+		t.Errorf("%d statuses, want 1", n)
+	}
+}

@@ -120,7 +120,11 @@ func postsRoundTrip(t testing.TB, s publishing.Posts) {
 		Body:  "Grüße aus Köln 🎉 — \"quoted\", 'single', <b>not html</b>\nsecond line\t tab",
 		Texts: map[string]string{"x": "Kürzer für X 🎉", "bluesky": "Für Bluesky: \"zitiert\"\n"},
 		Media: []post.Media{
-			{Ref: "media/b.png", SHA256: "2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae", ContentType: "image/png", Alt: "a cat, sleeping"},
+			{Ref: "media/b.png", SHA256: "2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae", ContentType: "image/png", Alt: "a cat, sleeping",
+				Fitted: map[string]post.Fitted{
+					"bluesky": {Ref: "media/c.jpg", SHA256: "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", ContentType: "image/jpeg"},
+					"x":       {Ref: "media/d.jpg", SHA256: "cb00753f45a35e8bb5a03d699ac65007272c32ab0eded1631a8b605a43ff5bed", ContentType: "image/jpeg"},
+				}},
 			{Ref: "media/a.jpg", SHA256: "fcde2b2edba56bf408601fb721fe9b5c338d10ee429ea04fae5511b68fbf8fb9", ContentType: "image/jpeg", Alt: "ünïcödé alt"},
 		},
 		Targets: []post.Target{
