@@ -60,7 +60,8 @@ type DraftTarget struct {
 type Limits struct {
 	MaxTextGraphemes int `json:"max_characters,omitempty"`
 	// MaxTextWithMedia is the text limit of a post that carries media
-	// (Telegram's photo caption); 0 means MaxTextGraphemes applies.
+	// (Telegram's photo caption); 0 means MaxTextGraphemes applies. It is
+	// the platform's: the stores do not keep it with an account.
 	MaxTextWithMedia int `json:"max_characters_with_media,omitempty"`
 	MaxMedia         int `json:"max_media,omitempty"`
 	// MaxMediaBytes is the largest image the instance accepts; 0 = unknown.
