@@ -23,8 +23,10 @@ run:
 
 ## test: lint, validate the state machines, then every test with the race detector (what CI runs).
 ## The AWS adapters' tests run against the npm emulators; ONCEPOST_EMULATORS=required makes a
-## missing emulator fail them instead of skipping them.
-test: lint asl emulators rie pds
+## missing emulator fail them instead of skipping them. The installs and lint run side by side
+## (the PDS's npm ci is mostly waiting on the registry and on one compiler process).
+test:
+	$(MAKE) -j4 --output-sync=target lint asl emulators rie pds
 	ONCEPOST_EMULATORS=required $(GO) test -race -count=1 -timeout 20m $(PKGS)
 
 ## test-short: the fast tests, no race detector.
