@@ -121,6 +121,9 @@ type backend struct {
 // publisher reads it: the embedded media directory, or the stack's bucket.
 type mediaImporter interface {
 	ImportMedia(ctx context.Context, m importedMedia) error
+	// PublicURLs reports whether the runtime's publisher can give an
+	// attachment a public URL (platform.Capabilities.MediaByURL).
+	PublicURLs() bool
 }
 
 // Close releases the backend (the SQLite file; nothing on AWS).

@@ -128,8 +128,16 @@ func (d mediaDir) ImportMedia(_ context.Context, m importedMedia) error {
 	return storeMedia(string(d), m)
 }
 
+// PublicURLs is false: the embedded runtime has no public address to
+// give an attachment.
+func (mediaDir) PublicURLs() bool { return false }
+
 // mediaBucket is a stack's attachments' bucket.
 type mediaBucket struct{ s *s3media.Store }
+
+// PublicURLs is true: the stack's publisher signs URLs of the bucket's
+// objects.
+func (mediaBucket) PublicURLs() bool { return true }
 
 // ImportMedia uploads the attachment under its ref (its content hash).
 func (b mediaBucket) ImportMedia(ctx context.Context, m importedMedia) error {

@@ -261,6 +261,15 @@ func (b *backend) validateDraft(ctx context.Context, d post.Draft, files []impor
 	if err != nil {
 		return post.Post{}, nil, badInput("%v", err)
 	}
+	if len(p.Media) > 0 && !b.media.PublicURLs() {
+		for _, t := range p.Targets {
+			acc := rules.Accounts[t.Account]
+			if k, _ := catalog.Lookup(acc.Platform); k.Capabilities.MediaByURL {
+				return post.Post{}, nil, badInput("media: %s fetches images from a public URL, which the embedded runtime cannot give; post this to %s without media, or from the AWS runtime (--backend aws)",
+					acc.Platform, t.Account)
+			}
+		}
+	}
 	size := map[string]int{}
 	for _, f := range files {
 		size[f.Ref] = len(f.data)

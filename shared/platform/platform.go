@@ -63,7 +63,9 @@ type PublishRequest struct {
 	Resume string
 	// Media are the attachments' bytes, in display order, for a platform
 	// that takes them with the create (Capabilities.InlineMedia: a
-	// Telegram photo) instead of uploads made before it (MediaIDs).
+	// Telegram photo) instead of uploads made before it (MediaIDs); for a
+	// platform that fetches them itself (Capabilities.MediaByURL: Threads)
+	// they carry a URL instead of the bytes.
 	Media []MediaUpload
 }
 
@@ -102,6 +104,11 @@ type LookupQuery struct {
 	// adapter that derives its handle from it (Bluesky's record key) needs
 	// it to find the post.
 	CreatedAt time.Time
+	// MediaCount is the number of attachments the post carries. A
+	// platform that re-hosts images (Threads) cannot fingerprint its
+	// copies; once another proof (a published container) shows the post
+	// exists, its adapter picks the post by text and this count.
+	MediaCount int
 }
 
 // StartOfHistory is LookupQuery.After for an account that had no post
@@ -141,6 +148,9 @@ type MediaUpload struct {
 	ContentType string
 	Data        []byte
 	Alt         string
+	// URL is where the platform fetches the attachment (Capabilities.
+	// MediaByURL), in place of Data: a public, short-lived address.
+	URL string
 }
 
 // MediaReceipt identifies an uploaded, processed attachment.
@@ -199,6 +209,11 @@ type Capabilities struct {
 	// InlineMedia: attachments go with the create (PublishRequest.Media);
 	// UploadMedia is not used.
 	InlineMedia bool
+	// MediaByURL: the platform fetches each attachment from a public URL
+	// given with the create (Threads' image_url), so PublishRequest.Media
+	// carry URL and no Data. A runtime that cannot give an attachment a
+	// public URL cannot post media there. Implies InlineMedia.
+	MediaByURL bool
 	// Handle says what the ledger's handle becomes on this platform, for
 	// the guarantee table (e.g. "Idempotency-Key header, kept 1 h").
 	Handle string

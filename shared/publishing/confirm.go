@@ -134,12 +134,12 @@ func (c *Confirmer) Look(ctx context.Context, in ConfirmInput) (LookResult, erro
 	if err != nil {
 		return LookResult{}, fmt.Errorf("look %s: %w", in.Key, err)
 	}
-	text, media, err := c.postOf(ctx, e, acc.Platform)
+	text, media, count, err := c.postOf(ctx, e, acc.Platform)
 	if err != nil {
 		return LookResult{}, fmt.Errorf("look %s: %w", in.Key, err)
 	}
 	q := platform.LookupQuery{
-		Handle: e.Handle, Fingerprint: e.Fingerprint, MediaSHA256: media, Text: text,
+		Handle: e.Handle, Fingerprint: e.Fingerprint, MediaSHA256: media, MediaCount: count, Text: text,
 		After: e.LookAfter, NotBefore: e.SentAt.Add(-orDefault(c.LookSkew, LookSkew)),
 		CreatedAt: e.Slot, Checkpoint: e.Checkpoint,
 	}
@@ -158,31 +158,32 @@ func (c *Confirmer) Look(ctx context.Context, in ConfirmInput) (LookResult, erro
 	return LookResult{Found: found, RemoteID: rp.RemoteID, State: string(e.State)}, nil
 }
 
-// postOf returns the entry's post text on the platform and maps the
-// remote ids of its uploaded media to their SHA-256s. A deleted post has
-// neither.
-func (c *Confirmer) postOf(ctx context.Context, e ledger.Entry, platformName string) (string, map[string]string, error) {
+// postOf returns the entry's post text on the platform, maps the remote
+// ids of its uploaded media to their SHA-256s and counts its attachments.
+// A deleted post has none of them.
+func (c *Confirmer) postOf(ctx context.Context, e ledger.Entry, platformName string) (string, map[string]string, int, error) {
 	pst, err := c.Posts.GetPost(ctx, post.ID(e.Subject))
 	if errors.Is(err, post.ErrNotFound) {
-		return "", nil, nil
+		return "", nil, 0, nil
 	}
 	if err != nil {
-		return "", nil, fmt.Errorf("post %s: %w", e.Subject, err)
+		return "", nil, 0, fmt.Errorf("post %s: %w", e.Subject, err)
 	}
 	m := map[string]string{}
-	for _, md := range pst.MediaFor(platformName) {
+	media := pst.MediaFor(platformName)
+	for _, md := range media {
 		u, err := c.Ledger.Get(ctx, ledger.UploadKey(e.Account, md.SHA256, e.Key))
 		if errors.Is(err, ledger.ErrNotFound) {
 			continue
 		}
 		if err != nil {
-			return "", nil, fmt.Errorf("upload entry %s: %w", md.SHA256, err)
+			return "", nil, 0, fmt.Errorf("upload entry %s: %w", md.SHA256, err)
 		}
 		if u.RemoteID != "" {
 			m[u.RemoteID] = md.SHA256
 		}
 	}
-	return pst.TextFor(platformName), m, nil
+	return pst.TextFor(platformName), m, len(media), nil
 }
 
 // Confirm records the found post (or an operator's word that it is there):

@@ -14,33 +14,54 @@ import (
 // ReasonMediaUnreadable fails a post whose attachment cannot be read.
 const ReasonMediaUnreadable = "media_unreadable"
 
+// ReasonMediaNeedsURL fails a post with media to a platform that fetches
+// attachments from a public URL (Threads) in a runtime that cannot give
+// one (the embedded runtime).
+const ReasonMediaNeedsURL = "media_needs_public_url"
+
 // ReasonOrphanUpload is recorded on an upload entry released after an
 // ambiguous upload or a dead owner: unattached media is invisible and
 // expires on the platform, so a re-upload cannot duplicate a post.
 const ReasonOrphanUpload = "orphan_upload"
 
-// uploadAll uploads the post's attachments in order, each guarded by its own
-// ledger entry (account, media SHA-256, publish entry), and returns their
-// remote ids. An error is a platform failure class naming the upload (the
-// publish entry is recorded from it) or a store error.
 // inlineMedia reads the post's attachments for a platform that takes them
 // with the create (Capabilities.InlineMedia): no upload, no upload entry;
-// the create itself is the one call, under the publish entry.
-func (p *Publisher) inlineMedia(ctx context.Context, t target) ([]platform.MediaUpload, error) {
+// the create itself is the one call, under the publish entry. For a
+// platform that fetches them (byURL) each gets a public URL instead of
+// its bytes; without MediaURLs that is a Rejected reason
+// ReasonMediaNeedsURL, nothing sent.
+func (p *Publisher) inlineMedia(ctx context.Context, t target, byURL bool) ([]platform.MediaUpload, error) {
 	var out []platform.MediaUpload
 	for i, md := range t.post.MediaFor(t.account.Platform) {
-		if p.Media == nil {
+		m := platform.MediaUpload{Filename: path.Base(md.Ref), ContentType: md.ContentType, Alt: md.Alt}
+		switch {
+		case byURL && p.MediaURLs == nil:
+			return nil, &platform.Rejected{Reason: ReasonMediaNeedsURL, Message: fmt.Sprintf(
+				"media[%d]: %s fetches attachments from a public URL, and this runtime has none to give (the AWS runtime signs one)", i, t.account.Platform)}
+		case byURL:
+			u, err := p.MediaURLs.MediaURL(ctx, md.Ref)
+			if err != nil {
+				return nil, fmt.Errorf("public URL of media[%d] %s: %w", i, md.Ref, err)
+			}
+			m.URL = u
+		case p.Media == nil:
 			return nil, fmt.Errorf("media[%d]: no media store configured", i)
+		default:
+			data, err := p.Media.ReadMedia(ctx, md.Ref)
+			if err != nil {
+				return nil, fmt.Errorf("read media[%d] %s: %w", i, md.Ref, err)
+			}
+			m.Data = data
 		}
-		data, err := p.Media.ReadMedia(ctx, md.Ref)
-		if err != nil {
-			return nil, fmt.Errorf("read media[%d] %s: %w", i, md.Ref, err)
-		}
-		out = append(out, platform.MediaUpload{Filename: path.Base(md.Ref), ContentType: md.ContentType, Data: data, Alt: md.Alt})
+		out = append(out, m)
 	}
 	return out, nil
 }
 
+// uploadAll uploads the post's attachments in order, each guarded by its own
+// ledger entry (account, media SHA-256, publish entry), and returns their
+// remote ids. An error is a platform failure class naming the upload (the
+// publish entry is recorded from it) or a store error.
 func (p *Publisher) uploadAll(ctx context.Context, t target, client *authedClient) ([]string, error) {
 	media := t.post.MediaFor(t.account.Platform)
 	if len(media) == 0 {

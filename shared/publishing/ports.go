@@ -258,3 +258,10 @@ type Pacer interface {
 type MediaStore interface {
 	ReadMedia(ctx context.Context, ref string) ([]byte, error)
 }
+
+// MediaURLs gives an attachment a public, short-lived URL, for a platform
+// that fetches attachments itself (platform.Capabilities.MediaByURL:
+// Threads). The AWS runtime signs a URL of the attachment's S3 object.
+type MediaURLs interface {
+	MediaURL(ctx context.Context, ref string) (string, error)
+}

@@ -117,6 +117,10 @@ type Publisher struct {
 	Credentials *Credentials
 	// Media reads attachment bytes; may be nil if no post has media.
 	Media MediaStore
+	// MediaURLs gives attachments public URLs for a platform that fetches
+	// them (Threads); nil in a runtime without one (the embedded one):
+	// a post with media to such a platform fails there, unsent.
+	MediaURLs MediaURLs
 	// Blocklist holds a post naming a blocked term instead of sending it
 	// (a term added after the post was scheduled); nil checks nothing.
 	Blocklist Blocklist
@@ -522,8 +526,8 @@ func (p *Publisher) sendAcquired(ctx context.Context, t target, a *authedClient,
 		mediaIDs []string
 		inline   []platform.MediaUpload
 	)
-	if a.client.Capabilities().InlineMedia {
-		inline, err = p.inlineMedia(ctx, t)
+	if caps := a.client.Capabilities(); caps.InlineMedia || caps.MediaByURL {
+		inline, err = p.inlineMedia(ctx, t, caps.MediaByURL)
 	} else {
 		mediaIDs, err = p.uploadAll(ctx, t, a)
 	}

@@ -773,21 +773,35 @@ func TestTextPerPlatform(t *testing.T) {
 type inlinePlatforms struct {
 	publishing.Platforms
 	got *[]platform.MediaUpload
+	// byURL: the platform fetches attachments from URLs (Threads).
+	byURL bool
+	// looks, when set, records every Lookup's query.
+	looks *[]platform.LookupQuery
 }
 
 func (p inlinePlatforms) Client(ctx context.Context, a post.Account, c platform.Credential) (platform.Client, error) {
 	cl, err := p.Platforms.Client(ctx, a, c)
-	return inlineClient{Client: cl, got: p.got}, err
+	return inlineClient{Client: cl, got: p.got, byURL: p.byURL, looks: p.looks}, err
 }
 
 type inlineClient struct {
 	platform.Client
-	got *[]platform.MediaUpload
+	got   *[]platform.MediaUpload
+	byURL bool
+	looks *[]platform.LookupQuery
+}
+
+func (c inlineClient) Lookup(ctx context.Context, q platform.LookupQuery) (platform.RemotePost, bool, error) {
+	if c.looks != nil {
+		*c.looks = append(*c.looks, q)
+	}
+	return c.Client.Lookup(ctx, q)
 }
 
 func (c inlineClient) Capabilities() platform.Capabilities {
 	caps := c.Client.Capabilities()
 	caps.InlineMedia = true
+	caps.MediaByURL = c.byURL
 	return caps
 }
 
@@ -870,5 +884,65 @@ func TestFittedMediaGoToTheirPlatform(t *testing.T) {
 	}
 	if n := len(e.sb.Statuses(e.sbAcct.ID)); n != 1 {
 		t.Errorf("%d statuses, want 1", n)
+	}
+}
+
+// signedURLs gives every ref a URL, as the AWS runtime's presigner does.
+type signedURLs struct{}
+
+func (signedURLs) MediaURL(_ context.Context, ref string) (string, error) {
+	return "https://media.example/" + ref + "?X-Amz-Signature=abc", nil
+}
+
+// A platform that fetches attachments itself (Threads) gets a URL for
+// each, fitted version included, and no bytes; a runtime without URLs to
+// give fails such a post before anything is sent, saying why.
+func TestMediaByURL(t *testing.T) {
+	img := []byte("\xff\xd8 fitted for mastodon")
+	m := post.Media{Ref: "orig.png", SHA256: sha256hex([]byte("original")), ContentType: "image/png", Alt: "the harbour",
+		Fitted: map[string]post.Fitted{"mastodon": {Ref: "fit.jpg", SHA256: sha256hex(img), ContentType: "image/jpeg"}}}
+
+	e := newEnv(t, sandbox.Options{})
+	var got []platform.MediaUpload
+	e.pub.Platforms = inlinePlatforms{Platforms: mastodonPlatforms, got: &got, byURL: true}
+	e.pub.MediaURLs = signedURLs{}
+	if out := e.publish(e.schedule("by-url", "A photo.", m)); out.Result != publishing.Published {
+		t.Fatalf("publish = %+v", out)
+	}
+	want := []platform.MediaUpload{{Filename: "fit.jpg", ContentType: "image/jpeg", Alt: "the harbour", URL: "https://media.example/fit.jpg?X-Amz-Signature=abc"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("media the create carried (-want +got):\n%s", diff)
+	}
+
+	// The confirm step tells the adapter how many attachments to expect
+	// (a platform that re-hosts them matches by text and count).
+	e = newEnv(t, sandbox.Options{DisableIdempotency: true})
+	var looks []platform.LookupQuery
+	e.pub.Platforms = inlinePlatforms{Platforms: mastodonPlatforms, got: &got, byURL: true, looks: &looks}
+	e.conf.Platforms = e.pub.Platforms
+	e.pub.MediaURLs = signedURLs{}
+	e.sb.ScriptRoute(sandbox.RouteCreateStatus, sandbox.Fault{Kind: sandbox.FaultDropResponse})
+	out := e.publish(e.schedule("by-url-lost", "Another photo.", m, m))
+	if out.Result != publishing.Confirming {
+		t.Fatalf("publish = %+v, want confirming", out)
+	}
+	e.runConfirm(publishing.ConfirmName(out.Key, 1))
+	if len(looks) == 0 || looks[0].MediaCount != 2 {
+		t.Errorf("looks %+v, want MediaCount 2", looks)
+	}
+
+	e = newEnv(t, sandbox.Options{})
+	got = nil
+	e.pub.Platforms = inlinePlatforms{Platforms: mastodonPlatforms, got: &got, byURL: true}
+	job := e.schedule("no-urls", "A photo.", m)
+	out = e.publish(job)
+	if out.Result != publishing.Failed || !strings.HasPrefix(out.Reason, publishing.ReasonMediaNeedsURL) {
+		t.Errorf("publish without URLs = %+v, want failed, %s", out, publishing.ReasonMediaNeedsURL)
+	}
+	if tg := e.target(job); tg.Status != post.Failed || !strings.Contains(tg.Reason, "public URL") {
+		t.Errorf("target %s (%s), want failed saying why", tg.Status, tg.Reason)
+	}
+	if st := e.sb.Stats(); st.CreateRequests != 0 || len(got) != 0 {
+		t.Errorf("sandbox stats %+v, %d media sent: want nothing sent", st, len(got))
 	}
 }

@@ -14,8 +14,10 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
@@ -23,8 +25,11 @@ import (
 	"oncepost/shared/publishing"
 )
 
-// Interface guard.
-var _ publishing.MediaStore = (*Store)(nil)
+// Interface guards.
+var (
+	_ publishing.MediaStore = (*Store)(nil)
+	_ publishing.MediaURLs  = (*Store)(nil)
+)
 
 // Prefix is where attachments are kept in the bucket: media/<ref>.
 const Prefix = "media/"
@@ -44,18 +49,59 @@ type API interface {
 
 var _ API = (*s3.Client)(nil)
 
-// Store reads and writes attachments in one bucket.
-type Store struct {
-	api    API
-	bucket string
+// Presigner signs a GetObject request into a URL anyone can fetch until it
+// expires (s3.PresignClient).
+type Presigner interface {
+	PresignGetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.PresignOptions)) (*v4.PresignedHTTPRequest, error)
 }
 
-// New returns the store on bucket; it makes no call.
+var _ Presigner = (*s3.PresignClient)(nil)
+
+// URLLifetime is how long a URL from MediaURL can be fetched. A platform
+// fetches an attachment when the post's container is created, seconds
+// after the URL is made; an hour leaves room for its processing queue and
+// is short enough that a URL copied from a log is soon worthless. A URL
+// signed with temporary credentials (a Lambda function's role) stops
+// working when they expire, if that comes first.
+const URLLifetime = time.Hour
+
+// Store reads and writes attachments in one bucket.
+type Store struct {
+	api     API
+	presign Presigner
+	bucket  string
+}
+
+// New returns the store on bucket; it makes no call. Given an *s3.Client,
+// it also signs URLs (MediaURL) with the client's credentials.
 func New(api API, bucket string) (*Store, error) {
 	if api == nil || bucket == "" {
 		return nil, errors.New("s3media: no S3 client or no bucket")
 	}
-	return &Store{api: api, bucket: bucket}, nil
+	s := &Store{api: api, bucket: bucket}
+	if c, ok := api.(*s3.Client); ok {
+		s.presign = s3.NewPresignClient(c)
+	}
+	return s, nil
+}
+
+// MediaURL is a presigned GET URL of the attachment, valid for
+// URLLifetime, for a platform that fetches attachments itself (Threads).
+// It makes no call: a ref that names no object gives a URL that answers
+// 404, which the platform reports as a failed container.
+func (s *Store) MediaURL(ctx context.Context, ref string) (string, error) {
+	if err := checkRef(ref); err != nil {
+		return "", err
+	}
+	if s.presign == nil {
+		return "", errors.New("s3media: this store cannot sign URLs (not built on an *s3.Client)")
+	}
+	req, err := s.presign.PresignGetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(Prefix + ref)},
+		s3.WithPresignExpires(URLLifetime))
+	if err != nil {
+		return "", fmt.Errorf("sign a URL of media %s in s3://%s: %w", ref, s.bucket, err)
+	}
+	return req.URL, nil
 }
 
 // Bucket is the store's bucket.

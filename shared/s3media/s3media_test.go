@@ -5,6 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -54,3 +58,56 @@ func TestStoreOnFauxqs(t *testing.T) {
 		}
 	}
 }
+
+// MediaURL signs a URL that a platform fetches with a plain GET, without
+// credentials: the bytes stored come back. The URL expires after
+// URLLifetime and names the object by its ref only.
+func TestMediaURLOnFauxqs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs against fauxqs")
+	}
+	client := s3.NewFromConfig(emulatortest.AWSConfig(t, emulatortest.Fauxqs(t)), func(o *s3.Options) { o.UsePathStyle = true })
+	if _, err := client.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String("media-urls")}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := New(client, "media-urls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte{0xff, 0xd8, 'J', 'P'}, 500)
+	sum := sha256.Sum256(data)
+	ref := hex.EncodeToString(sum[:]) + ".jpg"
+	if err := st.PutMedia(t.Context(), ref, "image/jpeg", data); err != nil {
+		t.Fatal(err)
+	}
+	u, err := st.MediaURL(t.Context(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := parsed.Query().Get("X-Amz-Expires"); got != "3600" || !strings.HasSuffix(parsed.Path, "/media-urls/media/"+ref) {
+		t.Errorf("URL path %s, X-Amz-Expires %q: want the object's key and 3600", parsed.Path, got)
+	}
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !bytes.Equal(got, data) {
+		t.Errorf("GET of the signed URL: %d, %d bytes; want 200 and the %d bytes stored", resp.StatusCode, len(got), len(data))
+	}
+	if _, err := st.MediaURL(t.Context(), "../secrets.jpg"); err == nil {
+		t.Error("MediaURL signed a ref that is not a content hash")
+	}
+	noSigner, _ := New(fakeAPI{}, "b")
+	if _, err := noSigner.MediaURL(t.Context(), ref); err == nil {
+		t.Error("a store without a signer gave a URL")
+	}
+}
+
+// fakeAPI is an API that is not an *s3.Client: it cannot sign.
+type fakeAPI struct{ API }
