@@ -97,6 +97,7 @@ func TestCapabilities(t *testing.T) {
 		LookupByHandle:    false,
 		ReadableHistory:   false,
 		MaxTextGraphemes:  4096,
+		MaxTextWithMedia:  1024,
 		MaxMedia:          1,
 		MaxMediaBytes:     10 << 20,
 		InlineMedia:       true,
