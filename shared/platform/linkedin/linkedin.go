@@ -51,9 +51,25 @@ const (
 	// (403): the token lacks r_member_social (members) or
 	// r_organization_social (organizations).
 	ReasonReadForbidden = "read_forbidden"
-	// ReasonMediaUnsupported: the post has attachments, which this
-	// package cannot upload yet.
+	// ReasonMediaUnsupported: the attachment is not a JPG, GIF or PNG
+	// image, the formats the Images API takes; nothing was sent.
 	ReasonMediaUnsupported = "media_unsupported"
+	// ReasonMediaTooLarge: the image has more pixels than LinkedIn takes
+	// (fewer than 36,152,320); nothing was sent.
+	ReasonMediaTooLarge = "media_too_large"
+	// ReasonProcessingFailed: LinkedIn accepted the image's bytes and then
+	// reported it PROCESSING_FAILED.
+	ReasonProcessingFailed = "processing_failed"
+	// ReasonInvalidUploadURL: initializeUpload answered an upload URL the
+	// bearer token may not be sent to (not https on a linkedin.com host);
+	// the bytes were not sent.
+	ReasonInvalidUploadURL = "invalid_upload_url"
+	// ReasonTooManyMedia: the post has more than 20 images; nothing was
+	// sent.
+	ReasonTooManyMedia = "too_many_media"
+	// ReasonInvalidMedia: a media id is not one UploadMedia returned;
+	// nothing was sent.
+	ReasonInvalidMedia = "invalid_media"
 	// ReasonTextTooLong: the text is longer than LinkedIn's 3000
 	// characters; nothing was sent.
 	ReasonTextTooLong = "text_too_long"
@@ -108,6 +124,9 @@ type Client struct {
 
 	// now is replaced by tests; the httpcall client reads it too.
 	now func() time.Time
+	// pollFirst, pollMax and processingWait pace UploadMedia's wait for
+	// an image to become available (defaultPollFirst…); replaced by tests.
+	pollFirst, pollMax, processingWait time.Duration
 
 	mu   sync.Mutex
 	cred platform.Credential
@@ -162,6 +181,10 @@ func New(cfg Config) (*Client, error) {
 		http:     httpcall.New(cfg.HTTPClient),
 		now:      time.Now,
 		cred:     cfg.Credential,
+
+		pollFirst:      defaultPollFirst,
+		pollMax:        defaultPollMax,
+		processingWait: defaultProcessingWait,
 	}
 	c.http.Now = func() time.Time { return c.now() }
 	c.http.Describe = func(r *httpcall.Response) string { return c.redactSecrets(describe(r)) }
@@ -189,9 +212,11 @@ func absoluteURL(field, raw, def string) (string, error) {
 	return s, nil
 }
 
-// Capabilities declares that LinkedIn has no idempotency key and that the
+// Capabilities declares that LinkedIn has no idempotency key, that the
 // author's posts can be read back only with a read permission
-// (Config.CanReadPosts). LinkedIn publishes no posting limits.
+// (Config.CanReadPosts), and the Images API's limits: up to 20 images a
+// post, fewer than 36,152,320 pixels each, no documented byte limit.
+// LinkedIn publishes no posting limits.
 func (c *Client) Capabilities() platform.Capabilities {
 	readBack := fmt.Sprintf("not possible: reading the author's posts needs %s (Config.CanReadPosts is false), "+
 		"so an unknown outcome goes to an operator", c.readPermission())
@@ -205,7 +230,9 @@ func (c *Client) Capabilities() platform.Capabilities {
 		LookupByHandle:    false,
 		ReadableHistory:   c.canRead,
 		MaxTextGraphemes:  maxTextGraphemes,
-		MaxMedia:          0,
+		MaxMedia:          maxImages,
+		MaxMediaBytes:     maxImageBytes, // none documented, see maxImageBytes
+		MaxMediaPixels:    maxImagePixels,
 		Handle:            "none: the Posts API has no idempotency key; the handle stays in the ledger",
 		ReadBack:          readBack,
 		// LinkedIn limits calls per application and per member per day
@@ -329,13 +356,15 @@ func (c *Client) classify(op string, resp *httpcall.Response, write bool) error 
 	return c.http.Classify(op, resp, write)
 }
 
-// createPost is the body of POST /rest/posts: a public text post in the
-// main feed (posts-api, "Create a Text-Only Post").
+// createPost is the body of POST /rest/posts: a public post in the main
+// feed (posts-api, "Create a Text-Only Post"), with its images as content
+// when it has any (posts-api, "Create an Image Post"; MultiImage API).
 type createPost struct {
 	Author                    string       `json:"author"`
 	Commentary                string       `json:"commentary"`
 	Visibility                string       `json:"visibility"`
 	Distribution              distribution `json:"distribution"`
+	Content                   *postContent `json:"content,omitempty"`
 	LifecycleState            string       `json:"lifecycleState"`
 	IsReshareDisabledByAuthor bool         `json:"isReshareDisabledByAuthor"`
 }
@@ -348,18 +377,22 @@ type distribution struct {
 
 // Publish creates a public post with req.Text as its commentary, escaped
 // for the little text format, sent exactly once. req.Handle is not sent:
-// LinkedIn has no idempotency key. The answer is 201 with the post's URN
-// in x-restli-id; a 2xx without it is Ambiguous (the post probably
+// LinkedIn has no idempotency key. req.MediaIDs, ids UploadMedia returned,
+// become the post's content with their alt texts: content.media for one
+// image, content.multiImage for 2 to 20. The answer is 201 with the post's
+// URN in x-restli-id; a 2xx without it is Ambiguous (the post probably
 // exists). A 422 DUPLICATE_POST is Rejected with platform.ReasonDuplicate
 // and the URN LinkedIn named, a reason to look rather than a receipt.
-// Text over 3000 characters and attachments are refused before sending.
+// Text over 3000 characters, more than 20 images and a media id that is
+// not UploadMedia's are refused before sending.
 func (c *Client) Publish(ctx context.Context, req platform.PublishRequest) (platform.Receipt, error) {
 	const op = "create post"
-	if len(req.MediaIDs) > 0 {
-		return platform.Receipt{}, &platform.Rejected{Reason: ReasonMediaUnsupported, Message: op + ": attachments are not supported on LinkedIn yet (no Images API upload)"}
-	}
 	if n := uniseg.GraphemeClusterCount(req.Text); n > maxTextGraphemes {
 		return platform.Receipt{}, &platform.Rejected{Reason: ReasonTextTooLong, Message: fmt.Sprintf("%s: the text has %d characters, LinkedIn allows %d", op, n, maxTextGraphemes)}
+	}
+	content, err := contentOf(op, req.MediaIDs)
+	if err != nil {
+		return platform.Receipt{}, err
 	}
 	body, err := encodeJSON(createPost{
 		Author:     c.author,
@@ -370,6 +403,7 @@ func (c *Client) Publish(ctx context.Context, req platform.PublishRequest) (plat
 			TargetEntities:                 []string{},
 			ThirdPartyDistributionChannels: []string{},
 		},
+		Content:                   content,
 		LifecycleState:            "PUBLISHED",
 		IsReshareDisabledByAuthor: false,
 	})
@@ -501,12 +535,4 @@ func (c *Client) orStatus(resp *httpcall.Response) string {
 		return m
 	}
 	return strings.ToLower(http.StatusText(resp.Status))
-}
-
-// UploadMedia is not supported: LinkedIn images take the Images API's
-// initializeUpload, an upload to the returned URL and a content.media
-// reference on the post, which this package does not implement. Nothing is
-// sent.
-func (c *Client) UploadMedia(context.Context, platform.MediaUpload) (platform.MediaReceipt, error) {
-	return platform.MediaReceipt{}, &platform.Rejected{Reason: ReasonMediaUnsupported, Message: "upload media: attachments are not supported on LinkedIn yet (Images API initializeUpload is not implemented)"}
 }

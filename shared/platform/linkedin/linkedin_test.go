@@ -71,7 +71,10 @@ func TestCapabilities(t *testing.T) {
 			got := c.Capabilities()
 			want := platform.Capabilities{
 				Platform: "linkedin", NativeIdempotency: false, LookupByHandle: false, ReadableHistory: tt.readable,
-				MaxTextGraphemes: 3000, MaxMedia: 0, Handle: got.Handle, ReadBack: got.ReadBack,
+				// Images API: "less than 36,152,320" pixels, no byte limit
+				// stated; MultiImage API: at most 20 images.
+				MaxTextGraphemes: 3000, MaxMedia: 20, MaxMediaBytes: 0, MaxMediaPixels: 36_152_320 - 1,
+				Handle: got.Handle, ReadBack: got.ReadBack,
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("capabilities (-want +got):\n%s", diff)
@@ -216,7 +219,7 @@ func TestPublishRefusesBeforeSending(t *testing.T) {
 	}{
 		{"3000 graphemes are allowed", platform.PublishRequest{Text: strings.Repeat(family, 3000)}, outcome{Class: "ok"}, 1},
 		{"3001 graphemes are too long", platform.PublishRequest{Text: strings.Repeat(family, 3001)}, outcome{Class: "rejected", Reason: ReasonTextTooLong}, 0},
-		{"attachments are not supported", platform.PublishRequest{Text: "hi", MediaIDs: []string{"urn:li:image:1"}}, outcome{Class: "rejected", Reason: ReasonMediaUnsupported}, 0},
+		{"a media id not from UploadMedia", platform.PublishRequest{Text: "hi", MediaIDs: []string{"urn:li:share:1"}}, outcome{Class: "rejected", Reason: ReasonInvalidMedia}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -229,10 +232,6 @@ func TestPublishRefusesBeforeSending(t *testing.T) {
 				t.Errorf("sent %d requests, want %d", sent, tt.sends)
 			}
 		})
-	}
-	_, err := c.UploadMedia(context.Background(), platform.MediaUpload{Filename: "a.png", Data: []byte("png")})
-	if diff := cmp.Diff(outcome{Class: "rejected", Reason: ReasonMediaUnsupported}, outcomeOf(t, err)); diff != "" {
-		t.Errorf("UploadMedia outcome (-want +got):\n%s", diff)
 	}
 }
 

@@ -357,6 +357,8 @@ func TestNoSecretInErrors(t *testing.T) {
 		log.Add(err)
 		_, err = c.Recent(ctx, 3)
 		log.Add(err)
+		_, err = c.UploadMedia(ctx, platform.MediaUpload{Filename: "a.png", Data: testPNG(t, 2, 2, 1)})
+		log.Add(err)
 		_, err = c.Refresh(ctx, platform.Credential{RefreshToken: testRefresh})
 		log.Add(err)
 		_, err = ExchangeCode(ctx, nil, OAuthConfig{ClientID: "id", ClientSecret: testClientSecret, RedirectURL: "https://x.example/cb", TokenURL: srv.URL + "/t"}, code)
@@ -369,6 +371,8 @@ func TestNoSecretInErrors(t *testing.T) {
 	_, err := refused.Publish(ctx, platform.PublishRequest{Text: "x"})
 	log.Add(err)
 	_, err = refused.Refresh(ctx, platform.Credential{RefreshToken: testRefresh})
+	log.Add(err)
+	_, err = refused.UploadMedia(ctx, platform.MediaUpload{Filename: "a.png", Data: testPNG(t, 2, 2, 1)})
 	log.Add(err)
 	// A server that reads the request and never answers.
 	silent := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { drain(r); <-r.Context().Done() }))

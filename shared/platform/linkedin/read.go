@@ -38,16 +38,9 @@ type postEntity struct {
 	PublishedAt    int64  `json:"publishedAt"`
 	LastModifiedAt int64  `json:"lastModifiedAt"`
 	LifecycleState string `json:"lifecycleState"`
-	Content        *struct {
-		Media *struct {
-			ID string `json:"id"`
-		} `json:"media"`
-		MultiImage *struct {
-			Images []struct {
-				ID string `json:"id"`
-			} `json:"images"`
-		} `json:"multiImage"`
-	} `json:"content"`
+	// Content is the post's media: one (content.media) or 2 to 20
+	// images (content.multiImage), each with its alt text.
+	Content *postContent `json:"content"`
 }
 
 func millis(ms int64) time.Time {
@@ -65,7 +58,8 @@ func (p postEntity) created() time.Time {
 }
 
 // remote converts the post, the commentary read as the text a reader sees
-// (unescapeLittle).
+// (unescapeLittle) and each image as the media id UploadMedia returned
+// for it (encodeMediaID of its URN and alt text).
 func (p postEntity) remote() platform.RemotePost {
 	rp := platform.RemotePost{
 		RemoteID:  p.ID,
@@ -74,12 +68,12 @@ func (p postEntity) remote() platform.RemotePost {
 		CreatedAt: p.created(),
 	}
 	if p.Content != nil {
-		if p.Content.Media != nil && p.Content.Media.ID != "" {
-			rp.MediaIDs = append(rp.MediaIDs, p.Content.Media.ID)
+		if m := p.Content.Media; m != nil && m.ID != "" {
+			rp.MediaIDs = append(rp.MediaIDs, encodeMediaID(m.ID, m.AltText))
 		}
 		if p.Content.MultiImage != nil {
 			for _, im := range p.Content.MultiImage.Images {
-				rp.MediaIDs = append(rp.MediaIDs, im.ID)
+				rp.MediaIDs = append(rp.MediaIDs, encodeMediaID(im.ID, im.AltText))
 			}
 		}
 	}
@@ -89,9 +83,12 @@ func (p postEntity) remote() platform.RemotePost {
 // matches reports whether the post carries the query's fingerprint: its
 // commentary unescaped, or as LinkedIn returned it should the API ever
 // hand back the text already unescaped (then unescaping it again could
-// eat a backslash of ours).
+// eat a backslash of ours). Its images are mapped to SHA-256s through
+// q.MediaSHA256 by media id, or by image URN alone should LinkedIn return
+// an alt text other than the one sent (alignMedia).
 func (p postEntity) matches(q platform.LookupQuery) bool {
 	rp := p.remote()
+	rp.MediaIDs = alignMedia(rp.MediaIDs, q.MediaSHA256)
 	if rp.Fingerprint(q.MediaSHA256) == q.Fingerprint {
 		return true
 	}
