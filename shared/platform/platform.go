@@ -206,6 +206,13 @@ type Capabilities struct {
 	// added (package mediafit).
 	MaxMediaBytes  int64
 	MaxMediaPixels int64
+	// MaxMediaTotalBytes is the most bytes of all of a post's attachments
+	// together (Discord's request limit); 0: no limit beyond each one's.
+	MaxMediaTotalBytes int64
+	// MediaFormats are the image content types the platform takes
+	// ("image/jpeg", …); images in another are re-encoded when the post
+	// is added. Empty: JPEG, PNG and GIF.
+	MediaFormats []string
 	// InlineMedia: attachments go with the create (PublishRequest.Media);
 	// UploadMedia is not used.
 	InlineMedia bool

@@ -33,6 +33,8 @@ const ReasonOrphanUpload = "orphan_upload"
 func (p *Publisher) inlineMedia(ctx context.Context, t target, byURL bool) ([]platform.MediaUpload, error) {
 	var out []platform.MediaUpload
 	for i, md := range t.post.MediaFor(t.account.Platform) {
+		// The file is named by its ref, "<sha256>.<ext>": an adapter that
+		// reads attachments back by name (Discord) fingerprints them by it.
 		m := platform.MediaUpload{Filename: path.Base(md.Ref), ContentType: md.ContentType, Alt: md.Alt}
 		switch {
 		case byURL && p.MediaURLs == nil:

@@ -1,15 +1,20 @@
 package discord
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base32"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"mime/multipart"
 	"net/http"
+	"net/textproto"
 	"net/url"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,6 +41,39 @@ const (
 	// NonceLength is the longest nonce Discord accepts ("up to 25
 	// characters", https://discord.com/developers/docs/resources/message#create-message).
 	NonceLength = 25
+)
+
+// Limits of the files a message carries (see Publish).
+const (
+	// MaxFiles is the most files one message takes: Discord's JSON error
+	// 30015 is "Maximum number of attachments in a message reached (10)"
+	// (https://discord.com/developers/docs/topics/opcodes-and-status-codes#json).
+	MaxFiles = 10
+	// MaxFileBytes is Discord's default upload limit, per file: "The file
+	// upload size limit applies to each file in a request. The default
+	// limit is 10 MiB for all users, but may be higher [...] by the
+	// server's Boost Tier" (https://discord.com/developers/docs/reference#uploading-files).
+	// Since January 16, 2025 it applies to webhooks too (change log of
+	// 2024-12-16, "Default File Upload Limit Change": "from 25 MiB to 10
+	// MiB [...] The 10 MiB limit will apply to both webhooks and
+	// interaction responses"). A boosted server takes more; the adapter
+	// keeps to the limit every server has.
+	MaxFileBytes = 10 << 20
+	// MaxRequestBytes is the largest create request: "The maximum request
+	// size when sending a message is 25 MiB"
+	// (https://discord.com/developers/docs/resources/message#create-message,
+	// Limitations). Ten files of MaxFileBytes do not fit in one request.
+	MaxRequestBytes = 25 << 20
+	// maxMediaTotal is the files' share of MaxRequestBytes that
+	// Capabilities declares, for a post to be refused or fitted when it is
+	// added rather than when it is sent: the rest is for the text, the alt
+	// texts (at most 10 × 1,024 code points) and the multipart framing.
+	maxMediaTotal = MaxRequestBytes - 1<<20
+	// maxDescription is the longest alt text of a file: "description
+	// (alt text) for the file (max 1024 characters)"
+	// (https://discord.com/developers/docs/resources/message#attachment-object-attachment-request-structure),
+	// counted in code points as the content is (see MeasureText).
+	maxDescription = 1024
 )
 
 // Platform names of the two modes: post.Account.Platform selects the mode
@@ -74,6 +112,12 @@ const (
 	ReasonInvalidForm        = "invalid_form_body"
 	ReasonTooLarge           = "request_too_large"
 	ReasonBlocked            = "blocked_by_automod"
+	ReasonTooManyFiles       = "too_many_files"
+	ReasonFileTooLarge       = "file_too_large"
+	ReasonAltTooLong         = "alt_too_long"
+	// ReasonFileName refuses a file whose name is not the SHA-256 of its
+	// bytes: Lookup could never recognise the message (see Publish).
+	ReasonFileName = "file_name_not_content_hash"
 )
 
 // Discord's JSON error codes the adapter acts on
@@ -281,30 +325,44 @@ func (c *Client) MeasureText(text string) int { return utf8.RuneCountInString(te
 // (birdie0.github.io/discord-webhooks-guide, "Rate Limits", quoted in
 // discord/discord-api-docs#6753). A 429 still answers NotPerformed with
 // Discord's wait.
+//
+// Media: both modes take up to MaxFiles images with the create itself
+// (InlineMedia: the bytes come in PublishRequest.Media, there is no
+// upload ahead of it), each at most MaxFileBytes, Discord's default
+// per-file limit. Discord documents no pixel limit (MaxMediaPixels 0).
+// The 25 MiB limit of the whole request is declared for the files
+// (MaxMediaTotalBytes, less room for the rest of the request) and checked
+// by Publish, which refuses a post over it before sending.
 func (c *Client) Capabilities() platform.Capabilities {
 	if c.mode == ModeWebhook {
 		return platform.Capabilities{
-			Platform:          PlatformWebhook,
-			NativeIdempotency: false,
-			LookupByHandle:    false,
-			ReadableHistory:   false,
-			MaxTextGraphemes:  maxCharacters,
-			MaxMedia:          0,
-			Handle:            "not sent: a webhook takes no nonce",
-			ReadBack:          "none: a webhook token reads a message only by its id, never the channel; unknown outcomes go to an operator",
-			PostingLimits:     []platform.Rate{{Count: 5, Per: 2 * time.Second}},
+			Platform:           PlatformWebhook,
+			NativeIdempotency:  false,
+			LookupByHandle:     false,
+			ReadableHistory:    false,
+			MaxTextGraphemes:   maxCharacters,
+			MaxMedia:           MaxFiles,
+			MaxMediaBytes:      MaxFileBytes,
+			MaxMediaTotalBytes: maxMediaTotal,
+			InlineMedia:        true,
+			Handle:             "not sent: a webhook takes no nonce",
+			ReadBack:           "none: a webhook token reads a message only by its id, never the channel; unknown outcomes go to an operator",
+			PostingLimits:      []platform.Rate{{Count: 5, Per: 2 * time.Second}},
 		}
 	}
 	return platform.Capabilities{
-		Platform:          PlatformBot,
-		NativeIdempotency: true,
-		LookupByHandle:    false,
-		ReadableHistory:   true,
-		MaxTextGraphemes:  maxCharacters,
-		MaxMedia:          0,
-		Handle:            "nonce (25 base32 chars of SHA-256 of the handle) with enforce_nonce: a repeat within a few minutes returns the first message",
-		ReadBack:          "GET /channels/{id}/messages?after= from the pre-send point, the bot's own messages matched by fingerprint (REST reads carry no nonce); needs READ_MESSAGE_HISTORY",
-		PostingLimits:     []platform.Rate{{Count: 5, Per: 5 * time.Second}},
+		Platform:           PlatformBot,
+		NativeIdempotency:  true,
+		LookupByHandle:     false,
+		ReadableHistory:    true,
+		MaxTextGraphemes:   maxCharacters,
+		MaxMedia:           MaxFiles,
+		MaxMediaBytes:      MaxFileBytes,
+		MaxMediaTotalBytes: maxMediaTotal,
+		InlineMedia:        true,
+		Handle:             "nonce (25 base32 chars of SHA-256 of the handle) with enforce_nonce: a repeat within a few minutes returns the first message",
+		ReadBack:           "GET /channels/{id}/messages?after= from the pre-send point, the bot's own messages matched by fingerprint (REST reads carry no nonce); needs READ_MESSAGE_HISTORY",
+		PostingLimits:      []platform.Rate{{Count: 5, Per: 5 * time.Second}},
 	}
 }
 
@@ -350,18 +408,44 @@ func (c *Client) messageURL(id string) string {
 	return c.api("channels", c.channelID, "messages", id)
 }
 
-// createBody is the JSON body of a create. The webhook's has no nonce.
+// createBody is the JSON body of a create, sent as it is or, with files,
+// as the payload_json part of a multipart form. The webhook's has no nonce.
 type createBody struct {
 	Content      string `json:"content"`
 	Nonce        string `json:"nonce,omitempty"`
 	EnforceNonce bool   `json:"enforce_nonce,omitempty"`
+	// Attachments describe the files[n] parts, one per file: id is the n
+	// of its part
+	// (https://discord.com/developers/docs/resources/message#attachment-object-attachment-request-structure).
+	Attachments []attachmentRequest `json:"attachments,omitempty"`
+}
+
+// attachmentRequest is Discord's attachment request object for a new file.
+type attachmentRequest struct {
+	ID          int    `json:"id"`
+	Filename    string `json:"filename"`
+	Description string `json:"description,omitempty"`
 }
 
 // Publish creates a message, sent exactly once. A bot sends Nonce(handle)
 // with enforce_nonce, so Discord answers a repeat within a few minutes with
 // the message the first attempt created; a webhook waits for the message
-// to be saved (wait=true). Text over 2000 code points and any media are
-// refused before anything is sent.
+// to be saved (wait=true).
+//
+// With req.Media the create is one multipart/form-data request
+// (https://discord.com/developers/docs/reference#uploading-files): a
+// payload_json part holding the JSON body (content, nonce, enforce_nonce,
+// and attachments [{id: n, filename, description: alt}]), then one part
+// files[n] per file with its filename and Content-Type, in display order.
+// A file's name must be the hex SHA-256 of its bytes and an extension
+// (the publisher names each file <sha256>.<ext> after its media ref), so
+// that Lookup can tell the files of a message read back: a name that is
+// not that is refused with ReasonFileName.
+//
+// Refused before anything is sent: text over 2000 code points, uploaded
+// media ids (Discord takes no upload ahead of the message), more than
+// MaxFiles files, an empty file or one over MaxFileBytes, alt text over
+// 1024 code points, and a request over MaxRequestBytes.
 func (c *Client) Publish(ctx context.Context, req platform.PublishRequest) (platform.Receipt, error) {
 	r, err := c.publish(ctx, req)
 	return r, c.scrub(err)
@@ -370,10 +454,13 @@ func (c *Client) Publish(ctx context.Context, req platform.PublishRequest) (plat
 func (c *Client) publish(ctx context.Context, req platform.PublishRequest) (platform.Receipt, error) {
 	const op = "create message"
 	if len(req.MediaIDs) > 0 {
-		return platform.Receipt{}, &platform.Rejected{Reason: ReasonMediaUnsupported, Message: op + ": discord takes files with the message itself; this adapter posts text only"}
+		return platform.Receipt{}, &platform.Rejected{Reason: ReasonMediaUnsupported, Message: op + ": discord takes files with the message itself (PublishRequest.Media), not uploaded media ids"}
 	}
 	if n := c.MeasureText(req.Text); n > maxCharacters {
 		return platform.Receipt{}, &platform.Rejected{Reason: ReasonTextTooLong, Message: fmt.Sprintf("%s: the text is %d characters (code points), discord allows %d", op, n, maxCharacters)}
+	}
+	if err := checkFiles(op, req.Media); err != nil {
+		return platform.Receipt{}, err
 	}
 	body := createBody{Content: req.Text}
 	var q url.Values
@@ -388,12 +475,28 @@ func (c *Client) publish(ctx context.Context, req platform.PublishRequest) (plat
 		// that is not saved returns no error.
 		q = url.Values{"wait": {"true"}}
 	}
+	for i, m := range req.Media {
+		body.Attachments = append(body.Attachments, attachmentRequest{ID: i, Filename: m.Filename, Description: m.Alt})
+	}
 	raw, err := json.Marshal(body)
 	if err != nil {
 		return platform.Receipt{}, &platform.Rejected{Reason: ReasonInvalidRequest, Message: fmt.Sprintf("%s: encode body: %v", op, err)}
 	}
+	header := c.header(true)
+	if len(req.Media) > 0 {
+		form, contentType, err := multipartBody(raw, req.Media)
+		if err != nil {
+			return platform.Receipt{}, &platform.Rejected{Reason: ReasonInvalidRequest, Message: fmt.Sprintf("%s: encode the form: %v", op, err)}
+		}
+		if len(form) > MaxRequestBytes {
+			return platform.Receipt{}, &platform.Rejected{Reason: ReasonTooLarge, Message: fmt.Sprintf(
+				"%s: the request with %d files is %d bytes; discord takes at most %d (25 MiB) per message", op, len(req.Media), len(form), MaxRequestBytes)}
+		}
+		raw = form
+		header.Set("Content-Type", contentType)
+	}
 	resp, err := c.http.Write(ctx, op, httpcall.Request{
-		Method: http.MethodPost, URL: c.createURL(), Query: q, Header: c.header(true), Body: raw,
+		Method: http.MethodPost, URL: c.createURL(), Query: q, Header: header, Body: raw,
 	})
 	if err != nil {
 		return platform.Receipt{}, err
@@ -407,6 +510,99 @@ func (c *Client) publish(ctx context.Context, req platform.PublishRequest) (plat
 	}
 	p := c.remote(ctx, m)
 	return platform.Receipt{RemoteID: p.RemoteID, URL: p.URL, CreatedAt: p.CreatedAt}, nil
+}
+
+// contentName matches the name of a file this adapter sends: the hex
+// SHA-256 of its bytes, a dot and an extension. Discord keeps such a name
+// as sent: it cleans file names like werkzeug's secure_filename (ASCII
+// letters, digits, "_", "." and "-" kept, white space made "_", leading
+// and trailing "." and "_" dropped: discord/discord-api-docs#7754,
+// "filenames from files uploaded to discord are cleansed similarly to
+// flask's secure_filename()", and #4292, "hello (world).png" stored as
+// "hello_world.png"), and a name of hex digits, one dot and letters or
+// digits has nothing to clean.
+var contentName = regexp.MustCompile(`^([0-9a-f]{64})\.[A-Za-z0-9]+$`)
+
+// fileSHA256 returns the SHA-256 a file name states, ok false when the
+// name is not <64 lower-case hex>.<ext>.
+func fileSHA256(name string) (sha string, ok bool) {
+	m := contentName.FindStringSubmatch(name)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
+
+// checkFiles refuses, before anything is sent, files Discord would refuse
+// (too many, empty, too large, alt text too long) and files whose name is
+// not the SHA-256 of their bytes.
+func checkFiles(op string, files []platform.MediaUpload) error {
+	if len(files) > MaxFiles {
+		return &platform.Rejected{Reason: ReasonTooManyFiles, Message: fmt.Sprintf("%s: %d files; discord takes at most %d per message", op, len(files), MaxFiles)}
+	}
+	for i, f := range files {
+		switch {
+		case len(f.Data) == 0:
+			return &platform.Rejected{Reason: ReasonInvalidRequest, Message: fmt.Sprintf("%s: file %d (%s) is empty", op, i, f.Filename)}
+		case len(f.Data) > MaxFileBytes:
+			return &platform.Rejected{Reason: ReasonFileTooLarge, Message: fmt.Sprintf(
+				"%s: file %d (%s) is %d bytes; discord takes at most %d (10 MiB) per file", op, i, f.Filename, len(f.Data), MaxFileBytes)}
+		case utf8.RuneCountInString(f.Alt) > maxDescription:
+			return &platform.Rejected{Reason: ReasonAltTooLong, Message: fmt.Sprintf(
+				"%s: the alt text of file %d (%s) is %d characters; discord allows %d", op, i, f.Filename, utf8.RuneCountInString(f.Alt), maxDescription)}
+		}
+		sum := sha256.Sum256(f.Data)
+		if sha, ok := fileSHA256(f.Filename); !ok || sha != hex.EncodeToString(sum[:]) {
+			return &platform.Rejected{Reason: ReasonFileName, Message: fmt.Sprintf(
+				"%s: file %d is named %q, not <sha256 of its bytes>.<ext>; a message read back is recognised by its files' names", op, i, f.Filename)}
+		}
+	}
+	return nil
+}
+
+// multipartBody is the multipart/form-data body of a create with files
+// (https://discord.com/developers/docs/reference#uploading-files): the
+// JSON body as the part payload_json, then the part files[n] of each
+// file, with its name and type. It returns the body and its Content-Type.
+func multipartBody(payload []byte, files []platform.MediaUpload) ([]byte, string, error) {
+	size := len(payload) + 1024
+	for _, f := range files {
+		size += len(f.Data) + 512
+	}
+	var b bytes.Buffer
+	b.Grow(size)
+	w := multipart.NewWriter(&b)
+	h := textproto.MIMEHeader{}
+	h.Set("Content-Disposition", `form-data; name="payload_json"`)
+	h.Set("Content-Type", "application/json")
+	part, err := w.CreatePart(h)
+	if err != nil {
+		return nil, "", fmt.Errorf("payload_json: %w", err)
+	}
+	if _, err := part.Write(payload); err != nil {
+		return nil, "", fmt.Errorf("payload_json: %w", err)
+	}
+	for i, f := range files {
+		name := "files[" + strconv.Itoa(i) + "]"
+		ct := f.ContentType
+		if ct == "" {
+			ct = "application/octet-stream"
+		}
+		h := textproto.MIMEHeader{}
+		h.Set("Content-Disposition", multipart.FileContentDisposition(name, f.Filename))
+		h.Set("Content-Type", ct)
+		part, err := w.CreatePart(h)
+		if err != nil {
+			return nil, "", fmt.Errorf("%s: %w", name, err)
+		}
+		if _, err := part.Write(f.Data); err != nil {
+			return nil, "", fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		return nil, "", fmt.Errorf("close: %w", err)
+	}
+	return b.Bytes(), w.FormDataContentType(), nil
 }
 
 // decodeMessage reads the Message object of a 2xx answer.
@@ -455,10 +651,11 @@ func (c *Client) delete(ctx context.Context, remoteID string) error {
 	return c.refuse(op, resp, true)
 }
 
-// UploadMedia is not supported: Discord uploads files as part of the
-// create request (multipart files[n] with payload_json), not ahead of it.
+// UploadMedia is not supported: Discord takes files as part of the create
+// request (multipart files[n] with payload_json), not ahead of it;
+// Capabilities.InlineMedia has them passed to Publish instead.
 func (c *Client) UploadMedia(context.Context, platform.MediaUpload) (platform.MediaReceipt, error) {
-	return platform.MediaReceipt{}, &platform.Rejected{Reason: ReasonMediaUnsupported, Message: "upload media: discord takes files with the message itself, not ahead of it; this adapter posts text only"}
+	return platform.MediaReceipt{}, &platform.Rejected{Reason: ReasonMediaUnsupported, Message: "upload media: discord takes files with the message itself (PublishRequest.Media), not ahead of it"}
 }
 
 // Refresh is Rejected with reason "reconnect_needed": bot tokens and

@@ -102,7 +102,7 @@ func TestCapabilities(t *testing.T) {
 	bot := newClient(t, ModeBot, "https://discord.example")
 	want := platform.Capabilities{
 		Platform: "discord", NativeIdempotency: true, LookupByHandle: false, ReadableHistory: true,
-		MaxTextGraphemes: 2000, MaxMedia: 0,
+		MaxTextGraphemes: 2000, MaxMedia: 10, MaxMediaBytes: 10 << 20, MaxMediaTotalBytes: 24 << 20, InlineMedia: true,
 		Handle:        "nonce (25 base32 chars of SHA-256 of the handle) with enforce_nonce: a repeat within a few minutes returns the first message",
 		ReadBack:      "GET /channels/{id}/messages?after= from the pre-send point, the bot's own messages matched by fingerprint (REST reads carry no nonce); needs READ_MESSAGE_HISTORY",
 		PostingLimits: []platform.Rate{{Count: 5, Per: 5 * time.Second}},
@@ -116,7 +116,7 @@ func TestCapabilities(t *testing.T) {
 
 	hook := newClient(t, ModeWebhook, "https://discord.example")
 	want = platform.Capabilities{
-		Platform: "discord-webhook", MaxTextGraphemes: 2000,
+		Platform: "discord-webhook", MaxTextGraphemes: 2000, MaxMedia: 10, MaxMediaBytes: 10 << 20, MaxMediaTotalBytes: 24 << 20, InlineMedia: true,
 		Handle:        "not sent: a webhook takes no nonce",
 		ReadBack:      "none: a webhook token reads a message only by its id, never the channel; unknown outcomes go to an operator",
 		PostingLimits: []platform.Rate{{Count: 5, Per: 2 * time.Second}},
@@ -368,6 +368,15 @@ func TestWriteStatusClassification(t *testing.T) {
 			return err
 		}},
 		"bot delete": {ModeBot, func(c *Client) error { return c.Delete(context.Background(), "1600000000000000006") }},
+		// A create with files is the same one write, in multipart.
+		"bot publish with files": {ModeBot, func(c *Client) error {
+			_, err := c.Publish(context.Background(), platform.PublishRequest{Handle: "h", Text: "x", Media: []platform.MediaUpload{catPNG, dogJPEG}})
+			return err
+		}},
+		"webhook publish with a file": {ModeWebhook, func(c *Client) error {
+			_, err := c.Publish(context.Background(), platform.PublishRequest{Handle: "h", Text: "x", Media: []platform.MediaUpload{catPNG}})
+			return err
+		}},
 	}
 	for _, tt := range tests {
 		for name, call := range calls {
@@ -727,8 +736,16 @@ func TestNoTokenInErrors(t *testing.T) {
 	for _, mode := range []Mode{ModeBot, ModeWebhook} {
 		// Refused connection and timeout: transport errors name the URL
 		// unless httpcall scrubs it.
+		withFile := platform.PublishRequest{Handle: "h", Text: "x", Media: []platform.MediaUpload{catPNG}}
 		c := newClient(t, mode, refusedURL(t))
 		_, err := c.Publish(ctx, platform.PublishRequest{Handle: "h", Text: "x"})
+		errs = append(errs, err)
+		_, err = c.Publish(ctx, withFile)
+		errs = append(errs, err)
+		// Refused before sending, naming the file: even a name that
+		// carries the client's token is scrubbed from the error.
+		own := map[Mode]string{ModeBot: botToken, ModeWebhook: webhookToken}[mode]
+		_, err = c.Publish(ctx, platform.PublishRequest{Handle: "h", Text: "x", Media: []platform.MediaUpload{{Filename: own + ".png", Data: []byte("x")}}})
 		errs = append(errs, err)
 		errs = append(errs, c.Delete(ctx, "1600000000000000006"))
 		_, err = c.Exists(ctx, "1600000000000000006")
@@ -744,6 +761,10 @@ func TestNoTokenInErrors(t *testing.T) {
 		_, err = newClient(t, mode, stall.URL).Publish(tctx, platform.PublishRequest{Handle: "h", Text: "x"})
 		cancel()
 		errs = append(errs, err)
+		tctx, cancel = context.WithTimeout(ctx, 100*time.Millisecond)
+		_, err = newClient(t, mode, stall.URL).Publish(tctx, withFile)
+		cancel()
+		errs = append(errs, err)
 
 		// Error answers, including one that echoes the request path.
 		for _, status := range []int{400, 401, 403, 404, 429, 500} {
@@ -754,6 +775,8 @@ func TestNoTokenInErrors(t *testing.T) {
 			c := newClient(t, mode, srv.URL)
 			_, err := c.Publish(ctx, platform.PublishRequest{Handle: "h", Text: "x"})
 			errs = append(errs, err, c.Delete(ctx, "1600000000000000006"))
+			_, err = c.Publish(ctx, withFile)
+			errs = append(errs, err)
 			_, err = c.Exists(ctx, "1600000000000000006")
 			errs = append(errs, err)
 		}

@@ -55,9 +55,10 @@
 // https://discord.com/developers/docs/reference#snowflake-ids-in-pagination).
 // A message is ours when its author is the bot (GET /api/v10/users/@me, read
 // once) and its nonce equals ours, or, when Discord does not return the
-// nonce, its text fingerprint equals the query's. Discord returns the nonce
-// in the create answer and the gateway's Message Create event only; a
-// message read back over REST carries none (discord.py#2451: "the nonce is
+// nonce, its fingerprint (text and attached files, see below) equals the
+// query's. Discord returns the nonce in the create answer and the
+// gateway's Message Create event only; a message read back over REST
+// carries none (discord.py#2451: "the nonce is
 // not stored with the message on Discord's server"), so
 // Capabilities.LookupByHandle is false and the match is by fingerprint.
 // Discord returns no messages at all, rather than an error, to a bot
@@ -80,12 +81,36 @@
 // platform.TextMeasurer counting code points, not graphemes, so a long
 // emoji sequence is refused here rather than by Discord.
 //
-// Media is not supported: Discord takes files in the create request itself
-// (multipart files[n] with payload_json,
-// https://discord.com/developers/docs/reference#uploading-files), while the
-// port uploads media first and publishes remote ids. Capabilities.MaxMedia
-// is 0, UploadMedia and a Publish with media are Rejected
-// "media_unsupported".
+// Images go with the create, as Discord takes them (there is no upload
+// ahead of a message): Capabilities.InlineMedia is true, the publisher
+// passes the bytes in PublishRequest.Media, and UploadMedia (or a Publish
+// with uploaded MediaIDs) is Rejected "media_unsupported". A create with
+// files is one multipart/form-data request, bot and webhook alike
+// (https://discord.com/developers/docs/reference#uploading-files): a
+// payload_json part holding the same JSON body as a text-only create plus
+// "attachments": [{"id": n, "filename", "description": alt}], then one
+// part "files[n]" per file with its filename and Content-Type, in display
+// order. It is sent exactly once through httpcall and classified as any
+// create is; the nonce goes in payload_json. Refused before sending: more
+// than 10 files (JSON error 30015, "Maximum number of attachments in a
+// message reached (10)"), a file over 10 MiB (Discord's default per-file
+// limit, the one a server without boosts has, webhooks included since
+// 2025-01-16: reference#uploading-files and the change log of 2024-12-16),
+// alt text over 1024 characters, and a request over 25 MiB ("The maximum
+// request size when sending a message is 25 MiB", message#create-message).
+//
+// A file is matched on read-back by its name. The publisher names each
+// file <sha256 hex>.<ext> (its media ref), Publish refuses any other name
+// (or a hash that is not its bytes'), and Discord keeps such a name as
+// sent: it cleans file names like werkzeug's secure_filename, keeping
+// ASCII letters, digits, "_", "." and "-" and dropping leading "." and "_"
+// (discord/discord-api-docs#7754, #4292), which leaves hex digits, a dot
+// and an extension alone. A message's fingerprint is then its text plus,
+// per attachment, the SHA-256 its filename states, or "remote:"+id for
+// any other name, which never matches a post of ours. The same text with
+// another file, a file missing or one more is not a match; the same files
+// in another order are (fingerprints sort media). RemotePost.MediaIDs are
+// the attachments' ids in order.
 //
 // Refresh: bot tokens and webhook tokens do not expire and have no refresh
 // grant; Refresh is Rejected "reconnect_needed".

@@ -2,13 +2,20 @@ package discord
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
+	"mime"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"oncepost/shared/platform"
 	"oncepost/shared/platform/adaptertest"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +23,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // Identities of the fake guild. The tokens are distinctive so that
@@ -63,12 +72,30 @@ func TestMain(m *testing.M) {
 type fakeMsg struct {
 	ID, AuthorID, WebhookID, Content, Nonce string
 	At                                      time.Time
+	// Attachments are the message's files, in the order they were sent.
+	Attachments []fakeAttachment
 }
 
-// fakeReq is one request as the fake saw it.
+// fakeAttachment is one stored file, as Discord's Attachment object
+// describes it (https://discord.com/developers/docs/resources/message#attachment-object).
+type fakeAttachment struct {
+	ID, Filename, ContentType, Description string
+	Size                                   int
+}
+
+// fakeReq is one request as the fake saw it. Body is the JSON body, or
+// the payload_json part of a multipart one; Parts are a multipart body's
+// parts in order (nil for a JSON body).
 type fakeReq struct {
 	Method, Path, Query, Auth, UserAgent, ContentType string
 	Body                                              map[string]any
+	Parts                                             []fakePart
+}
+
+// fakePart is one part of a multipart/form-data request.
+type fakePart struct {
+	Name, Filename, ContentType string
+	Data                        []byte
 }
 
 // fakeDiscord is a Discord API double holding one guild text channel, the
@@ -85,6 +112,17 @@ type fakeReq struct {
 //   - JSON errors {"code", "message", "errors"}:
 //     https://discord.com/developers/docs/topics/opcodes-and-status-codes#json
 //     and https://discord.com/developers/docs/reference#error-messages
+//   - Files: a multipart/form-data create with a payload_json part and
+//     parts files[n], each with a filename, described by "attachments"
+//     [{id: n, filename, description}]
+//     (https://discord.com/developers/docs/reference#uploading-files);
+//     at most 10 files (error 30015,
+//     https://discord.com/developers/docs/topics/opcodes-and-status-codes#json),
+//     10 MiB per file (reference#uploading-files) and 25 MiB per request
+//     (https://discord.com/developers/docs/resources/message#create-message),
+//     413 with code 40005 beyond a size limit (discord/discord-api-docs#6058);
+//     file names cleaned as Discord does (see cleanFilename); a message
+//     read back lists its files as Attachment objects.
 //
 // A message read back carries no nonce, as on Discord (only the create
 // answer does; discord.py#2451), unless nonceOnRead is set.
@@ -125,7 +163,20 @@ func (f *fakeDiscord) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Body = io.NopCloser(bytes.NewReader(raw))
 	req := fakeReq{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Auth: r.Header.Get("Authorization"),
 		UserAgent: r.Header.Get("User-Agent"), ContentType: r.Header.Get("Content-Type")}
-	if len(raw) > 0 {
+	if mt, params, _ := mime.ParseMediaType(req.ContentType); mt == "multipart/form-data" {
+		parts, err := readParts(raw, params["boundary"])
+		if err != nil {
+			f.t.Errorf("request body is not multipart/form-data: %v", err)
+		}
+		req.Parts = parts
+		for _, p := range parts {
+			if p.Name == "payload_json" {
+				if err := json.Unmarshal(p.Data, &req.Body); err != nil {
+					f.t.Errorf("payload_json is not JSON: %q", p.Data)
+				}
+			}
+		}
+	} else if len(raw) > 0 {
 		if err := json.Unmarshal(raw, &req.Body); err != nil {
 			f.t.Errorf("request body is not JSON: %q", raw)
 		}
@@ -146,13 +197,32 @@ func (f *fakeDiscord) add(author, content string) fakeMsg {
 // store appends a message; the caller holds mu. Each message is one
 // second after the previous one, its id the snowflake of that time.
 func (f *fakeDiscord) store(author, webhook, content, nonce string) fakeMsg {
+	return f.storeWith(author, webhook, content, nonce, nil)
+}
+
+// storeWith stores a message with files (filename, content type and
+// description taken from files; ids and sizes assigned here); the caller
+// holds mu.
+func (f *fakeDiscord) storeWith(author, webhook, content, nonce string, files []fakeAttachment) fakeMsg {
 	f.seq++
 	ms := f.clock.UnixMilli() - discordEpoch
 	m := fakeMsg{ID: strconv.FormatUint(uint64(ms)<<22|uint64(f.seq&0xFFF), 10), AuthorID: author, WebhookID: webhook,
 		Content: content, Nonce: nonce, At: f.clock}
+	for _, a := range files {
+		f.seq++
+		a.ID = strconv.FormatUint(uint64(ms)<<22|uint64(f.seq&0xFFF), 10)
+		m.Attachments = append(m.Attachments, a)
+	}
 	f.clock = f.clock.Add(time.Second)
 	f.msgs = append(f.msgs, m)
 	return m
+}
+
+// addWith stores a message with files as if it had been posted earlier.
+func (f *fakeDiscord) addWith(author, content string, files ...fakeAttachment) fakeMsg {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.storeWith(author, "", content, "", files)
 }
 
 func (f *fakeDiscord) stored() []fakeMsg {
@@ -198,7 +268,7 @@ func (f *fakeDiscord) messageJSON(m fakeMsg, withNonce bool) map[string]any {
 		"id": m.ID, "type": 0, "channel_id": channelID, "author": author, "content": m.Content,
 		"timestamp":        m.At.UTC().Format("2006-01-02T15:04:05.000000-07:00"),
 		"edited_timestamp": nil, "tts": false, "mention_everyone": false, "mentions": []any{}, "mention_roles": []any{},
-		"attachments": []any{}, "embeds": []any{}, "pinned": false, "flags": 0, "components": []any{},
+		"attachments": attachmentsJSON(m), "embeds": []any{}, "pinned": false, "flags": 0, "components": []any{},
 	}
 	if m.WebhookID != "" {
 		v["webhook_id"] = m.WebhookID
@@ -208,6 +278,173 @@ func (f *fakeDiscord) messageJSON(m fakeMsg, withNonce bool) map[string]any {
 	}
 	return v
 }
+
+// attachmentsJSON is a message's files as Attachment objects
+// (https://discord.com/developers/docs/resources/message#attachment-object).
+func attachmentsJSON(m fakeMsg) []any {
+	out := []any{}
+	for _, a := range m.Attachments {
+		u := "https://cdn.discordapp.com/attachments/" + channelID + "/" + a.ID + "/" + a.Filename
+		v := map[string]any{"id": a.ID, "filename": a.Filename, "size": a.Size, "url": u, "proxy_url": u,
+			"content_type": a.ContentType, "width": 64, "height": 48, "placeholder": "1wcKDQAg", "placeholder_version": 1}
+		if a.Description != "" {
+			v["description"] = a.Description
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// readParts reads a multipart/form-data body into its parts, in order.
+func readParts(raw []byte, boundary string) ([]fakePart, error) {
+	if boundary == "" {
+		return nil, errors.New("no boundary")
+	}
+	mr := multipart.NewReader(bytes.NewReader(raw), boundary)
+	var parts []fakePart
+	for {
+		p, err := mr.NextPart()
+		if err == io.EOF {
+			return parts, nil
+		}
+		if err != nil {
+			return parts, err
+		}
+		data, err := io.ReadAll(p)
+		if err != nil {
+			return parts, err
+		}
+		parts = append(parts, fakePart{Name: p.FormName(), Filename: p.FileName(), ContentType: p.Header.Get("Content-Type"), Data: data})
+	}
+}
+
+// cleanFilename is the name Discord stores for an uploaded file, cleaned
+// as werkzeug's secure_filename does (discord/discord-api-docs#7754:
+// "filenames from files uploaded to discord are cleansed similarly to
+// flask's secure_filename()"; #4292: "hello (world).png" becomes
+// "hello_world.png"): non-ASCII dropped, white space runs made "_",
+// characters other than ASCII letters, digits, "_", "." and "-" dropped,
+// leading and trailing "." and "_" trimmed (after NFKD, so "ü" is "u",
+// and with "/" as white space, as secure_filename does).
+func cleanFilename(name string) string {
+	var ascii strings.Builder
+	for _, r := range norm.NFKD.String(strings.ReplaceAll(name, "/", " ")) {
+		if r < utf8.RuneSelf {
+			ascii.WriteRune(r)
+		}
+	}
+	name = strings.Join(strings.Fields(ascii.String()), "_")
+	name = unsafeFilename.ReplaceAllString(name, "")
+	return strings.Trim(name, "._")
+}
+
+var unsafeFilename = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
+
+// Discord's limits on files (see fakeDiscord).
+const (
+	fakeMaxFiles        = 10
+	fakeMaxFileBytes    = 10 << 20
+	fakeMaxRequestBytes = 25 << 20
+)
+
+// createForm is a create request's content: the JSON body (or payload_json)
+// and the files[n] parts.
+type createForm struct {
+	Content      string `json:"content"`
+	Nonce        string `json:"nonce"`
+	EnforceNonce bool   `json:"enforce_nonce"`
+	Attachments  []struct {
+		ID          json.Number `json:"id"`
+		Filename    string      `json:"filename"`
+		Description string      `json:"description"`
+	} `json:"attachments"`
+	files []fakeAttachment
+}
+
+// formError is a create the fake refuses while reading it.
+type formError struct {
+	status, code int
+	msg          string
+}
+
+// readCreate reads a create, JSON or multipart/form-data
+// (https://discord.com/developers/docs/reference#uploading-files).
+func readCreate(r *http.Request) (createForm, *formError) {
+	var form createForm
+	raw, _ := io.ReadAll(r.Body)
+	if len(raw) > fakeMaxRequestBytes {
+		return form, &formError{http.StatusRequestEntityTooLarge, codeTooLarge, "Request entity too large"}
+	}
+	mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mt != "multipart/form-data" {
+		if err := json.Unmarshal(raw, &form); err != nil {
+			return form, &formError{http.StatusBadRequest, 50109, "The request body contains invalid JSON."}
+		}
+		return form, nil
+	}
+	parts, err := readParts(raw, params["boundary"])
+	if err != nil {
+		return form, &formError{http.StatusBadRequest, 50035, "Invalid Form Body"}
+	}
+	files := map[int]fakePart{}
+	var order []int
+	sawPayload := false
+	for _, p := range parts {
+		if p.Name == "payload_json" {
+			if err := json.Unmarshal(p.Data, &form); err != nil {
+				return form, &formError{http.StatusBadRequest, 50109, "The request body contains invalid JSON."}
+			}
+			sawPayload = true
+			continue
+		}
+		m := filesPart.FindStringSubmatch(p.Name)
+		if m == nil || p.Filename == "" {
+			// "All files[n] parameters must include a valid
+			// Content-Disposition subpart header with a filename and
+			// unique name parameter."
+			return form, &formError{http.StatusBadRequest, codeInvalidForm, "Invalid Form Body"}
+		}
+		n, _ := strconv.Atoi(m[1])
+		if _, dup := files[n]; dup {
+			return form, &formError{http.StatusBadRequest, codeInvalidForm, "Invalid Form Body"}
+		}
+		if len(p.Data) > fakeMaxFileBytes {
+			return form, &formError{http.StatusRequestEntityTooLarge, codeTooLarge, "Request entity too large"}
+		}
+		files[n] = p
+		order = append(order, n)
+	}
+	if !sawPayload {
+		return form, &formError{http.StatusBadRequest, codeInvalidForm, "Invalid Form Body"}
+	}
+	if len(files) > fakeMaxFiles {
+		return form, &formError{http.StatusBadRequest, 30015, "Maximum number of attachments in a message reached (10)"}
+	}
+	meta := map[int]int{} // n → index in form.Attachments
+	for i, a := range form.Attachments {
+		n, err := strconv.Atoi(a.ID.String())
+		if _, ok := files[n]; err != nil || !ok {
+			// An attachment id must be the n of a files[n] part.
+			return form, &formError{http.StatusBadRequest, codeInvalidForm, "Invalid Form Body"}
+		}
+		meta[n] = i
+	}
+	for _, n := range order {
+		p := files[n]
+		a := fakeAttachment{Filename: p.Filename, ContentType: p.ContentType, Size: len(p.Data)}
+		if i, ok := meta[n]; ok {
+			if fn := form.Attachments[i].Filename; fn != "" {
+				a.Filename = fn
+			}
+			a.Description = form.Attachments[i].Description
+		}
+		a.Filename = cleanFilename(a.Filename)
+		form.files = append(form.files, a)
+	}
+	return form, nil
+}
+
+var filesPart = regexp.MustCompile(`^files\[(\d+)\]$`)
 
 func apiErr(w http.ResponseWriter, status, code int, msg string) {
 	writeJSON(w, status, map[string]any{"message": msg, "code": code})
@@ -237,15 +474,12 @@ func (f *fakeDiscord) webhookAuth(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// create validates and stores a create; the webhook's has no nonce.
+// create validates and stores a create, JSON or with files; the
+// webhook's has no nonce.
 func (f *fakeDiscord) create(w http.ResponseWriter, r *http.Request, webhook bool) {
-	var body struct {
-		Content      string `json:"content"`
-		Nonce        string `json:"nonce"`
-		EnforceNonce bool   `json:"enforce_nonce"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"message": "The request body contains invalid JSON.", "code": 50109})
+	body, ferr := readCreate(r)
+	if ferr != nil {
+		apiErr(w, ferr.status, ferr.code, ferr.msg)
 		return
 	}
 	f.mu.Lock()
@@ -256,7 +490,7 @@ func (f *fakeDiscord) create(w http.ResponseWriter, r *http.Request, webhook boo
 		return
 	}
 	switch {
-	case body.Content == "":
+	case body.Content == "" && len(body.files) == 0:
 		apiErr(w, http.StatusBadRequest, codeEmptyMessage, "Cannot send an empty message")
 		return
 	case utf8.RuneCountInString(body.Content) > 2000:
@@ -285,9 +519,9 @@ func (f *fakeDiscord) create(w http.ResponseWriter, r *http.Request, webhook boo
 	}
 	var m fakeMsg
 	if webhook {
-		m = f.store(webhookID, webhookID, body.Content, "")
+		m = f.storeWith(webhookID, webhookID, body.Content, "", body.files)
 	} else {
-		m = f.store(botID, "", body.Content, body.Nonce)
+		m = f.storeWith(botID, "", body.Content, body.Nonce, body.files)
 	}
 	after := f.afterCreate
 	f.mu.Unlock()
@@ -460,4 +694,23 @@ func outcomeOf(t *testing.T, err error) outcome {
 	t.Helper()
 	noteError(err)
 	return adaptertest.OutcomeOf(t, err).WithoutMessage()
+}
+
+// image is a file as the publisher passes it (inlineMedia in
+// shared/publishing: the media ref's name, <sha256 hex>.<ext>).
+func image(data, ext, contentType, alt string) platform.MediaUpload {
+	sum := sha256.Sum256([]byte(data))
+	return platform.MediaUpload{Filename: hex.EncodeToString(sum[:]) + "." + ext, ContentType: contentType, Data: []byte(data), Alt: alt}
+}
+
+// sha256Of is the hex SHA-256 of a file's bytes, as the ledger's
+// fingerprint takes it.
+func sha256Of(m platform.MediaUpload) string {
+	sum := sha256.Sum256(m.Data)
+	return hex.EncodeToString(sum[:])
+}
+
+// keptAs is an uploaded file as the fake keeps it (without its id).
+func keptAs(m platform.MediaUpload) fakeAttachment {
+	return fakeAttachment{Filename: m.Filename, ContentType: m.ContentType, Description: m.Alt, Size: len(m.Data)}
 }

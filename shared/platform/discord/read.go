@@ -45,9 +45,14 @@ type message struct {
 	// Nonce is "integer or string", and absent from messages read back.
 	Nonce       json.RawMessage `json:"nonce"`
 	WebhookID   string          `json:"webhook_id"`
-	Attachments []struct {
-		ID string `json:"id"`
-	} `json:"attachments"`
+	Attachments []attachment    `json:"attachments"`
+}
+
+// attachment is the part of Discord's Attachment object the adapter reads
+// (https://discord.com/developers/docs/resources/message#attachment-object).
+type attachment struct {
+	ID       string `json:"id"`
+	Filename string `json:"filename"`
 }
 
 // nonce returns the message's nonce as text; ok is false when Discord did
@@ -81,6 +86,22 @@ func (m message) post() platform.RemotePost {
 		p.MediaIDs = append(p.MediaIDs, a.ID)
 	}
 	return p
+}
+
+// fingerprint is the message's content fingerprint: its text and its
+// files, each by the SHA-256 its name states (<64 lower-case hex>.<ext>,
+// the name Publish sends, see contentName) or, for any other name, by
+// "remote:"+id, which no post of ours carries (as
+// platform.RemotePost.Fingerprint does for a media id it cannot map).
+// Fingerprints sort the media: the same files in another order match.
+func (m message) fingerprint() string {
+	shas := map[string]string{}
+	for _, a := range m.Attachments {
+		if sha, ok := fileSHA256(a.Filename); ok {
+			shas[a.ID] = sha
+		}
+	}
+	return m.post().Fingerprint(shas)
 }
 
 // remote is the message as a RemotePost with its link.
@@ -386,7 +407,11 @@ func (c *Client) recent(ctx context.Context, n int) ([]platform.RemotePost, erro
 //
 // A message is ours when the bot wrote it and, if Discord returned its
 // nonce, the nonce is Nonce(q.Handle); if not (REST reads do not return
-// it), when its fingerprint is q.Fingerprint.
+// it), when its fingerprint is q.Fingerprint. The fingerprint takes in
+// the message's files by their names, which Publish makes the SHA-256 of
+// their bytes (see message.fingerprint): the same text with another file,
+// a missing one or one more is not ours. q.MediaSHA256 is not used (the
+// files are not uploaded ahead, so there are no upload ids to map).
 //
 // "Not found" needs proof that the bot can read the channel: Discord
 // answers a bot without READ_MESSAGE_HISTORY with no messages rather than
@@ -474,7 +499,8 @@ type scan struct {
 }
 
 // ours reports whether m is the message of the query: written by the bot,
-// with our nonce when Discord returned one, else with our fingerprint.
+// with our nonce when Discord returned one, else with our fingerprint
+// (text and files).
 func (s scan) ours(m message) bool {
 	if m.Author.ID != s.bot || m.WebhookID != "" {
 		return false
@@ -482,7 +508,7 @@ func (s scan) ours(m message) bool {
 	if n, ok := m.nonce(); ok && s.nonce != "" {
 		return n == s.nonce
 	}
-	return m.post().Fingerprint(s.q.MediaSHA256) == s.q.Fingerprint
+	return m.fingerprint() == s.q.Fingerprint
 }
 
 // startPoint is the id a Lookup reads after: q.After when it is a message
