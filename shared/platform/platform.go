@@ -56,7 +56,9 @@ type PublishRequest struct {
 	// platform made in a first step (a Threads container id), before the
 	// step that publishes. An adapter with a two-step create calls it
 	// between the steps and stops if it fails: a later attempt gets the
-	// handle back as Resume, and Lookup as LookupQuery.Checkpoint.
+	// handle back as Resume, and Lookup as LookupQuery.Checkpoint. It may
+	// be called more than once (Threads' carousel items, then the
+	// carousel); each call replaces the handle recorded before.
 	Checkpoint func(ctx context.Context, handle string) error
 	// Resume is the handle an earlier attempt recorded through Checkpoint,
 	// or "".

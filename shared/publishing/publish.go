@@ -556,6 +556,8 @@ func (p *Publisher) sendAcquired(ctx context.Context, t target, a *authedClient,
 		if left := e.LeaseUntil.Sub(p.now()); left < orDefault(p.CallTimeout, 10*time.Second)+orDefault(p.RecordMargin, 2*time.Second) {
 			return errLeaseTooShort
 		}
+		// A repeat after a 401 resumes from what the first call recorded.
+		req.Resume = e.Checkpoint
 		rcpt, err = c.Publish(ctx, req)
 		return err
 	})

@@ -28,6 +28,28 @@ type fakeThreads struct {
 	containersMade, published, deleted int
 	calls                              map[string]int
 	requests                           []seenRequest
+	// created are the ids of the containers made, in order.
+	created []string
+
+	// processingReads is how many status reads of a new IMAGE or CAROUSEL
+	// container answer IN_PROGRESS before it is final (FINISHED, or ERROR
+	// for brokenImage): 1 by default, "IN_PROGRESS then FINISHED". Threads
+	// processes image containers asynchronously and Meta recommends
+	// waiting before publishing (https://developers.facebook.com/docs/threads/posts,
+	// Step 2: "wait on average 30 seconds"); here processing advances with
+	// the reads, so tests need no clock.
+	processingReads int
+	// itemProcessingReads, when not negative, replaces processingReads
+	// for carousel item containers (is_carousel_item=true): a carousel
+	// whose items take longer than one Publish call allows. -1 by
+	// default.
+	itemProcessingReads int
+	// made counts the containers made by kind: "item" (a carousel item),
+	// or the media_type of any other (TEXT, IMAGE, CAROUSEL).
+	made map[string]int
+	// brokenImage: an image_url containing it ends in status ERROR with
+	// error_message brokenMessage, as an image Threads cannot take.
+	brokenImage, brokenMessage string
 
 	// Hooks, called with the lock released. before runs ahead of the
 	// route (nothing committed): true means it answered. after runs once
@@ -40,11 +62,23 @@ type fakeThreads struct {
 type fakeContainer struct {
 	id, text, status, errorMessage string
 	mediaID                        string
+	// mediaType is the media_type it was made with (TEXT, IMAGE,
+	// CAROUSEL); imageURL, alt and carouselItem those of an IMAGE;
+	// children the item container ids of a CAROUSEL, in order.
+	mediaType, imageURL, alt string
+	carouselItem             bool
+	children                 []string
+	// processing reads answer IN_PROGRESS before status becomes final
+	// (with finalError as its error_message).
+	processing        int
+	final, finalError string
 }
 
 type fakePost struct {
 	id, text, mediaType string
 	created             time.Time
+	// children are a CAROUSEL_ALBUM's item media ids.
+	children []string
 }
 
 // seenRequest is a request as the fake received it.
@@ -71,6 +105,11 @@ func newFake(t *testing.T) *fakeThreads {
 		clock:      fixedNow.Add(time.Hour),
 		containers: map[string]*fakeContainer{},
 		calls:      map[string]int{},
+
+		processingReads:     1,
+		itemProcessingReads: -1,
+		made:                map[string]int{},
+		brokenMessage:       "INVALID_ASPEC_RATIO",
 	}
 }
 
@@ -87,10 +126,80 @@ func (f *fakeThreads) addPost(text, mediaType string) string {
 }
 
 func (f *fakeThreads) addPostLocked(text, mediaType string) string {
+	return f.addMediaPostLocked(text, mediaType, 0).id
+}
+
+// addMediaPostLocked stores a post with n attachments: a CAROUSEL_ALBUM
+// gets n children of its own.
+func (f *fakeThreads) addMediaPostLocked(text, mediaType string, n int) *fakePost {
 	f.clock = f.clock.Add(time.Minute)
 	p := &fakePost{id: f.nextID("180"), text: text, mediaType: mediaType, created: f.clock}
+	if mediaType == "CAROUSEL_ALBUM" {
+		for range n {
+			p.children = append(p.children, f.nextID("181"))
+		}
+	}
 	f.posts = append([]*fakePost{p}, f.posts...)
-	return p.id
+	return p
+}
+
+// addMediaPost stores an existing post with n images (IMAGE for one,
+// CAROUSEL_ALBUM for more) and returns its id.
+func (f *fakeThreads) addMediaPost(text string, n int) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.addMediaPostLocked(text, mediaTypeOf(n), n).id
+}
+
+// mediaTypeOf is the listed media_type of a post with n images.
+func mediaTypeOf(n int) string {
+	if n == 1 {
+		return "IMAGE"
+	}
+	return "CAROUSEL_ALBUM"
+}
+
+// publishedMediaContainer stores the containers of a post with n images
+// (item containers and a CAROUSEL, or one IMAGE) and the post they
+// became, as an earlier attempt whose answer was lost would have left
+// them; it returns the container that was published and the post's id.
+func (f *fakeThreads) publishedMediaContainer(text string, n int) (container, media string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := &fakeContainer{id: f.nextID("178"), text: text, status: StatusPublished, mediaType: "IMAGE", imageURL: "https://media.example/0.jpg"}
+	if n > 1 {
+		c.mediaType, c.imageURL = "CAROUSEL", ""
+		for i := range n {
+			item := &fakeContainer{id: f.nextID("178"), status: StatusFinished, mediaType: "IMAGE", carouselItem: true, imageURL: fmt.Sprintf("https://media.example/%d.jpg", i)}
+			f.containers[item.id] = item
+			c.children = append(c.children, item.id)
+		}
+	}
+	c.mediaID = f.addMediaPostLocked(text, mediaTypeOf(n), n).id
+	f.containers[c.id] = c
+	return c.id, c.mediaID
+}
+
+// container returns a copy of a stored container.
+func (f *fakeThreads) container(id string) fakeContainer {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c, ok := f.containers[id]; ok {
+		return *c
+	}
+	return fakeContainer{}
+}
+
+// post returns a copy of a stored post.
+func (f *fakeThreads) post(id string) fakePost {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range f.posts {
+		if p.id == id {
+			return *p
+		}
+	}
+	return fakePost{}
 }
 
 // addContainer stores a container with the given status and returns its id.
@@ -132,6 +241,59 @@ func (f *fakeThreads) callCount(route string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.calls[route]
+}
+
+// madeOf is how many containers of kind ("item", "IMAGE", "CAROUSEL",
+// "TEXT") were made.
+func (f *fakeThreads) madeOf(kind string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.made[kind]
+}
+
+// addItemContainers stores carousel item containers of an earlier
+// attempt, one per status (ERROR with brokenMessage), and returns their
+// ids in order.
+func (f *fakeThreads) addItemContainers(statuses ...string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ids := make([]string, len(statuses))
+	for i, st := range statuses {
+		c := &fakeContainer{id: f.nextID("178"), status: st, mediaType: "IMAGE", carouselItem: true, imageURL: fmt.Sprintf("https://media.example/%d.jpg", i)}
+		if st == StatusError {
+			c.errorMessage = f.brokenMessage
+		}
+		f.containers[c.id] = c
+		ids[i] = c.id
+	}
+	return ids
+}
+
+// setProcessing makes a stored container answer IN_PROGRESS to its next
+// reads status reads, then its final status.
+func (f *fakeThreads) setProcessing(id string, reads int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c, ok := f.containers[id]; ok {
+		c.processing = reads
+	}
+}
+
+// setStatus sets a stored container's status (EXPIRED after 24 hours
+// unpublished), ending any processing.
+func (f *fakeThreads) setStatus(id, status string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c, ok := f.containers[id]; ok {
+		c.status, c.final, c.processing = status, "", 0
+	}
+}
+
+// madeContainers returns the ids of the containers made, in order.
+func (f *fakeThreads) madeContainers() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.created...)
 }
 
 func (f *fakeThreads) seen() []seenRequest {
@@ -254,16 +416,78 @@ func (f *fakeThreads) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serveCreate is POST /{threads-user-id}/threads
 // (https://developers.facebook.com/docs/threads/posts, Step 1: "Create a
-// Threads media container"; answer {"id": "<THREADS_MEDIA_CONTAINER_ID>"}).
+// Threads media container"; answer {"id": "<THREADS_MEDIA_CONTAINER_ID>"}):
+//
+//   - media_type=TEXT with text;
+//   - media_type=IMAGE with image_url ("Required for media_type=IMAGE"),
+//     optional text, is_carousel_item=true for a carousel's item
+//     (Carousel Posts, Step 1), optional alt_text of at most 1,000
+//     characters (https://developers.facebook.com/docs/threads/posts/accessibility;
+//     the limit in https://developers.facebook.com/docs/threads/reference/publishing);
+//   - media_type=CAROUSEL with children, "a comma-separated list of the
+//     media container IDs", "at least 2 and no more than 20" (Carousel
+//     Posts, Step 2), and optional text.
+//
+// An IMAGE or CAROUSEL container starts IN_PROGRESS (see
+// processingReads). A carousel whose items are not FINISHED is refused:
+// Meta answers it with error subcode 4279004, "carousel child items are
+// invalid or expired" (observed, not documented:
+// https://github.com/exileum/meta-mcp/pull/4).
 func (f *fakeThreads) serveCreate(w http.ResponseWriter, r *http.Request) {
-	if mt := r.PostForm.Get("media_type"); mt != "TEXT" {
+	p := r.PostForm
+	c := &fakeContainer{text: p.Get("text"), mediaType: p.Get("media_type"), status: StatusFinished}
+	switch c.mediaType {
+	case "TEXT":
+	case "IMAGE":
+		c.imageURL, c.alt, c.carouselItem = p.Get("image_url"), p.Get("alt_text"), p.Get("is_carousel_item") == "true"
+		if c.imageURL == "" {
+			graphErr(w, http.StatusBadRequest, 100, 0, "OAuthException", "Param image_url is required for media_type IMAGE")
+			return
+		}
+		if len([]rune(c.alt)) > 1000 {
+			graphErr(w, http.StatusBadRequest, 100, 0, "OAuthException", "Param alt_text must be at most 1000 characters")
+			return
+		}
+	case "CAROUSEL":
+		c.children = strings.Split(p.Get("children"), ",")
+		if p.Get("children") == "" || len(c.children) < 2 || len(c.children) > 20 {
+			graphErr(w, http.StatusBadRequest, 100, 0, "OAuthException", "Carousels must have at least 2 and no more than 20 children")
+			return
+		}
+	default:
 		graphErr(w, http.StatusBadRequest, 100, 0, "OAuthException", "Param media_type must be one of {TEXT, IMAGE, VIDEO, CAROUSEL}")
 		return
 	}
 	f.mu.Lock()
-	c := &fakeContainer{id: f.nextID("178"), text: r.PostForm.Get("text"), status: StatusFinished}
+	if c.mediaType != "TEXT" {
+		c.status, c.final, c.processing = StatusInProgress, StatusFinished, f.processingReads
+		if c.carouselItem && f.itemProcessingReads >= 0 {
+			c.processing = f.itemProcessingReads
+		}
+		if c.mediaType == "IMAGE" && f.brokenImage != "" && strings.Contains(c.imageURL, f.brokenImage) {
+			c.final, c.finalError = StatusError, f.brokenMessage
+		}
+	}
+	for _, id := range c.children {
+		item, ok := f.containers[id]
+		if !ok || !item.carouselItem || item.status != StatusFinished {
+			f.mu.Unlock()
+			graphErr(w, http.StatusBadRequest, 24, 4279004, "OAuthException", "The carousel child items are invalid or expired")
+			return
+		}
+	}
+	c.id = f.nextID("178")
+	if c.processing == 0 && c.final != "" {
+		c.status, c.errorMessage = c.final, c.finalError
+	}
 	f.containers[c.id] = c
 	f.containersMade++
+	f.created = append(f.created, c.id)
+	kind := c.mediaType
+	if c.carouselItem {
+		kind = "item"
+	}
+	f.made[kind]++
 	f.mu.Unlock()
 	if f.after != nil && f.after("create", c.id, w, r) {
 		return
@@ -273,17 +497,28 @@ func (f *fakeThreads) serveCreate(w http.ResponseWriter, r *http.Request) {
 
 // servePublish is POST /{threads-user-id}/threads_publish?creation_id=
 // (https://developers.facebook.com/docs/threads/posts, Step 2: "Publish a
-// Threads media container"; answer {"id": "<THREADS_MEDIA_ID>"}).
+// Threads media container"; answer {"id": "<THREADS_MEDIA_ID>"}). Only a
+// FINISHED container that is not a carousel item is published: a TEXT
+// container becomes a TEXT_POST, an IMAGE one an IMAGE, a CAROUSEL one a
+// CAROUSEL_ALBUM with a child per item ("the API will return the carousel
+// album's Threads media ID", Carousel Posts, Step 3).
 func (f *fakeThreads) servePublish(w http.ResponseWriter, r *http.Request) {
 	cid := r.PostForm.Get("creation_id")
 	f.mu.Lock()
 	c, ok := f.containers[cid]
-	if !ok || c.status != StatusFinished {
+	if !ok || c.status != StatusFinished || c.carouselItem {
 		f.mu.Unlock()
 		graphErr(w, http.StatusBadRequest, 100, 0, "OAuthException", "The media container cannot be published")
 		return
 	}
-	c.mediaID = f.addPostLocked(c.text, "TEXT_POST")
+	switch c.mediaType {
+	case "IMAGE":
+		c.mediaID = f.addMediaPostLocked(c.text, "IMAGE", 1).id
+	case "CAROUSEL":
+		c.mediaID = f.addMediaPostLocked(c.text, "CAROUSEL_ALBUM", len(c.children)).id
+	default:
+		c.mediaID = f.addPostLocked(c.text, "TEXT_POST")
+	}
 	c.status = StatusPublished
 	f.published++
 	media := c.mediaID
@@ -301,6 +536,16 @@ func (p *fakePost) json(fields []string) map[string]any {
 		"text":       p.text,
 		"timestamp":  p.created.Format("2006-01-02T15:04:05-0700"),
 		"permalink":  "https://www.threads.net/@oncepost_test/post/" + p.id,
+	}
+	if len(p.children) > 0 {
+		// An edge read as a field, as the Graph API answers it; Threads
+		// lists children "only ... for carousel posts"
+		// (https://developers.facebook.com/docs/threads/retrieve-and-discover-posts/retrieve-posts).
+		data := make([]map[string]any, len(p.children))
+		for i, id := range p.children {
+			data[i] = map[string]any{"id": id}
+		}
+		all["children"] = map[string]any{"data": data}
 	}
 	out := map[string]any{"id": p.id}
 	for _, k := range fields {
@@ -369,13 +614,22 @@ func (f *fakeThreads) serveList(w http.ResponseWriter, r *http.Request) {
 
 // serveGet is GET /{threads-container-id}?fields=status,error_message
 // (https://developers.facebook.com/docs/threads/troubleshooting, "Publishing
-// Does Not Return a Media ID") and GET /{threads-media-id}?fields=…
+// Does Not Return a Media ID": EXPIRED, ERROR with an error_message,
+// FINISHED, IN_PROGRESS, PUBLISHED; a read of a container still being
+// processed advances it, see processingReads) and GET /{threads-media-id}?fields=…
 // (https://developers.facebook.com/docs/threads/threads-media, "Retrieve a
 // Single Threads Media Object").
 func (f *fakeThreads) serveGet(w http.ResponseWriter, r *http.Request, id string) {
 	fields := strings.Split(r.URL.Query().Get("fields"), ",")
 	f.mu.Lock()
 	if c, ok := f.containers[id]; ok {
+		if c.status == StatusInProgress && c.final != "" {
+			if c.processing > 0 {
+				c.processing--
+			} else {
+				c.status, c.errorMessage = c.final, c.finalError
+			}
+		}
 		out := map[string]any{"id": c.id, "status": c.status}
 		if c.errorMessage != "" {
 			out["error_message"] = c.errorMessage

@@ -65,9 +65,24 @@ const (
 	ReasonTextTooLong = "text_too_long"
 	// ReasonEmptyText: a text post without text; nothing was sent.
 	ReasonEmptyText = "empty_text"
-	// ReasonMediaUnsupported: Threads takes media only by public URL,
-	// which this adapter does not offer (see the package doc).
+	// ReasonMediaUnsupported: remote media ids (PublishRequest.MediaIDs)
+	// or UploadMedia; Threads has no upload and takes images only by
+	// public URL (PublishRequest.Media, see the package doc).
 	ReasonMediaUnsupported = "media_unsupported"
+	// ReasonMediaNeedsURL: an attachment without an absolute http(s) URL
+	// for Threads to fetch; the same reason as the publisher's
+	// (publishing.ReasonMediaNeedsURL).
+	ReasonMediaNeedsURL = "media_needs_public_url"
+	// ReasonMediaFormat: an attachment that is not JPEG or PNG.
+	ReasonMediaFormat = "media_format_unsupported"
+	// ReasonTooManyMedia: more than MaxCarouselItems attachments.
+	ReasonTooManyMedia = "too_many_media"
+	// ReasonAltTooLong: alt text over 1,000 characters.
+	ReasonAltTooLong = "alt_text_too_long"
+	// ReasonMediaFailed: a media container ended in status ERROR (Threads
+	// could not fetch or process the image); the message carries Meta's
+	// error_message.
+	ReasonMediaFailed = "media_processing_failed"
 	// ReasonInvalidParameter: Graph error code 100.
 	ReasonInvalidParameter = "invalid_parameter"
 	// ReasonPermissionDenied: Graph error code 10 or 200–299 (the token

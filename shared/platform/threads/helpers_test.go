@@ -41,6 +41,7 @@ func newClient(t *testing.T, baseURL string, edit ...func(*Config)) *Client {
 	c.now = func() time.Time { return fixedNow }
 	c.hc.Now = c.now
 	c.hc.ReadBackoff = time.Millisecond
+	c.poll = pollConfig{first: time.Millisecond, max: 2 * time.Millisecond, budget: 5 * time.Second}
 	return c
 }
 

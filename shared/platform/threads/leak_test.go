@@ -20,8 +20,9 @@ func TestMain(m *testing.M) {
 	os.Exit(adaptertest.Main(m, &seen, secretValues, 0))
 }
 
-// secretValues are the tokens, codes and client secrets the fakes use.
-var secretValues = []string{fakeToken, "THAAtoken-rotated-elsewhere", "THshort-1", "THlong-1", testClientSecret, testCode, hostileToken}
+// secretValues are the tokens, codes and client secrets the fakes use,
+// and the signing parameters of the images' URLs (media_test.go).
+var secretValues = []string{fakeToken, "THAAtoken-rotated-elsewhere", "THshort-1", "THlong-1", testClientSecret, testCode, hostileToken, urlSignature, urlCredential}
 
 const hostileToken = "THAAhostile-secret-42"
 

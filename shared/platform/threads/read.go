@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"oncepost/shared/platform"
@@ -30,8 +31,11 @@ const (
 	// be greater than or equal to 1688540400"
 	// (https://developers.facebook.com/documentation/threads/reference/user).
 	minSince = 1688540400
-	// listFields are the fields read for each thread.
-	listFields = "id,media_type,text,timestamp,permalink"
+	// listFields are the fields read for each thread; children lists a
+	// carousel's items ("List of child posts. This only shows up for
+	// carousel posts",
+	// https://developers.facebook.com/docs/threads/retrieve-and-discover-posts/retrieve-posts).
+	listFields = "id,media_type,text,timestamp,permalink,children"
 )
 
 // Media types of a thread as listed
@@ -40,16 +44,54 @@ const (
 // REPOST_FACADE"; TEXT_POST also for posts with GIFs and polls).
 const (
 	mediaTextPost     = "TEXT_POST"
+	mediaCarousel     = "CAROUSEL_ALBUM"
 	mediaRepostFacade = "REPOST_FACADE"
 )
 
 // thread is a Threads media object as listed.
 type thread struct {
-	ID        string `json:"id"`
-	MediaType string `json:"media_type"`
-	Text      string `json:"text"`
-	Timestamp string `json:"timestamp"`
-	Permalink string `json:"permalink"`
+	ID        string    `json:"id"`
+	MediaType string    `json:"media_type"`
+	Text      string    `json:"text"`
+	Timestamp string    `json:"timestamp"`
+	Permalink string    `json:"permalink"`
+	Children  *children `json:"children"`
+}
+
+// children are a carousel's items. The Graph API answers an edge read as
+// a field as {"data":[{"id":…},…]}; Meta's pages show no example for
+// Threads, so a bare list of objects is read too, and anything else
+// leaves the items unknown rather than failing the page.
+type children struct {
+	IDs []string
+}
+
+func (c *children) UnmarshalJSON(b []byte) error {
+	type item struct {
+		ID string `json:"id"`
+	}
+	var (
+		env struct {
+			Data []item `json:"data"`
+		}
+		list  []item
+		items []item
+	)
+	switch {
+	case json.Unmarshal(b, &env) == nil:
+		items = env.Data
+	case json.Unmarshal(b, &list) == nil:
+		items = list
+	default:
+		return nil
+	}
+	c.IDs = nil
+	for _, it := range items {
+		if it.ID != "" {
+			c.IDs = append(c.IDs, it.ID)
+		}
+	}
+	return nil
 }
 
 // created parses the timestamp, "2023-10-17T05:42:03+0000" in Meta's
@@ -63,15 +105,41 @@ func (t thread) created() time.Time {
 	return time.Time{}
 }
 
-// remote converts the thread. A thread with an image, video, carousel or
-// audio carries its own id as an attachment id: no text post of ours has
-// one, so its fingerprint never matches ours.
+// remote converts the thread. Its attachment ids are a carousel's
+// children, or the thread's own id for an image, video or audio post (or
+// a carousel whose children were not read): no text post of ours has
+// one, and Threads re-hosts the images of ours, so a thread with media
+// never matches a fingerprint.
 func (t thread) remote() platform.RemotePost {
 	p := platform.RemotePost{RemoteID: t.ID, Text: t.Text, URL: t.Permalink, CreatedAt: t.created()}
-	if t.MediaType != "" && t.MediaType != mediaTextPost {
-		p.MediaIDs = []string{t.ID}
-	}
+	p.MediaIDs, _ = t.attachments()
 	return p
+}
+
+// attachments are the thread's attachment ids (see remote); known is
+// false when their number is not: a carousel read without its children.
+func (t thread) attachments() (ids []string, known bool) {
+	switch t.MediaType {
+	case "", mediaTextPost:
+		return nil, true
+	case mediaCarousel:
+		if t.Children != nil && len(t.Children.IDs) > 0 {
+			return t.Children.IDs, true
+		}
+		return []string{t.ID}, false
+	}
+	return []string{t.ID}, true
+}
+
+// sameContent reports whether the thread carries text (normalised as the
+// fingerprint does) and count attachments, and whether its count is
+// known at all.
+func (t thread) sameContent(text string, count int) (same, countKnown bool) {
+	if platform.NormalizeText(t.Text) != platform.NormalizeText(text) {
+		return false, true
+	}
+	ids, known := t.attachments()
+	return !known || len(ids) == count, known
 }
 
 // media reads one thread, GET /{media-id}?fields=… .
@@ -199,19 +267,35 @@ func (c *Client) Recent(ctx context.Context, n int) ([]platform.RemotePost, erro
 //   - FINISHED, EXPIRED, ERROR: not found, for certain: the container
 //     never became a post;
 //   - IN_PROGRESS: NotPerformed, RetryAfter one minute;
-//   - PUBLISHED: the post exists; it is found by fingerprint as below and
-//     returned. Found without a media id is not an answer: if the post
-//     cannot be matched the Lookup is *platform.Inconclusive, saying so;
+//   - PUBLISHED: the post exists, and is looked for in the window below.
+//     A text post is matched by q.Fingerprint. A post with media
+//     (q.MediaCount > 0) cannot be: Threads re-hosts the images, so its
+//     copies have other bytes; since the container proves the post
+//     exists, it is the one thread of the window with the same text
+//     (platform.NormalizeText) and q.MediaCount attachments (see
+//     matchPublished). Found without a media id is not an answer: if the
+//     post cannot be matched, or more than one thread matches, the
+//     Lookup is *platform.Inconclusive, saying so;
 //   - unreadable, or a status this package does not know: Inconclusive.
 //
+// With a checkpoint of a carousel's item containers ("items:…", see
+// publishMedia) it reads nothing and answers not found (see
+// lookupItems); one this package cannot have written is Inconclusive.
+//
 // Without a checkpoint it reads the account's threads newest first and
-// matches q.Fingerprint (text; threads with media never match):
+// matches q.Fingerprint (text; a thread with media never matches it):
 //
 //   - with q.After: every thread until the one with that id (or, with
 //     platform.StartOfHistory, the account's first), at most
 //     lookupAfterCap (1,000); timestamps play no part;
 //   - otherwise: threads created at or after q.NotBefore (sent as since),
 //     at most lookupDepth (300).
+//
+// A post with media is never found that way, nor by its text and count
+// alone: nothing proves such a thread is ours and not an older post of
+// the same words and number of images. A thread of the same text and
+// q.MediaCount attachments in the window makes the Lookup Inconclusive;
+// without one the post is not there.
 //
 // Reaching the bound inside the window is Inconclusive; a read failure is
 // NotPerformed. Reposts are never ours.
@@ -220,7 +304,15 @@ func (c *Client) Lookup(ctx context.Context, q platform.LookupQuery) (platform.R
 		if q.Fingerprint == "" {
 			return platform.RemotePost{}, false, errors.New("threads: lookup needs a container checkpoint or a fingerprint")
 		}
+		if q.MediaCount > 0 {
+			return c.findWithoutContainer(ctx, q)
+		}
 		return c.findByFingerprint(ctx, q)
+	}
+	if _, isItems, err := parseItems(q.Checkpoint); err != nil {
+		return platform.RemotePost{}, false, &platform.Inconclusive{Message: err.Error() + "; what the publish recorded is unknown"}
+	} else if isItems {
+		return lookupItems()
 	}
 	st, err := c.containerStatus(ctx, q.Checkpoint)
 	if err != nil {
@@ -237,11 +329,19 @@ func (c *Client) Lookup(ctx context.Context, q platform.LookupQuery) (platform.R
 	case st.Status != StatusPublished:
 		return platform.RemotePost{}, false, &platform.Inconclusive{Message: fmt.Sprintf("container %s has status %s, which this adapter does not know", q.Checkpoint, st.describe())}
 	}
-	if q.Fingerprint == "" {
-		return platform.RemotePost{}, false, &platform.Inconclusive{Message: fmt.Sprintf(
-			"container %s was published, but the query has no fingerprint to find its post (and media id) by", q.Checkpoint)}
+	var (
+		p     platform.RemotePost
+		found bool
+	)
+	if q.MediaCount > 0 {
+		p, found, err = c.matchPublished(ctx, q)
+	} else {
+		if q.Fingerprint == "" {
+			return platform.RemotePost{}, false, &platform.Inconclusive{Message: fmt.Sprintf(
+				"container %s was published, but the query has no fingerprint to find its post (and media id) by", q.Checkpoint)}
+		}
+		p, found, err = c.findByFingerprint(ctx, q)
 	}
-	p, found, err := c.findByFingerprint(ctx, q)
 	var inc *platform.Inconclusive
 	switch {
 	case found:
@@ -257,16 +357,96 @@ func (c *Client) Lookup(ctx context.Context, q platform.LookupQuery) (platform.R
 		"container %s was published, but its post could not be matched among the account's threads (%s); its media id is unknown", q.Checkpoint, why)}
 }
 
+// lookupItems answers a Lookup whose checkpoint records a carousel's
+// item containers and not yet its CAROUSEL container: not found, for
+// certain, without a read. Why it is safe:
+//
+//   - publishMedia publishes a carousel only after Checkpoint recorded
+//     the CAROUSEL container's own id, and stops when that fails; items
+//     are never published by themselves (Threads refuses to). So while
+//     the entry's checkpoint is "items:…", no threads_publish was sent
+//     after it was written. When a carousel was made of them, its
+//     creation answer was lost or its checkpoint failed, and it was not
+//     published.
+//   - A Checkpoint that failed may still have been stored (a lost
+//     answer): then the entry holds the CAROUSEL id, and Lookup reads
+//     that container as usual. What the entry holds is what Lookup
+//     gets; never an items checkpoint written after a publish.
+//   - A checkpoint is replaced only by this attempt's next step (the
+//     CAROUSEL id), by a later attempt, which first resumes what is
+//     recorded: a container it finds FINISHED, EXPIRED or ERROR is one
+//     Lookup already counts as never published (PUBLISHED is answered
+//     without a new checkpoint), and recorded items again lead to no
+//     publish before a CAROUSEL id replaces them; or by the repeat of a
+//     call that got a 401 (the publisher repeats Publish once after a
+//     refresh, with the Resume it started with), whose container the
+//     401 says was not published. Every Checkpoint is conditional on the
+//     entry still being this attempt's, and each attempt's call ends
+//     before its lease does, so no older attempt publishes after a newer
+//     one's items were recorded.
+//
+// Reading the items would prove nothing more: their status says nothing
+// documented about the carousels made of them.
+func lookupItems() (platform.RemotePost, bool, error) {
+	return platform.RemotePost{}, false, nil
+}
+
+// scanWindow calls fn with the threads of q's window (see Lookup), newest
+// first, until fn returns false or the window or its bound is reached.
+// Reposts are passed too (fn decides). complete reports that the window
+// was read to its start (the thread named by q.After, one older than
+// q.NotBefore, or the account's first); examined counts the threads of
+// the window passed to fn.
+func (c *Client) scanWindow(ctx context.Context, q platform.LookupQuery, fn func(thread) bool) (complete bool, examined int, err error) {
+	var (
+		end     scanEnd
+		reached bool
+	)
+	if q.After != "" {
+		end, err = c.eachThread(ctx, time.Time{}, lookupAfterCap, func(t thread) bool {
+			if q.After != platform.StartOfHistory && t.ID == q.After {
+				reached = true
+				return false
+			}
+			examined++
+			return fn(t)
+		})
+	} else {
+		end, err = c.eachThread(ctx, q.NotBefore, lookupDepth, func(t thread) bool {
+			if created := t.created(); !q.NotBefore.IsZero() && !created.IsZero() && created.Before(q.NotBefore) {
+				reached = true
+				return false
+			}
+			examined++
+			return fn(t)
+		})
+	}
+	return reached || end == scanEnded, examined, err
+}
+
+// windowNotRead is the Inconclusive answer of a search that reached its
+// bound before the start of q's window.
+func windowNotRead(q platform.LookupQuery, examined int) error {
+	if q.After != "" {
+		return &platform.Inconclusive{Message: fmt.Sprintf(
+			"read %d threads without reaching %s (safety cap %d); cannot prove the post absent", examined, q.After, lookupAfterCap)}
+	}
+	start := "no start given"
+	if !q.NotBefore.IsZero() {
+		start = q.NotBefore.UTC().Format(time.RFC3339)
+	}
+	return &platform.Inconclusive{Message: fmt.Sprintf(
+		"read the %d newest threads without reaching the start of the window (%s); cannot prove the post absent", examined, start)}
+}
+
 // findByFingerprint searches the account's threads for q.Fingerprint (see
 // Lookup for the window).
 func (c *Client) findByFingerprint(ctx context.Context, q platform.LookupQuery) (platform.RemotePost, bool, error) {
 	var (
-		found    platform.RemotePost
-		ok       bool
-		reached  bool // the thread named by q.After, or one older than NotBefore
-		examined int
+		found platform.RemotePost
+		ok    bool
 	)
-	match := func(t thread) bool {
+	complete, examined, err := c.scanWindow(ctx, q, func(t thread) bool {
 		if t.MediaType == mediaRepostFacade {
 			return true
 		}
@@ -276,47 +456,95 @@ func (c *Client) findByFingerprint(ctx context.Context, q platform.LookupQuery) 
 			return false
 		}
 		return true
-	}
-	var (
-		end scanEnd
-		err error
-	)
-	if q.After != "" {
-		end, err = c.eachThread(ctx, time.Time{}, lookupAfterCap, func(t thread) bool {
-			if q.After != platform.StartOfHistory && t.ID == q.After {
-				reached = true
-				return false
-			}
-			examined++
-			return match(t)
-		})
-	} else {
-		end, err = c.eachThread(ctx, q.NotBefore, lookupDepth, func(t thread) bool {
-			if created := t.created(); !q.NotBefore.IsZero() && !created.IsZero() && created.Before(q.NotBefore) {
-				reached = true
-				return false
-			}
-			examined++
-			return match(t)
-		})
-	}
+	})
 	switch {
 	case err != nil:
 		return platform.RemotePost{}, false, err
 	case ok:
 		return found, true, nil
-	case reached, end == scanEnded:
+	case complete:
 		return platform.RemotePost{}, false, nil
-	case q.After != "":
+	}
+	return platform.RemotePost{}, false, windowNotRead(q, examined)
+}
+
+// findWithoutContainer searches for a post with media when no container
+// was recorded (see Lookup): found only by q.Fingerprint (which a thread
+// with re-hosted images does not match); a thread of the same text and
+// q.MediaCount attachments (or a carousel whose count is unknown) is
+// Inconclusive, since it may be ours or an older post of the same
+// content; absent otherwise.
+func (c *Client) findWithoutContainer(ctx context.Context, q platform.LookupQuery) (platform.RemotePost, bool, error) {
+	var (
+		found     platform.RemotePost
+		ok        bool
+		lookalike string
+	)
+	complete, examined, err := c.scanWindow(ctx, q, func(t thread) bool {
+		if t.MediaType == mediaRepostFacade {
+			return true
+		}
+		p := t.remote()
+		if p.Fingerprint(q.MediaSHA256) == q.Fingerprint {
+			found, ok = p, true
+			return false
+		}
+		if same, _ := t.sameContent(q.Text, q.MediaCount); same {
+			lookalike = t.ID
+			return false
+		}
+		return true
+	})
+	switch {
+	case err != nil:
+		return platform.RemotePost{}, false, err
+	case ok:
+		return found, true, nil
+	case lookalike != "":
 		return platform.RemotePost{}, false, &platform.Inconclusive{Message: fmt.Sprintf(
-			"read %d threads without reaching %s (safety cap %d); cannot prove the post absent", examined, q.After, lookupAfterCap)}
+			"thread %s has the post's text and %d attachments, and Threads re-hosts images so they cannot be compared; with no published container recorded it cannot be told whether it is this post", lookalike, q.MediaCount)}
+	case complete:
+		return platform.RemotePost{}, false, nil
 	}
-	start := "no start given"
-	if !q.NotBefore.IsZero() {
-		start = q.NotBefore.UTC().Format(time.RFC3339)
+	return platform.RemotePost{}, false, windowNotRead(q, examined)
+}
+
+// matchPublished finds the post of a container that is PUBLISHED (the
+// post exists): the one thread of q's window (see Lookup) with q.Text
+// and exactly q.MediaCount attachments. Reading on to the window's start
+// makes sure it is the only one; more than one is Inconclusive (which of
+// them the container became is unknown, and the receipt's id is what a
+// later delete removes). A window cut by its bound with exactly one match
+// is taken: the post is recent, and anything beyond the bound is older
+// than every thread read. None is Inconclusive when the window was not
+// read to its start, and not found otherwise.
+func (c *Client) matchPublished(ctx context.Context, q platform.LookupQuery) (platform.RemotePost, bool, error) {
+	var matches []thread
+	complete, examined, err := c.scanWindow(ctx, q, func(t thread) bool {
+		if t.MediaType == mediaRepostFacade {
+			return true
+		}
+		if same, known := t.sameContent(q.Text, q.MediaCount); same && known {
+			matches = append(matches, t)
+		}
+		return true
+	})
+	switch {
+	case err != nil:
+		return platform.RemotePost{}, false, err
+	case len(matches) == 1:
+		return matches[0].remote(), true, nil
+	case len(matches) > 1:
+		ids := make([]string, len(matches))
+		for i, t := range matches {
+			ids[i] = t.ID
+		}
+		return platform.RemotePost{}, false, &platform.Inconclusive{Message: fmt.Sprintf(
+			"%d threads have the post's text and %d attachments (%s); which one the container became is unknown", len(matches), q.MediaCount, strings.Join(ids, ", "))}
+	case complete:
+		return platform.RemotePost{}, false, nil
 	}
-	return platform.RemotePost{}, false, &platform.Inconclusive{Message: fmt.Sprintf(
-		"read the %d newest threads without reaching the start of the window (%s); cannot prove the post absent", examined, start)}
+	return platform.RemotePost{}, false, windowNotRead(q, examined)
 }
 
 // Exists reports whether the post is on Threads, GET /{media-id}?fields=id

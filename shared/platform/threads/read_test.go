@@ -101,7 +101,7 @@ func TestLookupByFingerprint(t *testing.T) {
 		}
 		req := f.seen()[0]
 		want := seenRequest{Method: "GET", Path: "/v1.0/5150/threads", Auth: "Bearer " + fakeToken, Form: url.Values{}, Query: url.Values{
-			"fields": {"id,media_type,text,timestamp,permalink"},
+			"fields": {"id,media_type,text,timestamp,permalink,children"},
 			"limit":  {"100"},
 			"since":  {strconv.FormatInt(fixedNow.Unix(), 10)},
 		}}

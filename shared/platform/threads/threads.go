@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -70,6 +71,9 @@ type Client struct {
 	hc     *httpcall.Client
 	// now is replaced by tests.
 	now func() time.Time
+	// poll bounds the wait for a media container to be processed before
+	// the next step (see awaitFinished); tests shorten it.
+	poll pollConfig
 
 	mu   sync.Mutex
 	cred platform.Credential
@@ -95,7 +99,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Credential.AccessToken == "" {
 		return nil, errors.New("threads: config Credential.AccessToken is required")
 	}
-	c := &Client{base: base, userID: cfg.UserID, now: time.Now, cred: cfg.Credential}
+	c := &Client{base: base, userID: cfg.UserID, now: time.Now, poll: defaultPoll, cred: cfg.Credential}
 	c.hc = newHTTP(cfg.HTTPClient, func() []string { return []string{c.accessToken()} })
 	return c, nil
 }
@@ -123,6 +127,15 @@ func baseURL(raw, field string) (string, error) {
 // Capabilities declares Threads' limits and what Lookup can do: the
 // recorded container tells whether a publish happened, the account's
 // threads can be read back, and nothing deduplicates a second create.
+// Images go with the create as public URLs that Threads fetches
+// (MediaByURL): up to MaxCarouselItems of them, each at most MaxImageBytes.
+// Meta documents no pixel limit (wider than 1440 is scaled down, not
+// refused), so MaxMediaPixels is 0. MediaFormats are JPEG and PNG, "the
+// officially supported formats" (https://developers.facebook.com/docs/threads/posts,
+// Media Specifications; see imageFormats): images in another are
+// re-encoded when the post is added, and Publish refuses other content
+// types before sending. The aspect-ratio limit (at most 10:1) has no
+// field here.
 func (c *Client) Capabilities() platform.Capabilities {
 	return platform.Capabilities{
 		Platform:          "threads",
@@ -130,9 +143,14 @@ func (c *Client) Capabilities() platform.Capabilities {
 		LookupByHandle:    true,
 		ReadableHistory:   true,
 		MaxTextGraphemes:  MaxTextLength,
-		MaxMedia:          0,
-		Handle:            "not sent (Threads has no key); the step-1 container id is recorded through Checkpoint before threads_publish, and its status (FINISHED/PUBLISHED/EXPIRED, 24 h life) says whether it became a post",
-		ReadBack:          "GET /{container}?fields=status when a container was recorded, then GET /{user}/threads (100 a page, since NotBefore or back to After, bounded) matched by fingerprint for the media id",
+		MaxMedia:          MaxCarouselItems,
+		MaxMediaBytes:     MaxImageBytes,
+		MaxMediaPixels:    0,
+		MediaFormats:      slices.Clone(imageFormats),
+		InlineMedia:       true,
+		MediaByURL:        true,
+		Handle:            "not sent (Threads has no key); the container to publish (TEXT, IMAGE or CAROUSEL; a carousel's item containers before it) is recorded through Checkpoint before threads_publish, and its status (FINISHED/PUBLISHED/EXPIRED, 24 h life) says whether it became a post",
+		ReadBack:          "GET /{container}?fields=status when a container was recorded, then GET /{user}/threads (100 a page, since NotBefore or back to After, bounded) matched by fingerprint, or for images (re-hosted, not fingerprintable) by text and image count once the container says PUBLISHED",
 		PostingLimits:     []platform.Rate{{Count: PostsPerDay, Per: 24 * time.Hour}},
 	}
 }
@@ -220,71 +238,145 @@ func decodeID(resp *httpcall.Response) (string, error) {
 	return a.ID, nil
 }
 
-// Publish creates a text post in two steps (see the package doc): a
+// Publish creates a post in two steps (see the package doc): a
 // container, recorded through req.Checkpoint, then threads_publish. Each
 // step is sent once. Step 1 is a write like any other (a lost answer is
 // Ambiguous: a container may exist, which is harmless but not nothing);
 // step 2 is the post itself.
 //
-// Nothing is sent when the text is empty or over MaxTextLength (Rejected
-// ReasonEmptyText, ReasonTextTooLong) or when req carries media (Rejected
-// ReasonMediaUnsupported). req.Handle is not sent: Threads has no field
-// for it.
+// A post with req.Media (images Threads fetches from their URL) is
+// published by publishMedia: one IMAGE container, or an item container
+// per image and a CAROUSEL container; see there. Without media, nothing is
+// sent when the text is empty or over MaxTextLength (Rejected
+// ReasonEmptyText, ReasonTextTooLong); req.MediaIDs are always refused
+// (Rejected ReasonMediaUnsupported: Threads has no upload whose ids could
+// be attached). req.Handle is not sent: Threads has no field for it.
 //
 // When req.Resume names a container of an earlier attempt, it is read
 // first (GET /{container}?fields=status,error_message):
 //
 //   - FINISHED: published as is; no new container, no Checkpoint;
 //   - PUBLISHED: not published again; the receipt is its post, found by
-//     fingerprint among the account's newest threads, or Ambiguous when
-//     it cannot be found;
+//     fingerprint (a text post) or by text and image count (a post with
+//     images) among the account's newest threads, or Ambiguous when it
+//     cannot be found;
 //   - EXPIRED or ERROR: a new container is made and checkpointed;
 //   - IN_PROGRESS: NotPerformed, RetryAfter one minute;
 //   - unreadable (the Graph API says it does not exist) or any other
 //     status: Ambiguous, nothing sent. A container of ours that cannot be
 //     read might have been published.
 //
+// A Resume of a carousel's item containers ("items:…", recorded before
+// its CAROUSEL container is made) makes the carousel of them once they
+// are FINISHED, waits for those still IN_PROGRESS, or starts over with
+// new items: see resumeItems. A post that is not a carousel starts over
+// without reading them; one this package cannot have written is
+// Ambiguous, nothing sent.
+//
 // A failing Checkpoint stops Publish before step 2 and its error is
 // returned wrapped: the container stays unpublished and expires.
 func (c *Client) Publish(ctx context.Context, req platform.PublishRequest) (platform.Receipt, error) {
+	if len(req.Media) > 0 {
+		r, err := c.publishMedia(ctx, req)
+		return r, redactMedia(err, req.Media)
+	}
 	if err := checkText(req.Text); err != nil {
 		return platform.Receipt{}, err
 	}
 	if len(req.MediaIDs) > 0 {
-		return platform.Receipt{}, &platform.Rejected{Reason: ReasonMediaUnsupported, Message: "publish: Threads takes media only from a public URL; this adapter posts text only"}
+		return platform.Receipt{}, errMediaIDs()
 	}
-	container := req.Resume
-	if container != "" {
-		st, err := c.containerStatus(ctx, container)
-		if err != nil {
-			return platform.Receipt{}, err
-		}
-		switch st.Status {
-		case StatusFinished:
-			// Made by an earlier attempt and never published: publish it.
-		case StatusPublished:
-			return c.receiptOfPublished(ctx, container, req.Text)
-		case StatusExpired, StatusError:
-			container = ""
-		case StatusInProgress:
-			return platform.Receipt{}, &platform.NotPerformed{RetryAfter: containerPollWait, Message: fmt.Sprintf("publish: container %s is still in progress", container)}
-		default:
-			return platform.Receipt{}, &platform.Ambiguous{Err: fmt.Errorf("publish: container %s of an earlier attempt is %s; it may have been published, nothing sent", container, st.describe())}
-		}
+	resume := req.Resume
+	if _, isItems, err := parseItems(resume); err != nil {
+		return platform.Receipt{}, &platform.Ambiguous{Err: fmt.Errorf("publish: %w; nothing sent", err)}
+	} else if isItems {
+		// A carousel's items, which a post without media never has: no
+		// post was published under them (see lookupItems).
+		resume = ""
+	}
+	container, r, err := c.resume(ctx, resume, req.Text, 0)
+	if err != nil || r != nil {
+		return deref(r), err
 	}
 	if container == "" {
-		id, err := c.createContainer(ctx, req.Text)
+		id, err := c.createContainer(ctx, "create container", url.Values{"media_type": {"TEXT"}, "text": {req.Text}})
 		if err != nil {
 			return platform.Receipt{}, err
 		}
-		if req.Checkpoint != nil {
-			if err := req.Checkpoint(ctx, id); err != nil {
-				return platform.Receipt{}, fmt.Errorf("threads: record container %s before publishing it (not published): %w", id, err)
-			}
+		if err := checkpoint(ctx, req, id); err != nil {
+			return platform.Receipt{}, err
 		}
 		container = id
 	}
 	return c.publishContainer(ctx, container)
+}
+
+// errMediaIDs refuses PublishRequest.MediaIDs: Threads has no upload, so
+// there are no remote media ids to attach.
+func errMediaIDs() error {
+	return &platform.Rejected{Reason: ReasonMediaUnsupported, Message: "publish: Threads has no media upload, so there are no media ids to attach; it fetches each image from the public URL given in PublishRequest.Media"}
+}
+
+// resume reads the container of an earlier attempt, when there is one (see
+// Publish): it returns the container to publish ("" for a new one), or the
+// receipt of the post it already became, or the error that ends Publish.
+// media is the number of attachments of the post.
+func (c *Client) resume(ctx context.Context, container, text string, media int) (string, *platform.Receipt, error) {
+	if container == "" {
+		return "", nil, nil
+	}
+	st, err := c.containerStatus(ctx, container)
+	if err != nil {
+		return "", nil, err
+	}
+	switch st.Status {
+	case StatusFinished:
+		// Made by an earlier attempt and never published: publish it.
+		return container, nil, nil
+	case StatusPublished:
+		r, err := c.receiptOfPublished(ctx, container, text, media)
+		if err != nil {
+			return "", nil, err
+		}
+		return "", &r, nil
+	case StatusExpired, StatusError:
+		return "", nil, nil
+	case StatusInProgress:
+		return "", nil, &platform.NotPerformed{RetryAfter: containerPollWait, Message: fmt.Sprintf("publish: container %s is still in progress", container)}
+	}
+	return "", nil, &platform.Ambiguous{Err: fmt.Errorf("publish: container %s of an earlier attempt is %s; it may have been published, nothing sent", container, st.describe())}
+}
+
+// checkpoint records the container to publish through req.Checkpoint; a
+// failure stops Publish before threads_publish.
+func checkpoint(ctx context.Context, req platform.PublishRequest, id string) error {
+	if req.Checkpoint == nil {
+		return nil
+	}
+	if err := req.Checkpoint(ctx, id); err != nil {
+		return fmt.Errorf("threads: record container %s before publishing it (not published): %w", id, err)
+	}
+	return nil
+}
+
+// checkpointItems records a carousel's item containers through
+// req.Checkpoint (see publishMedia); a failure stops Publish before the
+// CAROUSEL container is made.
+func checkpointItems(ctx context.Context, req platform.PublishRequest, items []string) error {
+	if req.Checkpoint == nil {
+		return nil
+	}
+	if err := req.Checkpoint(ctx, itemsCheckpoint(items)); err != nil {
+		return fmt.Errorf("threads: record carousel item containers %s before making the carousel (not published): %w", strings.Join(items, ", "), err)
+	}
+	return nil
+}
+
+func deref(r *platform.Receipt) platform.Receipt {
+	if r == nil {
+		return platform.Receipt{}
+	}
+	return *r
 }
 
 // checkText refuses what Threads would refuse, before any call.
@@ -298,11 +390,11 @@ func checkText(text string) error {
 	return nil
 }
 
-// createContainer is step 1, POST /{user-id}/threads with media_type=TEXT
-// (https://developers.facebook.com/docs/threads/posts, Step 1).
-func (c *Client) createContainer(ctx context.Context, text string) (string, error) {
-	const op = "create container"
-	form := url.Values{"media_type": {"TEXT"}, "text": {text}}
+// createContainer is step 1, POST /{user-id}/threads with form
+// (https://developers.facebook.com/docs/threads/posts, Step 1, and
+// Carousel Posts, Steps 1 and 2). op names the step in errors. A 2xx
+// answer without an id is Ambiguous: a container probably exists.
+func (c *Client) createContainer(ctx context.Context, op string, form url.Values) (string, error) {
 	resp, err := c.write(ctx, op, http.MethodPost, c.objectURL(c.userID, "threads"), form)
 	if err != nil {
 		return "", err
@@ -379,11 +471,21 @@ func (c *Client) containerStatus(ctx context.Context, container string) (contain
 }
 
 // receiptOfPublished answers a Resume whose container an earlier attempt
-// published: its post, found by the text's fingerprint among the
-// account's newest threads, or Ambiguous.
-func (c *Client) receiptOfPublished(ctx context.Context, container, text string) (platform.Receipt, error) {
-	fp := platform.Fingerprint(text, nil)
-	p, found, err := c.findByFingerprint(ctx, platform.LookupQuery{Fingerprint: fp})
+// published: its post, or Ambiguous. A text post is found by its text's
+// fingerprint among the account's newest threads; a post with media
+// attachments by its text and their number, which the PUBLISHED container
+// allows (see matchPublished).
+func (c *Client) receiptOfPublished(ctx context.Context, container, text string, media int) (platform.Receipt, error) {
+	var (
+		p     platform.RemotePost
+		found bool
+		err   error
+	)
+	if media > 0 {
+		p, found, err = c.matchPublished(ctx, platform.LookupQuery{Text: text, MediaCount: media})
+	} else {
+		p, found, err = c.findByFingerprint(ctx, platform.LookupQuery{Fingerprint: platform.Fingerprint(text, nil)})
+	}
 	var inc *platform.Inconclusive
 	switch {
 	case found:
@@ -391,7 +493,11 @@ func (c *Client) receiptOfPublished(ctx context.Context, container, text string)
 	case err != nil && !errors.As(err, &inc):
 		return platform.Receipt{}, &platform.Ambiguous{Err: fmt.Errorf("publish: container %s was already published, not publishing again; its post could not be read: %v", container, err)}
 	}
-	return platform.Receipt{}, &platform.Ambiguous{Err: fmt.Errorf("publish: container %s was already published, not publishing again; its post is not among the account's %d newest threads", container, lookupDepth)}
+	why := fmt.Sprintf("its post is not among the account's %d newest threads", lookupDepth)
+	if media > 0 && inc != nil {
+		why = "its post cannot be told apart: " + inc.Message
+	}
+	return platform.Receipt{}, &platform.Ambiguous{Err: fmt.Errorf("publish: container %s was already published, not publishing again; %s", container, why)}
 }
 
 // Delete removes a post, DELETE /{media-id}, answered {"success": true}
@@ -433,7 +539,8 @@ func (c *Client) Delete(ctx context.Context, remoteID string) error {
 // UploadMedia is not supported: Threads has no upload endpoint, it fetches
 // image_url and video_url from a public server
 // (https://developers.facebook.com/docs/threads/posts: "it must be on a
-// public server"). Nothing is sent.
+// public server"). Capabilities declares MediaByURL: the attachments come
+// to Publish as PublishRequest.Media with a URL. Nothing is sent.
 func (c *Client) UploadMedia(context.Context, platform.MediaUpload) (platform.MediaReceipt, error) {
-	return platform.MediaReceipt{}, &platform.Rejected{Reason: ReasonMediaUnsupported, Message: "upload media: Threads takes media only from a public URL; this adapter posts text only"}
+	return platform.MediaReceipt{}, &platform.Rejected{Reason: ReasonMediaUnsupported, Message: "upload media: Threads has no upload; it fetches each image from the public URL given with the publish (PublishRequest.Media)"}
 }

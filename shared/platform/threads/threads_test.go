@@ -70,7 +70,16 @@ func TestCapabilities(t *testing.T) {
 	got := c.Capabilities()
 	want := platform.Capabilities{
 		Platform: "threads", NativeIdempotency: false, LookupByHandle: true, ReadableHistory: true,
-		MaxTextGraphemes: 500, MaxMedia: 0, Handle: got.Handle, ReadBack: got.ReadBack,
+		MaxTextGraphemes: 500, Handle: got.Handle, ReadBack: got.ReadBack,
+		// https://developers.facebook.com/docs/threads/posts: "Carousels
+		// are limited to 20 images, videos, or a mix of the two"; Media
+		// Specifications: "File Size: 8 MB maximum", no pixel limit
+		// (wider than 1440 is scaled down). Images are given by URL
+		// (image_url), which Threads fetches.
+		MaxMedia: 20, MaxMediaBytes: 8_000_000, MaxMediaPixels: 0, InlineMedia: true, MediaByURL: true,
+		// Same page, Media Specifications: "JPEG and PNG image types are
+		// the officially supported formats".
+		MediaFormats: []string{"image/jpeg", "image/png"},
 		// https://developers.facebook.com/docs/threads/overview, Rate
 		// Limiting: 250 API-published posts per 24-hour moving period.
 		PostingLimits: []platform.Rate{{Count: 250, Per: 24 * time.Hour}},
@@ -80,6 +89,10 @@ func TestCapabilities(t *testing.T) {
 	}
 	if !strings.Contains(got.Handle, "container") || !strings.Contains(got.ReadBack, "status") {
 		t.Errorf("Handle %q / ReadBack %q do not describe the container", got.Handle, got.ReadBack)
+	}
+	got.MediaFormats[0] = "image/gif"
+	if f := c.Capabilities().MediaFormats; f[0] != "image/jpeg" {
+		t.Errorf("a caller's change to MediaFormats reached the next answer: %v", f)
 	}
 	if g := got.Guarantee(); g != platform.ReadBack {
 		t.Errorf("guarantee = %q, want %q", g, platform.ReadBack)
