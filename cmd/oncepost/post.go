@@ -261,31 +261,48 @@ func (b *backend) validateDraft(ctx context.Context, d post.Draft, files []impor
 	if err != nil {
 		return post.Post{}, nil, badInput("%v", err)
 	}
-	if len(p.Media) > 0 && !b.media.PublicURLs() {
-		for _, t := range p.Targets {
-			acc := rules.Accounts[t.Account]
-			if k, _ := catalog.Lookup(acc.Platform); k.Capabilities.MediaByURL {
-				return post.Post{}, nil, badInput("media: %s fetches images from a public URL, which the embedded runtime cannot give; post this to %s without media, or from the AWS runtime (--backend aws)",
-					acc.Platform, t.Account)
-			}
-		}
-	}
 	size := map[string]int{}
 	for _, f := range files {
 		size[f.Ref] = len(f.data)
 	}
-	for _, t := range p.Targets {
-		acc := rules.Accounts[t.Account]
-		lim := acc.Limits
-		for i, m := range p.MediaFor(acc.Platform) {
-			n, ok := size[m.Ref]
-			if ok && lim.MaxMediaBytes > 0 && int64(n) > lim.MaxMediaBytes {
-				return post.Post{}, nil, badInput("media[%d]: is %.1f MB, over the %.1f MB images %s's instance accepts; resize it",
-					i, float64(n)/1e6, float64(lim.MaxMediaBytes)/1e6, t.Account)
-			}
-		}
+	if err := checkMedia(p, rules.Accounts, size, b.media.PublicURLs()); err != nil {
+		return post.Post{}, nil, err
 	}
 	return p, files, nil
+}
+
+// checkMedia checks what each target's account gets against its limits:
+// each file's bytes (an instance's own limit), all files' bytes together
+// (Discord's request limit), and whether its platform fetches images from
+// a URL the runtime cannot give (publicURLs false: the embedded runtime).
+// size holds the bytes of the files imported now, by ref; an attachment
+// imported earlier is not checked here.
+func checkMedia(p post.Post, accounts map[post.AccountID]post.Account, size map[string]int, publicURLs bool) error {
+	if len(p.Media) == 0 {
+		return nil
+	}
+	for _, t := range p.Targets {
+		acc := accounts[t.Account]
+		k, _ := catalog.Lookup(acc.Platform)
+		if k.Capabilities.MediaByURL && !publicURLs {
+			return badInput("media: %s fetches images from a public URL, which the embedded runtime cannot give; post this to %s without media, or from the AWS runtime (--backend aws)",
+				acc.Platform, t.Account)
+		}
+		var total int64
+		for i, m := range p.MediaFor(acc.Platform) {
+			n, ok := size[m.Ref]
+			if ok && acc.Limits.MaxMediaBytes > 0 && int64(n) > acc.Limits.MaxMediaBytes {
+				return badInput("media[%d]: is %.1f MB, over the %.1f MB images %s's instance accepts; resize it",
+					i, float64(n)/1e6, float64(acc.Limits.MaxMediaBytes)/1e6, t.Account)
+			}
+			total += int64(n)
+		}
+		if most := k.Capabilities.MaxMediaTotalBytes; most > 0 && total > most {
+			return badInput("media: %.1f MB in all, over the %.1f MB %s takes in one post (%s); attach fewer or smaller images",
+				float64(total)/1e6, float64(most)/1e6, acc.Platform, t.Account)
+		}
+	}
+	return nil
 }
 
 // fitLimits are one platform's image limits for a post: the strictest of
@@ -320,6 +337,12 @@ func imageLimits(d post.Draft, accounts map[post.AccountID]post.Account) map[str
 			fl.lim.MaxPixels = px
 			if fl.who == "" {
 				fl.who = fmt.Sprintf("%s (%s, up to %d pixels)", acc.ID, acc.Platform, px)
+			}
+		}
+		if f := k.Capabilities.MediaFormats; len(f) > 0 {
+			fl.lim.Formats = f
+			if fl.who == "" {
+				fl.who = fmt.Sprintf("%s (%s, %s only)", acc.ID, acc.Platform, strings.Join(f, ", "))
 			}
 		}
 		if fl.who != "" {
