@@ -9,12 +9,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"golang.org/x/text/unicode/norm"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"time"
+
+	"golang.org/x/text/unicode/norm"
 
 	"oncepost/shared/platform"
 	"oncepost/shared/platform/httpcall"

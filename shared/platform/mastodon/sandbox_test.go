@@ -2,6 +2,7 @@ package mastodon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -387,5 +388,164 @@ func TestDroppedCreateIsAlwaysAmbiguous(t *testing.T) {
 	}
 	if got := s.Stats(); got.CreateRequests != n || got.Committed != 0 {
 		t.Errorf("sandbox stats %+v, want %d creates, none committed", got, n)
+	}
+}
+
+// oauthSandboxClient is a client for the sandbox account a holding a
+// token of its own registered application, appName, obtained as an
+// operator connects oncepost: RegisterApp, the authorize page (the
+// sandbox's form, posted as a browser would, as a), ExchangeCode.
+func oauthSandboxClient(t *testing.T, s *sandbox.Server, a sandbox.Account, appName string) *Client {
+	t.Helper()
+	ctx := context.Background()
+	app, err := RegisterApp(ctx, nil, s.URL(), AppRequest{ClientName: appName})
+	if err != nil {
+		t.Fatalf("RegisterApp: %v", err)
+	}
+	u, err := url.Parse(AuthorizeURL(s.URL(), app))
+	if err != nil {
+		t.Fatal(err)
+	}
+	form := u.Query()
+	form.Set("account_id", a.ID)
+	resp, err := http.PostForm(s.URL()+"/oauth/authorize", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	_, rest, ok := strings.Cut(string(page), `<code id="authorization-code">`)
+	code, _, _ := strings.Cut(rest, "</code>")
+	if !ok || code == "" {
+		t.Fatalf("the authorize page shows no code: %s", resp.Status)
+	}
+	cred, err := ExchangeCode(ctx, nil, s.URL(), app, code)
+	if err != nil {
+		t.Fatalf("ExchangeCode: %v", err)
+	}
+	return newClient(t, s.URL(), func(cfg *Config) {
+		cfg.AccountID = a.ID
+		cfg.Credential = cred
+		cfg.ClientID, cfg.ClientSecret = app.ClientID, app.ClientSecret
+	})
+}
+
+// postByHand posts text as the account's owner does from another client
+// (the web interface, a phone), with that client's token, and returns the
+// status id.
+func postByHand(t *testing.T, s *sandbox.Server, token, text string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, s.URL()+"/api/v1/statuses", strings.NewReader(url.Values{"status": {text}}.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st struct {
+		ID          string `json:"id"`
+		Application *struct {
+			Name string `json:"name"`
+		} `json:"application"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || resp.StatusCode != http.StatusOK || st.ID == "" {
+		t.Fatalf("posting by hand: %s, %v", resp.Status, err)
+	}
+	if st.Application == nil {
+		t.Fatalf("the author's own create answer shows no application")
+	}
+	return st.ID
+}
+
+// TestLookupRestrictedToOurApplicationAgainstSandbox is
+// TestLookupRestrictedToOurApplication against the sandbox, which records
+// the application of the token that posted each status, shows it to the
+// status's account, and answers GET /api/v1/apps/verify_credentials: a
+// post with our text that the operator made by hand, with another
+// application's token of the same account, is Inconclusive (an operator
+// decides), and our own post is found.
+func TestLookupRestrictedToOurApplicationAgainstSandbox(t *testing.T) {
+	const text = "Launch day!\nSee you there"
+	ourAddAccountToken := func(t *testing.T, s *sandbox.Server, a sandbox.Account) (*Client, string) {
+		return sandboxClient(t, s.URL(), a), "sandbox"
+	}
+	ourOAuthApp := func(t *testing.T, s *sandbox.Server, a sandbox.Account) (*Client, string) {
+		return oauthSandboxClient(t, s, a, "oncepost"), "oncepost"
+	}
+	tests := []struct {
+		name string
+		// ours is our client and the name of its application.
+		ours func(t *testing.T, s *sandbox.Server, a sandbox.Account) (*Client, string)
+		// byHand: the operator posts the text with a token of the "Web"
+		// application; otherwise our client publishes it.
+		byHand bool
+		// after: the window is After (the newest post before the first
+		// send); otherwise NotBefore.
+		after bool
+	}{
+		{"our app's post, window After", ourOAuthApp, false, true},
+		{"our app's post, window NotBefore", ourOAuthApp, false, false},
+		{"a copy posted by hand from the web, window After", ourOAuthApp, true, true},
+		{"a copy posted by hand from the web, window NotBefore", ourOAuthApp, true, false},
+		{"the sandbox's own token's post", ourAddAccountToken, false, true},
+		{"a copy posted by hand, ours holding the sandbox's own token", ourAddAccountToken, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := clocktest.New(fixedNow.Add(-24 * time.Hour))
+			s := startSandbox(t, sandbox.Options{Now: clock.Now})
+			a := s.AddAccount("alice")
+			c, ourApp := tt.ours(t, s, a)
+			web, err := s.AddToken(a.ID, "Web")
+			if err != nil {
+				t.Fatalf("AddToken: %v", err)
+			}
+			s.InjectStatus(a.ID, text) // before the window: never a candidate
+			after := s.InjectStatus(a.ID, "the newest post before the first send").ID
+			clock.Advance(time.Minute)
+			notBefore := clock.Now()
+			clock.Advance(time.Second)
+			s.InjectStatus(a.ID, "someone else's post")
+			clock.Advance(time.Second)
+
+			var id string
+			if tt.byHand {
+				id = postByHand(t, s, web.AccessToken, text)
+			} else {
+				receipt, err := c.Publish(context.Background(), platform.PublishRequest{Handle: "entry-1", Text: text})
+				if err != nil {
+					t.Fatalf("Publish: %v", err)
+				}
+				id = receipt.RemoteID
+			}
+			clock.Advance(time.Second)
+			s.InjectStatus(a.ID, "a later post")
+
+			q := platform.LookupQuery{Fingerprint: platform.Fingerprint(text, nil), Text: text}
+			if tt.after {
+				q.After = after
+			} else {
+				q.NotBefore = notBefore
+			}
+			post, found, err := c.Lookup(context.Background(), q)
+			if !tt.byHand {
+				if err != nil || !found || post.RemoteID != id {
+					t.Fatalf("Lookup = (%q, found %v, %v), want our post %s found", post.RemoteID, found, err, id)
+				}
+				return
+			}
+			var inc *platform.Inconclusive
+			if found || !errors.As(err, &inc) {
+				t.Fatalf("Lookup = (%q, found %v, %v), want *platform.Inconclusive", post.RemoteID, found, err)
+			}
+			want := fmt.Sprintf("lookup: the post with this text (%s) was made with %q, not with this account's app %q: it may be a copy made by hand", id, "Web", ourApp)
+			if inc.Message != want {
+				t.Errorf("Inconclusive message\n got %q\nwant %q", inc.Message, want)
+			}
+		})
 	}
 }

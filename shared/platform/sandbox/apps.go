@@ -44,7 +44,10 @@ var knownScopes = func() map[string]bool {
 	return set
 }()
 
-// app is an OAuth application registered with POST /api/v1/apps.
+// app is an application: one registered with POST /api/v1/apps or by
+// AddToken, or the sandbox's own (Server.ownApp). Every access token
+// belongs to one, and every status records the one of the token that
+// posted it. An app never changes once made.
 type app struct {
 	id           string
 	name         string
@@ -185,6 +188,20 @@ func (s *Server) createApp(c *call) reply {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	a := s.registerAppLocked(name, website, redirects, scopes)
+	out := appJSON{
+		ID: a.id, Name: a.name, Scopes: a.scopes, RedirectURI: strings.Join(a.redirectURIs, "\n"),
+		RedirectURIs: a.redirectURIs, ClientID: a.clientID, ClientSecret: a.clientSecret,
+	}
+	if a.website != "" {
+		out.Website = strPtr(a.website)
+	}
+	return reply{status: http.StatusOK, body: out}
+}
+
+// registerAppLocked makes and journals a new app with fresh client
+// credentials; the caller has checked the fields.
+func (s *Server) registerAppLocked(name, website string, redirects, scopes []string) *app {
 	now := s.opts.Now()
 	a := &app{
 		id: s.nextIDLocked(now), name: name, website: website, redirectURIs: redirects, scopes: scopes,
@@ -195,9 +212,71 @@ func (s *Server) createApp(c *call) reply {
 		ID: a.id, Name: a.name, Website: a.website, RedirectURIs: a.redirectURIs, Scopes: a.scopes,
 		ClientID: a.clientID, ClientSecret: a.clientSecret, CreatedAt: a.createdAt,
 	}})
-	out := appJSON{
-		ID: a.id, Name: a.name, Scopes: a.scopes, RedirectURI: strings.Join(a.redirectURIs, "\n"),
-		RedirectURIs: a.redirectURIs, ClientID: a.clientID, ClientSecret: a.clientSecret,
+	return a
+}
+
+// AddToken issues an access and a refresh token for the account that
+// belong to a new application named appName, as if the account's owner
+// had signed in with another client (Mastodon's web interface, a phone
+// app): a status posted with the access token records and shows that
+// application, and GET /api/v1/apps/verify_credentials answers it. The
+// application is registered as POST /api/v1/apps would register it
+// (out-of-band redirect URI, scopes "read write", no website), a new one
+// on every call. As for AddAccount's tokens, any client the sandbox knows
+// may refresh the refresh token, and the tokens a refresh issues keep the
+// application; they are never the account's latest (Accounts). It fails
+// if the account does not exist, if appName is blank or longer than
+// Mastodon's 60 characters, or if the tokens cannot be saved in the
+// DataDir.
+func (s *Server) AddToken(accountID, appName string) (Account, error) {
+	name := strings.TrimSpace(appName)
+	if name == "" || utf8.RuneCountInString(name) > maxAppNameLength {
+		return Account{}, fmt.Errorf("sandbox: add token for account %q: the app name must be 1 to %d characters, got %q", accountID, maxAppNameLength, appName)
+	}
+	s.mu.Lock()
+	a := s.accounts[accountID]
+	if a == nil {
+		s.mu.Unlock()
+		return Account{}, fmt.Errorf("sandbox: add token: no account %q", accountID)
+	}
+	ap := s.registerAppLocked(name, "", []string{oobRedirectURI}, strings.Fields(defaultScope))
+	access, refresh := s.issueTokensLocked(a.id, s.opts.Now(), "", defaultScope, ap)
+	s.journalLocked(record{Op: opGrant, Grant: &grantRec{Account: a.id, Tokens: s.tokensRecLocked(access, refresh)}})
+	s.mu.Unlock()
+	if err := s.sync(); err != nil {
+		return Account{}, fmt.Errorf("sandbox: add token for account %q: %w", accountID, err)
+	}
+	return Account{ID: a.id, Username: a.username, AccessToken: access, RefreshToken: refresh}, nil
+}
+
+// verifiedAppJSON is the Application entity GET
+// /api/v1/apps/verify_credentials answers, in the fields the Mastodon
+// documentation gives for 4.3 (id, name, website, scopes, redirect_uri,
+// redirect_uris and the deprecated vapid_key), without the client
+// credentials.
+type verifiedAppJSON struct {
+	ID           string   `json:"id"`
+	Name         string   `json:"name"`
+	Website      *string  `json:"website"`
+	Scopes       []string `json:"scopes"`
+	RedirectURI  string   `json:"redirect_uri"`
+	RedirectURIs []string `json:"redirect_uris"`
+	VapidKey     string   `json:"vapid_key"`
+}
+
+// verifyAppCredentials is GET /api/v1/apps/verify_credentials: the
+// application the bearer token belongs to
+// (https://docs.joinmastodon.org/methods/apps/#verify_credentials). A
+// missing or invalid token is answered 401 before it is called, as on
+// every authenticated route.
+func (s *Server) verifyAppCredentials(c *call) reply {
+	a := c.app
+	if a == nil {
+		a = s.ownApp
+	}
+	out := verifiedAppJSON{
+		ID: a.id, Name: a.name, Scopes: slices.Clone(a.scopes), RedirectURI: strings.Join(a.redirectURIs, "\n"),
+		RedirectURIs: slices.Clone(a.redirectURIs),
 	}
 	if a.website != "" {
 		out.Website = strPtr(a.website)

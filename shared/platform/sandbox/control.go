@@ -1,10 +1,12 @@
 package sandbox
 
 // The control API drives a sandbox that runs as a separate process, the
-// way tests drive an embedded one through AddAccount, ScriptRoute,
-// Statuses and Creates:
+// way tests drive an embedded one through AddAccount, AddToken,
+// ScriptRoute, Statuses and Creates:
 //
 //	POST /sandbox/accounts   {"username":"alice"} → 201 {"id","username","access_token","refresh_token"}
+//	POST /sandbox/tokens     {"account_id":"ID","app":"Web"} → 201 {"id","username","access_token","refresh_token","app"}
+//	                         (AddToken: tokens of the account that belong to another, new application)
 //	POST /sandbox/faults     {"route":"POST /api/v1/statuses","faults":[{"kind":"503"},
 //	                          {"kind":"429","retry_after_seconds":3},{"kind":"delay-before-commit","delay_ms":11000}]} → 204
 //	GET  /sandbox/statuses?account=ID → an account's statuses, deleted ones included, newest first
@@ -32,6 +34,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // maxControlBody bounds a control request's body.
@@ -164,6 +167,49 @@ func (s *Server) controlCreateAccount(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, controlAccountJSON{ID: a.ID, Username: a.Username, AccessToken: a.AccessToken, RefreshToken: a.RefreshToken})
 }
 
+// controlTokenJSON is the answer of POST /sandbox/tokens.
+type controlTokenJSON struct {
+	ID           string `json:"id"`
+	Username     string `json:"username"`
+	AccessToken  string `json:"access_token"`
+	RefreshToken string `json:"refresh_token"`
+	App          string `json:"app"`
+}
+
+// controlCreateToken is POST /sandbox/tokens: AddToken over HTTP, tokens
+// of an existing account that belong to a new application, as if the
+// account's owner had signed in with another client.
+func (s *Server) controlCreateToken(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		AccountID string `json:"account_id"`
+		App       string `json:"app"`
+	}
+	if err := readJSON(w, r, &in); err != nil {
+		writeControlError(w, err)
+		return
+	}
+	name := strings.TrimSpace(in.App)
+	if name == "" || utf8.RuneCountInString(name) > maxAppNameLength {
+		writeControlError(w, badRequest("app: must be 1 to %d characters, got %q", maxAppNameLength, in.App))
+		return
+	}
+	s.mu.Lock()
+	known := s.accounts[in.AccountID] != nil
+	s.mu.Unlock()
+	if !known {
+		writeControlError(w, &controlError{status: http.StatusNotFound, msg: fmt.Sprintf("account_id: no account %q", in.AccountID)})
+		return
+	}
+	a, err := s.AddToken(in.AccountID, name)
+	if err != nil {
+		s.log.Error("sandbox: adding a token failed", "account", in.AccountID, "err", err)
+		writeJSON(w, http.StatusInternalServerError, errorBody(errSaveFailed))
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, controlTokenJSON{ID: a.ID, Username: a.Username, AccessToken: a.AccessToken, RefreshToken: a.RefreshToken, App: name})
+}
+
 // faultJSON is one fault of POST /sandbox/faults.
 type faultJSON struct {
 	Kind              string `json:"kind"`
@@ -257,6 +303,8 @@ type controlStatusJSON struct {
 	Duplicate      bool   `json:"duplicate"`
 	Injected       bool   `json:"injected"`
 	Fingerprint    string `json:"fingerprint"`
+	// App is the name of the application the status was posted with.
+	App string `json:"app"`
 }
 
 // controlStatuses is GET /sandbox/statuses?account=ID: every status of the
@@ -277,7 +325,7 @@ func (s *Server) controlStatuses(w http.ResponseWriter, r *http.Request) {
 			out = append(out, controlStatusJSON{
 				ID: st.ID, Text: st.Text, CreatedAt: st.CreatedAt.UTC().Format(timeFormat), Deleted: st.deleted,
 				IdempotencyKey: st.IdempotencyKey, MediaCount: len(st.MediaIDs), Duplicate: st.Duplicate,
-				Injected: st.Injected, Fingerprint: st.Fingerprint,
+				Injected: st.Injected, Fingerprint: st.Fingerprint, App: st.App,
 			})
 		}
 	}

@@ -170,6 +170,11 @@ func TestControlStatusesAndCreates(t *testing.T) {
 	mustSend(t, http.MethodDelete, s.URL()+"/api/v1/statuses/"+gone.ID, a.AccessToken, "", nil, nil)
 	injected := s.InjectStatus(a.ID, "first")
 	s.InjectStatus(b.ID, "bob's")
+	web, err := s.AddToken(a.ID, "Web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byHand := mustStatus(t, post(t, s, web, "by hand", ""))
 
 	r := get(t, s.URL()+"/sandbox/statuses?account="+a.ID, "")
 	if r.status != 200 {
@@ -185,9 +190,10 @@ func TestControlStatusesAndCreates(t *testing.T) {
 	s.mu.Unlock()
 	at := func(id string) string { return byID[id].CreatedAt.Format(timeFormat) }
 	want := []controlStatusJSON{
-		{ID: injected.ID, Text: "first", CreatedAt: at(injected.ID), Duplicate: true, Injected: true, Fingerprint: byID[injected.ID].Fingerprint},
-		{ID: gone.ID, Text: "first", CreatedAt: at(gone.ID), Deleted: true, IdempotencyKey: "k2", MediaCount: 1, Fingerprint: byID[gone.ID].Fingerprint},
-		{ID: first.ID, Text: "first", CreatedAt: at(first.ID), IdempotencyKey: "k1", Fingerprint: byID[first.ID].Fingerprint},
+		{ID: byHand.ID, Text: "by hand", CreatedAt: at(byHand.ID), Fingerprint: byID[byHand.ID].Fingerprint, App: "Web"},
+		{ID: injected.ID, Text: "first", CreatedAt: at(injected.ID), Duplicate: true, Injected: true, Fingerprint: byID[injected.ID].Fingerprint, App: "sandbox"},
+		{ID: gone.ID, Text: "first", CreatedAt: at(gone.ID), Deleted: true, IdempotencyKey: "k2", MediaCount: 1, Fingerprint: byID[gone.ID].Fingerprint, App: "sandbox"},
+		{ID: first.ID, Text: "first", CreatedAt: at(first.ID), IdempotencyKey: "k1", Fingerprint: byID[first.ID].Fingerprint, App: "sandbox"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("GET /sandbox/statuses (-want +got):\n%s", diff)
@@ -214,7 +220,7 @@ func TestControlStatusesAndCreates(t *testing.T) {
 	var creates []CreateRecord
 	cr := get(t, s.URL()+"/sandbox/creates", "")
 	cr.decode(t, &creates)
-	if diff := cmp.Diff(s.Creates(), creates); diff != "" || len(creates) != 2 {
+	if diff := cmp.Diff(s.Creates(), creates); diff != "" || len(creates) != 3 {
 		t.Errorf("GET /sandbox/creates (-Creates +served):\n%s", diff)
 	}
 	var raw []map[string]json.RawMessage

@@ -61,7 +61,7 @@ func (s *Server) recordCreateLocked(r *http.Request, p plan) int {
 		Fault:          p.String(),
 		At:             s.opts.Now(),
 	}
-	if a, _, valid := s.authenticateLocked(r); valid {
+	if a, _, _, valid := s.authenticateLocked(r); valid {
 		rec.AccountID = a.id
 	}
 	s.creates = append(s.creates, rec)

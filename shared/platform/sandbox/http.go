@@ -29,6 +29,7 @@ type call struct {
 	r       *http.Request
 	body    []byte
 	account *account // nil when not authenticated
+	app     *app     // the token's application; nil when not authenticated
 	base    string   // the server's base URL
 	// createRec is the index of the request's CreateRecord, -1 for routes
 	// other than status create.
@@ -63,6 +64,7 @@ func (s *Server) routes() http.Handler {
 	api(RouteInstanceV2, authNone, s.instanceV2)
 	api(RouteOAuthToken, authNone, s.oauthToken)
 	api(RouteCreateApp, authNone, s.createApp)
+	api(RouteVerifyAppCredentials, authRequired, s.verifyAppCredentials)
 	mux.Handle("GET /oauth/authorize", s.plain(s.authorizePage))
 	mux.Handle("POST /oauth/authorize", s.plain(s.authorize))
 	mux.Handle("GET /{$}", s.plain(s.timelinePage))
@@ -70,6 +72,7 @@ func (s *Server) routes() http.Handler {
 		writeJSON(w, http.StatusOK, s.Stats())
 	}))
 	mux.Handle("POST /sandbox/accounts", s.control(s.controlCreateAccount))
+	mux.Handle("POST /sandbox/tokens", s.control(s.controlCreateToken))
 	mux.Handle("POST /sandbox/faults", s.control(s.controlScriptFaults))
 	mux.Handle("GET /sandbox/statuses", s.control(s.controlStatuses))
 	mux.Handle("GET /sandbox/creates", s.control(s.controlCreates))
@@ -154,7 +157,7 @@ func (s *Server) api(route string, mode authMode, h apiHandler) http.Handler {
 		}
 		c := &call{r: r, body: body, base: s.baseURL(r), createRec: rec}
 		if mode != authNone {
-			acct, presented, valid := s.authenticate(r)
+			acct, ap, presented, valid := s.authenticate(r)
 			if (presented || mode == authRequired) && !valid {
 				if rec >= 0 {
 					s.recordWouldBeFromBody(rec, c)
@@ -162,7 +165,7 @@ func (s *Server) api(route string, mode authMode, h apiHandler) http.Handler {
 				answer(http.StatusUnauthorized, func() { writeUnauthorized(w) })
 				return
 			}
-			c.account = acct
+			c.account, c.app = acct, ap
 		}
 		if p.delayBefore > 0 && s.testHookDelay != nil {
 			s.testHookDelay()
@@ -228,7 +231,7 @@ func (s *Server) recordWouldBeFromBody(rec int, c *call) {
 	if err != nil {
 		return
 	}
-	a, _, _ := s.authenticate(c.r)
+	a, _, _, _ := s.authenticate(c.r)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cr := &s.creates[rec]
@@ -247,34 +250,42 @@ func (s *Server) baseURL(r *http.Request) string {
 	return "http://" + r.Host
 }
 
-// authenticate resolves the bearer token. presented is false when the
-// request carries no Authorization header.
-func (s *Server) authenticate(r *http.Request) (acct *account, presented, valid bool) {
+// authenticate resolves the bearer token to its account and its
+// application. presented is false when the request carries no
+// Authorization header.
+func (s *Server) authenticate(r *http.Request) (acct *account, ap *app, presented, valid bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.authenticateLocked(r)
 }
 
 // authenticateLocked is authenticate with s.mu held.
-func (s *Server) authenticateLocked(r *http.Request) (acct *account, presented, valid bool) {
+func (s *Server) authenticateLocked(r *http.Request) (acct *account, ap *app, presented, valid bool) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return nil, false, false
+		return nil, nil, false, false
 	}
 	scheme, token, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return nil, true, false
+		return nil, nil, true, false
 	}
 	token = strings.TrimSpace(token)
 	tok := s.access[token]
 	if tok == nil || tok.revoked {
-		return nil, true, false
+		return nil, nil, true, false
 	}
 	if !tok.expiresAt.IsZero() && !s.opts.Now().Before(tok.expiresAt) {
-		return nil, true, false
+		return nil, nil, true, false
 	}
 	a := s.accounts[tok.accountID]
-	return a, true, a != nil
+	if a == nil {
+		return nil, nil, true, false
+	}
+	ap = tok.app
+	if ap == nil {
+		ap = s.ownApp
+	}
+	return a, ap, true, true
 }
 
 // errorJSON is Mastodon's error body.

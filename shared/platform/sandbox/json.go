@@ -7,34 +7,42 @@ import (
 
 // statusJSON is Mastodon's Status entity, in the fields the sandbox fills.
 type statusJSON struct {
-	ID                 string          `json:"id"`
-	CreatedAt          string          `json:"created_at"`
-	InReplyToID        *string         `json:"in_reply_to_id"`
-	InReplyToAccountID *string         `json:"in_reply_to_account_id"`
-	Sensitive          bool            `json:"sensitive"`
-	SpoilerText        string          `json:"spoiler_text"`
-	Visibility         string          `json:"visibility"`
-	Language           *string         `json:"language"`
-	URI                string          `json:"uri"`
-	URL                string          `json:"url"`
-	RepliesCount       int             `json:"replies_count"`
-	ReblogsCount       int             `json:"reblogs_count"`
-	FavouritesCount    int             `json:"favourites_count"`
-	EditedAt           *string         `json:"edited_at"`
-	Content            string          `json:"content"`
-	Text               *string         `json:"text,omitempty"`
-	Reblog             *struct{}       `json:"reblog"`
-	Application        applicationJSON `json:"application"`
-	Account            accountJSON     `json:"account"`
-	MediaAttachments   []mediaJSON     `json:"media_attachments"`
-	Mentions           []struct{}      `json:"mentions"`
-	Tags               []struct{}      `json:"tags"`
-	Emojis             []struct{}      `json:"emojis"`
-	Card               *struct{}       `json:"card"`
-	Poll               *struct{}       `json:"poll"`
+	ID                 string         `json:"id"`
+	CreatedAt          string         `json:"created_at"`
+	InReplyToID        *string        `json:"in_reply_to_id"`
+	InReplyToAccountID *string        `json:"in_reply_to_account_id"`
+	Sensitive          bool           `json:"sensitive"`
+	SpoilerText        string         `json:"spoiler_text"`
+	Visibility         string         `json:"visibility"`
+	Language           *string        `json:"language"`
+	URI                string         `json:"uri"`
+	URL                string         `json:"url"`
+	RepliesCount       int            `json:"replies_count"`
+	ReblogsCount       int            `json:"reblogs_count"`
+	FavouritesCount    int            `json:"favourites_count"`
+	EditedAt           *string        `json:"edited_at"`
+	Content            string         `json:"content"`
+	Text               *string        `json:"text,omitempty"`
+	Reblog             *struct{}      `json:"reblog"`
+	Application        *statusAppJSON `json:"application,omitempty"`
+	Account            accountJSON    `json:"account"`
+	MediaAttachments   []mediaJSON    `json:"media_attachments"`
+	Mentions           []struct{}     `json:"mentions"`
+	Tags               []struct{}     `json:"tags"`
+	Emojis             []struct{}     `json:"emojis"`
+	Card               *struct{}      `json:"card"`
+	Poll               *struct{}      `json:"poll"`
 }
 
-type applicationJSON struct {
+// statusAppJSON is a Status's "application": "The application used to
+// post this status" (https://docs.joinmastodon.org/entities/Status/#application),
+// its name and website (null when it has none), as Mastodon's
+// REST::StatusSerializer::ApplicationSerializer gives them. Mastodon
+// includes it only when the status's own account reads it
+// (REST::StatusSerializer#show_application?: `belongs_to :application,
+// if: :show_application?`, the key left out otherwise; the account
+// preference that showed it to everyone is not modelled).
+type statusAppJSON struct {
 	Name    string  `json:"name"`
 	Website *string `json:"website"`
 }
@@ -140,9 +148,11 @@ func (s *Server) mediaJSONLocked(m *media, base string) mediaJSON {
 	return j
 }
 
-// statusJSONLocked renders a status; withText adds the source "text" (as
-// Mastodon does for a delete).
-func (s *Server) statusJSONLocked(st *status, base string, withText bool) statusJSON {
+// statusJSONLocked renders a status for viewer, the account of the
+// request's token (nil without one): the status's application is shown to
+// its own account only. withText adds the source "text" (as Mastodon does
+// for a delete).
+func (s *Server) statusJSONLocked(st *status, base string, withText bool, viewer *account) statusJSON {
 	a := s.accounts[st.AccountID]
 	j := statusJSON{
 		ID:               st.ID,
@@ -151,7 +161,6 @@ func (s *Server) statusJSONLocked(st *status, base string, withText bool) status
 		URI:              base + "/users/" + st.Username + "/statuses/" + st.ID,
 		URL:              base + "/@" + st.Username + "/" + st.ID,
 		Content:          st.Content,
-		Application:      applicationJSON{Name: "sandbox"},
 		Account:          s.accountJSONLocked(a, base),
 		MediaAttachments: []mediaJSON{},
 		Mentions:         []struct{}{},
@@ -161,6 +170,16 @@ func (s *Server) statusJSONLocked(st *status, base string, withText bool) status
 	if withText {
 		j.Text = strPtr(st.Text)
 	}
+	if ownStatus(st, viewer) {
+		ap := st.app
+		if ap == nil {
+			ap = s.ownApp
+		}
+		j.Application = &statusAppJSON{Name: ap.name}
+		if ap.website != "" {
+			j.Application.Website = strPtr(ap.website)
+		}
+	}
 	for _, id := range st.MediaIDs {
 		if m := s.media[id]; m != nil {
 			j.MediaAttachments = append(j.MediaAttachments, s.mediaJSONLocked(m, base))
@@ -169,17 +188,27 @@ func (s *Server) statusJSONLocked(st *status, base string, withText bool) status
 	return j
 }
 
-// listJSONLocked renders a status for a timeline page, from the cache when
-// it was rendered for the same base URL before.
-func (s *Server) listJSONLocked(st *status, base string) json.RawMessage {
-	if st.listJSON == nil || st.listBase != base {
-		data, err := json.Marshal(s.statusJSONLocked(st, base, false))
+// ownStatus reports whether viewer is the status's own account.
+func ownStatus(st *status, viewer *account) bool {
+	return viewer != nil && viewer.id == st.AccountID
+}
+
+// listJSONLocked renders a status for a timeline page read by viewer, from
+// the cache when it was rendered for the same base URL and the same kind
+// of reader (its own account or another) before.
+func (s *Server) listJSONLocked(st *status, base string, viewer *account) json.RawMessage {
+	c := &st.list[0]
+	if ownStatus(st, viewer) {
+		c = &st.list[1]
+	}
+	if c.json == nil || c.base != base {
+		data, err := json.Marshal(s.statusJSONLocked(st, base, false, viewer))
 		if err != nil {
 			// statusJSON holds only strings, slices and structs of them, so
 			// this cannot happen; serve null rather than crash the server.
 			return json.RawMessage("null")
 		}
-		st.listJSON, st.listBase = data, base
+		c.json, c.base = data, base
 	}
-	return st.listJSON
+	return c.json
 }

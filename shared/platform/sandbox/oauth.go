@@ -41,7 +41,8 @@ func (s *Server) oauthToken(c *call) reply {
 }
 
 // refreshGrant rotates a refresh token: the response carries a new one and
-// the old refresh token and the access token issued with it stop working.
+// the old refresh token and the access token issued with it stop working;
+// the new tokens belong to the same application as the old.
 // A token issued through an app's authorization code can only be refreshed
 // by that app; the sandbox's own tokens by any client it knows. A client
 // that fails to authenticate gets 400 invalid_grant (the sandbox has
@@ -62,7 +63,11 @@ func (s *Server) refreshGrant(values url.Values, clientID, clientSecret string) 
 		tok.revoked = true
 	}
 	now := s.opts.Now()
-	access, refresh := s.issueTokensLocked(g.accountID, now, g.clientID, g.scope)
+	ap := g.app
+	if ap == nil {
+		ap = s.ownApp
+	}
+	access, refresh := s.issueTokensLocked(g.accountID, now, g.clientID, g.scope, ap)
 	s.journalLocked(record{Op: opGrant, Grant: &grantRec{
 		Account: g.accountID, Tokens: s.tokensRecLocked(access, refresh),
 		SpentRefresh: old, RevokeAccess: g.accessToken,
@@ -72,7 +77,7 @@ func (s *Server) refreshGrant(values url.Values, clientID, clientSecret string) 
 
 // codeGrant exchanges an authorization code from POST /oauth/authorize,
 // once, within its ten minutes, for the app it was issued to and with the
-// redirect_uri it was issued for.
+// redirect_uri it was issued for. The tokens belong to that app.
 func (s *Server) codeGrant(values url.Values, clientID, clientSecret string) reply {
 	code, redirectURI := values.Get("code"), values.Get("redirect_uri")
 	if code == "" || redirectURI == "" {
@@ -85,11 +90,12 @@ func (s *Server) codeGrant(values url.Values, clientID, clientSecret string) rep
 	}
 	now := s.opts.Now()
 	ac := s.codes[code]
-	if ac == nil || ac.clientID != clientID || ac.redirectURI != redirectURI || !now.Before(ac.expiresAt) || s.accounts[ac.accountID] == nil {
+	ap := s.apps[clientID]
+	if ac == nil || ac.clientID != clientID || ac.redirectURI != redirectURI || !now.Before(ac.expiresAt) || s.accounts[ac.accountID] == nil || ap == nil {
 		return oauthError("invalid_grant", descInvalidGrant)
 	}
 	delete(s.codes, code)
-	access, refresh := s.issueTokensLocked(ac.accountID, now, clientID, ac.scope)
+	access, refresh := s.issueTokensLocked(ac.accountID, now, clientID, ac.scope, ap)
 	s.journalLocked(record{Op: opGrant, Grant: &grantRec{
 		Account: ac.accountID, Tokens: s.tokensRecLocked(access, refresh), SpentCode: code,
 	}})

@@ -16,7 +16,7 @@ package sandbox
 // The changes (the *Rec types below give the fields):
 //
 //	account         an account and its first tokens (AddAccount, RestoreAccount, POST /sandbox/accounts)
-//	grant           tokens issued by POST /oauth/token, with the refresh token, access token or code it spent
+//	grant           tokens issued by POST /oauth/token, with the refresh token, access token or code it spent, or by AddToken
 //	expire_access   ExpireAccessToken
 //	revoke_refresh  RevokeRefreshToken
 //	create          a POST /api/v1/statuses arrived (counted, drawn from the fault plan, recorded)
@@ -26,8 +26,13 @@ package sandbox
 //	delete          a status was deleted
 //	media           a media upload, bytes included (base64)
 //	media_poll      a media poll was answered "still processing"
-//	app             an OAuth app was registered
+//	app             an OAuth app was registered (POST /api/v1/apps, AddToken)
 //	code            an authorization code was issued
+//
+// Tokens and statuses name their application by its client id ("app");
+// the sandbox's own application is left out, so a journal written before
+// tokens had applications loads with every token and status the sandbox's
+// own, as they were shown then.
 //
 // Every change is one line, so a change is either wholly in the journal or
 // not at all. Lines are added in the order the changes are made (under the
@@ -119,6 +124,9 @@ type tokensRec struct {
 	Refresh         string    `json:"refresh"`
 	ClientID        string    `json:"client_id,omitempty"`
 	Scope           string    `json:"scope"`
+	// App is the client id of the application the tokens belong to, ""
+	// for the sandbox's own.
+	App string `json:"app,omitempty"`
 }
 
 type accountRec struct {
@@ -175,6 +183,9 @@ type statusRec struct {
 	// Duplicate is checked against the fingerprints replayed before it.
 	Duplicate bool `json:"duplicate,omitempty"`
 	Injected  bool `json:"injected,omitempty"`
+	// App is the client id of the application the status was posted
+	// with, "" for the sandbox's own.
+	App string `json:"app,omitempty"`
 	// IdempotencyExpiresAt is set when the commit stored its
 	// Idempotency-Key for replays, until then.
 	IdempotencyExpiresAt time.Time `json:"idempotency_expires_at,omitzero"`
@@ -479,6 +490,7 @@ func (s *Server) tokensRecLocked(access, refresh string) tokensRec {
 	t := tokensRec{Access: access, Refresh: refresh}
 	if tok := s.access[access]; tok != nil {
 		t.AccessExpiresAt = tok.expiresAt
+		t.App = s.appRefLocked(tok.app)
 	}
 	if g, ok := s.refresh[refresh]; ok {
 		t.ClientID, t.Scope = g.clientID, g.scope
@@ -506,9 +518,31 @@ func (s *Server) journalStatusLocked(st *status, idemExpires time.Time, seq int)
 	s.j.add(record{Op: opStatus, Status: &statusRec{
 		ID: st.ID, Account: st.AccountID, Text: st.Text, Content: st.Content, Visibility: st.Visibility,
 		CreatedAt: st.CreatedAt, MediaIDs: st.MediaIDs, MediaSHA256: st.MediaSHA256, Fingerprint: st.Fingerprint,
-		IdempotencyKey: st.IdempotencyKey, Duplicate: st.Duplicate, Injected: st.Injected,
+		IdempotencyKey: st.IdempotencyKey, Duplicate: st.Duplicate, Injected: st.Injected, App: s.appRefLocked(st.app),
 		IdempotencyExpiresAt: idemExpires, CreateSeq: seq,
 	}})
+}
+
+// appRefLocked is how the journal names an application: its client id,
+// or "" for the sandbox's own.
+func (s *Server) appRefLocked(ap *app) string {
+	if ap == nil || ap == s.ownApp {
+		return ""
+	}
+	return ap.clientID
+}
+
+// resolveAppLocked is the application a journal's app reference names:
+// the sandbox's own for "", else a registered one.
+func (s *Server) resolveAppLocked(ref string) (*app, error) {
+	if ref == "" {
+		return s.ownApp, nil
+	}
+	ap := s.apps[ref]
+	if ap == nil {
+		return nil, fmt.Errorf("unknown app %q", ref)
+	}
+	return ap, nil
 }
 
 // journalCreateUpdateLocked journals a create record's new fingerprint or
@@ -634,9 +668,13 @@ func (s *Server) replayAccountLocked(r *accountRec) error {
 	if r.Tokens.Access == "" || r.Tokens.Refresh == "" {
 		return fmt.Errorf("account %s: a token is missing", r.ID)
 	}
+	ap, err := s.resolveAppLocked(r.Tokens.App)
+	if err != nil {
+		return fmt.Errorf("account %s: %w", r.ID, err)
+	}
 	a := &account{id: r.ID, username: r.Username, createdAt: r.CreatedAt}
 	s.addAccountLocked(a)
-	s.grantTokensLocked(a, r.Tokens.Access, r.Tokens.Refresh, r.Tokens.AccessExpiresAt, r.Tokens.ClientID, r.Tokens.Scope)
+	s.grantTokensLocked(a, r.Tokens.Access, r.Tokens.Refresh, r.Tokens.AccessExpiresAt, r.Tokens.ClientID, r.Tokens.Scope, ap)
 	s.bumpIDLocked(r.ID)
 	return nil
 }
@@ -649,6 +687,10 @@ func (s *Server) replayGrantLocked(r *grantRec) error {
 	if r.Tokens.Access == "" || r.Tokens.Refresh == "" {
 		return fmt.Errorf("grant for account %s: a token is missing", r.Account)
 	}
+	ap, err := s.resolveAppLocked(r.Tokens.App)
+	if err != nil {
+		return fmt.Errorf("grant for account %s: %w", r.Account, err)
+	}
 	if r.SpentRefresh != "" {
 		delete(s.refresh, r.SpentRefresh)
 	}
@@ -658,7 +700,7 @@ func (s *Server) replayGrantLocked(r *grantRec) error {
 	if r.SpentCode != "" {
 		delete(s.codes, r.SpentCode)
 	}
-	s.grantTokensLocked(a, r.Tokens.Access, r.Tokens.Refresh, r.Tokens.AccessExpiresAt, r.Tokens.ClientID, r.Tokens.Scope)
+	s.grantTokensLocked(a, r.Tokens.Access, r.Tokens.Refresh, r.Tokens.AccessExpiresAt, r.Tokens.ClientID, r.Tokens.Scope, ap)
 	return nil
 }
 
@@ -700,6 +742,10 @@ func (s *Server) replayStatusLocked(r *statusRec) error {
 	if len(r.MediaIDs) != len(r.MediaSHA256) {
 		return fmt.Errorf("status %s: %d media ids and %d hashes", r.ID, len(r.MediaIDs), len(r.MediaSHA256))
 	}
+	ap, err := s.resolveAppLocked(r.App)
+	if err != nil {
+		return fmt.Errorf("status %s: %w", r.ID, err)
+	}
 	ms := make([]*media, 0, len(r.MediaIDs))
 	for _, id := range r.MediaIDs {
 		m := s.media[id]
@@ -715,10 +761,11 @@ func (s *Server) replayStatusLocked(r *statusRec) error {
 		}
 	}
 	s.lastID = num
-	st := &status{num: num}
+	st := &status{num: num, app: ap}
 	st.ID = r.ID
 	st.AccountID = a.id
 	st.Username = a.username
+	st.App = ap.name
 	st.Text = r.Text
 	st.Content = r.Content
 	st.Visibility = r.Visibility

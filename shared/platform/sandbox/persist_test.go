@@ -62,15 +62,25 @@ type dumpToken struct {
 	AccountID string
 	ExpiresAt time.Time
 	Revoked   bool
+	App       string
 }
 
 type dumpGrant struct {
-	AccountID, AccessToken, ClientID, Scope string
+	AccountID, AccessToken, ClientID, Scope, App string
 }
 
 type dumpStatus struct {
 	Status
 	Deleted bool
+	App     string
+}
+
+// dumpAppRef names an application in a dump: its id and name.
+func dumpAppRef(a *app) string {
+	if a == nil {
+		return "<nil>"
+	}
+	return a.id + " " + a.name
 }
 
 type dumpMedia struct {
@@ -129,13 +139,13 @@ func dumpState(s *Server) dump {
 		d.Accounts = append(d.Accounts, da)
 	}
 	for k, v := range s.access {
-		d.Access[k] = dumpToken{AccountID: v.accountID, ExpiresAt: v.expiresAt, Revoked: v.revoked}
+		d.Access[k] = dumpToken{AccountID: v.accountID, ExpiresAt: v.expiresAt, Revoked: v.revoked, App: dumpAppRef(v.app)}
 	}
 	for k, v := range s.refresh {
-		d.Refresh[k] = dumpGrant{AccountID: v.accountID, AccessToken: v.accessToken, ClientID: v.clientID, Scope: v.scope}
+		d.Refresh[k] = dumpGrant{AccountID: v.accountID, AccessToken: v.accessToken, ClientID: v.clientID, Scope: v.scope, App: dumpAppRef(v.app)}
 	}
 	for k, v := range s.statuses {
-		d.Statuses[k] = dumpStatus{Status: v.clone(), Deleted: v.deleted}
+		d.Statuses[k] = dumpStatus{Status: v.clone(), Deleted: v.deleted, App: dumpAppRef(v.app)}
 	}
 	for k, m := range s.media {
 		d.Media[k] = dumpMedia{ID: m.id, AccountID: m.accountID, ContentType: m.contentType, Description: m.description,
@@ -183,7 +193,16 @@ func busyDay(t *testing.T, s *Server, clock *clocktest.Clock) (accts []Account, 
 	}
 	mustStatus(t, post(t, s, alice, "with a picture", "k-media", m.ID))
 	upload(t, s, bob, []byte("still processing"), "")
-	s.InjectStatus(bob.ID, "from another app")
+	s.InjectStatus(bob.ID, "injected")
+	// Another application's tokens, a post with them and a refresh.
+	web, err := s.AddToken(bob.ID, "Web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustStatus(t, post(t, s, web, "by hand", ""))
+	if r := mustSend(t, http.MethodPost, s.URL()+"/oauth/token", "", formType, refreshForm(web.RefreshToken, "sandbox-client", "sandbox-secret"), nil); r.status != 200 {
+		t.Fatalf("refresh of another app's token: %d %s", r.status, r.body)
+	}
 	// Faulted and refused creates.
 	s.Script(Fault{Kind: Fault503}, Fault{Kind: FaultDropResponse}, Fault{Kind: Fault429})
 	post(t, s, bob, "unavailable", "k503")
@@ -204,9 +223,13 @@ func busyDay(t *testing.T, s *Server, clock *clocktest.Clock) (accts []Account, 
 	// An app, a spent code and an unused one.
 	ap = registerApp(t, s, url.Values{"client_name": {"Scheduler"}, "redirect_uris": {oobRedirectURI}, "scopes": {"read write"}})
 	spent := authorizeOOB(t, s, ap, alice.ID, "read write")
-	if r := exchangeCode(t, s, ap.ClientID, ap.ClientSecret, spent, oobRedirectURI); r.status != 200 {
+	r := exchangeCode(t, s, ap.ClientID, ap.ClientSecret, spent, oobRedirectURI)
+	var ta tokenAnswer
+	r.decode(t, &ta)
+	if r.status != 200 {
 		t.Fatalf("code exchange: %d %s", r.status, r.body)
 	}
+	mustStatus(t, post(t, s, Account{AccessToken: ta.AccessToken}, "scheduled", ""))
 	code = authorizeOOB(t, s, ap, bob.ID, "read")
 	return []Account{alice, bob, carol}, code, ap
 }
@@ -567,6 +590,9 @@ func TestJournalCorruptLine(t *testing.T) {
 		{"a change without its object", lines[0] + lines[1] + `{"op":"delete"}` + "\n", "line 3", `without its "delete" object`},
 		{"a status of an unknown account", lines[0] + strings.Replace(lines[2], `"account":"`+a.ID+`"`, `"account":"7"`, 1), "line 2", `unknown account "7"`},
 		{"a delete of an unknown status", lines[0] + lines[1] + `{"op":"delete","delete":{"id":"1"}}` + "\n", "line 3", `no live status "1"`},
+		{"a status of an unknown app", lines[0] + lines[1] + strings.Replace(lines[2], `"status":{`, `"status":{"app":"nope",`, 1), "line 3", `unknown app "nope"`},
+		{"tokens of an unknown app", lines[0] + strings.Replace(lines[1], `"tokens":{`, `"tokens":{"app":"nope",`, 1) + lines[2], "line 2", `unknown app "nope"`},
+		{"a grant of an unknown app", lines[0] + lines[1] + `{"op":"grant","grant":{"account":"` + a.ID + `","tokens":{"access":"x","refresh":"y","scope":"read","app":"nope"}}}` + "\n", "line 3", `unknown app "nope"`},
 		{"a token cut short", lines[0] + lines[1][:len(lines[1])/2] + "\n" + lines[2], "line 2", "invalid character"},
 		{"no header", lines[1] + lines[2], "line 1", "not a sandbox journal"},
 		{"a later version", strings.Replace(lines[0], `"version":1`, `"version":2`, 1) + lines[1], "line 1", "version 2"},

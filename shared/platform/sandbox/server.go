@@ -4,15 +4,25 @@
 // It speaks the parts of the Mastodon REST API that oncepost's Mastodon
 // adapter uses — statuses create (with Idempotency-Key), read, source and
 // delete, account statuses with max_id/since_id/min_id pagination, async
-// media upload, verify_credentials, instance and the OAuth refresh grant —
-// with Mastodon's response shapes and error bodies. A seeded fault plan
-// (scripted per route, or random on status creates) injects the failures the
-// ledger must survive: delays around the commit, dropped requests, responses
-// lost after the commit, 500 after commit, 503, 429 and 401. The server
+// media upload, the account's and the app's verify_credentials, instance
+// and the OAuth refresh grant — with Mastodon's response shapes and error
+// bodies. A seeded fault plan (scripted per route, or random on status
+// creates) injects the failures the ledger must survive: delays around the
+// commit, dropped requests, responses lost after the commit, 500 after
+// commit, 503, 429 and 401. The server
 // counts duplicate posts itself (same content fingerprint committed twice for
 // one account), records every status create with the fault it suffered and
 // its outcome (Creates), and shows every account's timeline as a plain HTML
 // page at /.
+//
+// Every access token belongs to an application, as on Mastodon: the app
+// that obtained it through the OAuth flow, the application named by
+// AddToken, or the sandbox's own application, "sandbox", for the tokens it
+// issues itself (AddAccount, RestoreAccount, POST /sandbox/accounts). A
+// status records the application of the token that posted it and shows it
+// ("application": {"name", "website"}) to its own account only, as
+// Mastodon does; GET /api/v1/apps/verify_credentials answers the token's
+// application.
 //
 // Status texts are stored and rendered as Mastodon stores and renders them
 // (render.go names the Mastodon source followed): stripped, mentions of
@@ -29,13 +39,13 @@
 // authorization_code and refresh_token grants of POST /oauth/token; the
 // sandbox has no login, the authorize page lets you pick the account) and a
 // control API for tests that run it as a separate process (control.go):
-// POST /sandbox/accounts, POST /sandbox/faults, GET /sandbox/statuses,
-// GET /sandbox/creates and GET /sandbox/stats. The control API is
-// unauthenticated: the server only ever binds a loopback address
-// (127.0.0.1 or ::1, see Options.Addr), and the control endpoints refuse
-// requests whose Host is not a loopback name, against DNS rebinding. Named
-// random fault profiles (Profile) give a standalone sandbox realistic
-// failures without code.
+// POST /sandbox/accounts, POST /sandbox/tokens, POST /sandbox/faults,
+// GET /sandbox/statuses, GET /sandbox/creates and GET /sandbox/stats. The
+// control API is unauthenticated: the server only ever binds a loopback
+// address (127.0.0.1 or ::1, see Options.Addr), and the control endpoints
+// refuse requests whose Host is not a loopback name, against DNS
+// rebinding. Named random fault profiles (Profile) give a standalone
+// sandbox realistic failures without code.
 package sandbox
 
 import (
@@ -188,11 +198,15 @@ const (
 	RouteOAuthToken = "POST /oauth/token"
 	// RouteCreateApp registers an OAuth application.
 	RouteCreateApp = "POST /api/v1/apps"
+	// RouteVerifyAppCredentials returns the application the token belongs
+	// to.
+	RouteVerifyAppCredentials = "GET /api/v1/apps/verify_credentials"
 )
 
 // Account is one sandbox user and an OAuth credential of it: the one
-// AddAccount issued or, from Accounts, the latest the sandbox issued on
-// its own (not through an app's authorization code).
+// AddAccount or AddToken issued or, from Accounts, the latest the sandbox
+// issued on its own application (not through an app's authorization code,
+// nor by AddToken).
 type Account struct {
 	ID           string
 	Username     string
@@ -238,6 +252,12 @@ type Status struct {
 	Duplicate bool
 	// Injected is true for statuses made by InjectStatus.
 	Injected bool
+	// App is the name of the application the status was posted with: the
+	// application of the token that created it ("sandbox" for the
+	// sandbox's own tokens and for InjectStatus). Mastodon shows it, as
+	// the status's "application", to the status's own account only
+	// (https://docs.joinmastodon.org/entities/Status/#application).
+	App string
 }
 
 // Stats are the server's counters, also served at GET /sandbox/stats.
@@ -281,6 +301,9 @@ type Server struct {
 	creates      []CreateRecord
 	apps         map[string]*app      // client id → registered OAuth app
 	codes        map[string]*authCode // authorization code → what it grants
+	// ownApp is the sandbox's own application, the one of the tokens it
+	// issues itself; it is not in apps.
+	ownApp *app
 
 	// j is the journal of a server opened with a DataDir, nil otherwise.
 	// Changes are added to it with s.mu held, in the order they are made,
@@ -307,9 +330,9 @@ type account struct {
 	createdAt time.Time
 	statuses  []*status // in commit order, deleted ones included
 	live      int       // statuses not deleted
-	// access and refresh are the latest tokens issued for the account
-	// not bound to a registered app (Accounts); they may since have been
-	// revoked or rotated.
+	// access and refresh are the latest tokens of the sandbox's own
+	// application issued for the account (Accounts); they may since have
+	// been revoked or rotated.
 	access, refresh string
 }
 
@@ -317,33 +340,54 @@ type accessToken struct {
 	accountID string
 	expiresAt time.Time // zero: never
 	revoked   bool
+	// app is the application the token was issued to; never nil.
+	app *app
 }
 
 // refreshGrant is what a refresh token stands for: the account, the access
 // token issued with it (which the rotation revokes), the OAuth client it
-// was issued to ("" for the sandbox's own tokens, which any known client
-// may refresh) and its scope.
+// was issued to ("" for the tokens the sandbox issues itself, which any
+// known client may refresh), its scope, and the application the tokens
+// belong to, which the rotation keeps.
 type refreshGrant struct {
 	accountID   string
 	accessToken string
 	clientID    string
 	scope       string
+	app         *app
 }
 
 // defaultScope is the scope of the tokens the sandbox issues itself
-// (AddAccount, RestoreAccount).
+// (AddAccount, RestoreAccount, AddToken).
 const defaultScope = "read write"
+
+// The sandbox's own application, the one of the tokens it issues itself.
+// Its name is what every status showed before tokens had applications.
+const (
+	ownAppID   = "1"
+	ownAppName = "sandbox"
+)
 
 type status struct {
 	Status
 	num     uint64
 	deleted bool
-	// listJSON caches the status as served in account timelines, rendered
-	// for listBase. Timelines are read on every publish (pre-publish dedup),
-	// and a status never changes once committed; only the embedded
-	// account's statuses_count is frozen at first rendering.
-	listJSON []byte
-	listBase string
+	// app is the application of the token that created the status; never
+	// nil.
+	app *app
+	// list caches the status as served in account timelines, rendered for
+	// a base URL, [0] for other readers and [1] for the status's own
+	// account (which also sees its application). Timelines are read on
+	// every publish (pre-publish dedup), and a status never changes once
+	// committed; only the embedded account's statuses_count is frozen at
+	// first rendering.
+	list [2]listCache
+}
+
+// listCache is one rendering of a status for timelines.
+type listCache struct {
+	json []byte
+	base string
 }
 
 type media struct {
@@ -419,7 +463,11 @@ func newServer(opts Options) *Server {
 		scripts:      map[string][]Fault{},
 		apps:         map[string]*app{},
 		codes:        map[string]*authCode{},
-		done:         make(chan struct{}),
+		ownApp: &app{
+			id: ownAppID, name: ownAppName, redirectURIs: []string{oobRedirectURI},
+			scopes: strings.Fields(defaultScope), clientID: opts.ClientID,
+		},
+		done: make(chan struct{}),
 	}
 	s.router = s.routes()
 	return s
@@ -579,18 +627,19 @@ func (s *Server) addAccount(username string) (Account, error) {
 	now := s.opts.Now()
 	a := &account{id: s.nextIDLocked(now), username: username, createdAt: now}
 	s.addAccountLocked(a)
-	access, refresh := s.issueTokensLocked(a.id, now, "", defaultScope)
+	access, refresh := s.issueTokensLocked(a.id, now, "", defaultScope, s.ownApp)
 	s.journalAccountLocked(a)
 	s.mu.Unlock()
 	return Account{ID: a.id, Username: username, AccessToken: access, RefreshToken: refresh}, s.sync()
 }
 
 // Accounts returns every account, in creation order, with the latest
-// access and refresh token the sandbox issued for it on its own account
-// (AddAccount, RestoreAccount, POST /sandbox/accounts, and refreshes of
-// those); tokens an app obtained through an authorization code are the
-// app's and are not reported. Either token may since have been revoked or
-// have expired. A standalone server prints or saves them at start.
+// access and refresh token the sandbox issued for it on its own
+// application (AddAccount, RestoreAccount, POST /sandbox/accounts, and
+// refreshes of those); tokens an app obtained through an authorization
+// code, and those of AddToken, are another application's and are not
+// reported. Either token may since have been revoked or have expired. A
+// standalone server prints or saves them at start.
 func (s *Server) Accounts() []Account {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -624,7 +673,7 @@ func (s *Server) RestoreAccount(a Account) error {
 	now := s.opts.Now()
 	acct := &account{id: a.ID, username: a.Username, createdAt: now}
 	s.addAccountLocked(acct)
-	s.grantTokensLocked(acct, a.AccessToken, a.RefreshToken, s.accessExpiry(now), "", defaultScope)
+	s.grantTokensLocked(acct, a.AccessToken, a.RefreshToken, s.accessExpiry(now), "", defaultScope, s.ownApp)
 	s.bumpIDLocked(a.ID)
 	s.journalAccountLocked(acct)
 	s.mu.Unlock()
@@ -681,11 +730,12 @@ func (s *Server) RenderContent(text string) string {
 	return renderContent(rewriteMentions(stripText(text), s.resolveLocked), base, s.resolveLocked)
 }
 
-// issueTokensLocked makes a new access and refresh token for the account,
-// the refresh token bound to clientID ("" for any client) with scope.
-func (s *Server) issueTokensLocked(accountID string, now time.Time, clientID, scope string) (access, refresh string) {
+// issueTokensLocked makes a new access and refresh token of application
+// ap for the account, the refresh token bound to clientID ("" for any
+// client) with scope.
+func (s *Server) issueTokensLocked(accountID string, now time.Time, clientID, scope string, ap *app) (access, refresh string) {
 	access, refresh = rand.Text(), rand.Text()
-	s.grantTokensLocked(s.accounts[accountID], access, refresh, s.accessExpiry(now), clientID, scope)
+	s.grantTokensLocked(s.accounts[accountID], access, refresh, s.accessExpiry(now), clientID, scope, ap)
 	return access, refresh
 }
 
@@ -698,12 +748,13 @@ func (s *Server) accessExpiry(now time.Time) time.Time {
 	return time.Time{}
 }
 
-// grantTokensLocked registers an access and a refresh token for the
-// account; unless they are bound to an app, they become its latest.
-func (s *Server) grantTokensLocked(a *account, access, refresh string, expiresAt time.Time, clientID, scope string) {
-	s.access[access] = &accessToken{accountID: a.id, expiresAt: expiresAt}
-	s.refresh[refresh] = refreshGrant{accountID: a.id, accessToken: access, clientID: clientID, scope: scope}
-	if clientID == "" {
+// grantTokensLocked registers an access and a refresh token of
+// application ap for the account; when ap is the sandbox's own, they
+// become the account's latest.
+func (s *Server) grantTokensLocked(a *account, access, refresh string, expiresAt time.Time, clientID, scope string, ap *app) {
+	s.access[access] = &accessToken{accountID: a.id, expiresAt: expiresAt, app: ap}
+	s.refresh[refresh] = refreshGrant{accountID: a.id, accessToken: access, clientID: clientID, scope: scope, app: ap}
+	if ap == s.ownApp {
 		a.access, a.refresh = access, refresh
 	}
 }
@@ -758,7 +809,7 @@ var knownRoutes = map[string]bool{
 	RouteCreateStatus: true, RouteGetStatus: true, RouteStatusSource: true, RouteDeleteStatus: true,
 	RouteAccountStatuses: true, RouteVerifyCredentials: true, RouteUploadMedia: true,
 	RouteGetMedia: true, RouteInstance: true, RouteInstanceV2: true, RouteOAuthToken: true,
-	RouteCreateApp: true,
+	RouteCreateApp: true, RouteVerifyAppCredentials: true,
 }
 
 // Stats returns a snapshot of the counters.
@@ -786,10 +837,13 @@ func (s *Server) Statuses(accountID string) []Status {
 	return out
 }
 
-// InjectStatus commits a post directly, as if another app had posted it.
-// The text is prepared as a create's is (stripped, mentions rewritten). It
-// is counted like any commit (Committed, Duplicates) but not as a create
-// request. It panics if the account does not exist.
+// InjectStatus commits a post directly, without a request. The text is
+// prepared as a create's is (stripped, mentions rewritten). It is counted
+// like any commit (Committed, Duplicates) but not as a create request. The
+// status's application is the sandbox's own ("sandbox"), the one of
+// AddAccount's tokens, so a client holding those takes it for its own; to
+// post as another application, post with a token from AddToken. It panics
+// if the account does not exist.
 func (s *Server) InjectStatus(accountID, text string) Status {
 	base := s.contentBase()
 	s.mu.Lock()
@@ -798,7 +852,7 @@ func (s *Server) InjectStatus(accountID, text string) Status {
 		s.mu.Unlock()
 		panic(fmt.Sprintf("sandbox: InjectStatus: unknown account %q", accountID))
 	}
-	st := s.commitLocked(a, s.prepareTextLocked(text), "public", nil, "", base)
+	st := s.commitLocked(a, s.ownApp, s.prepareTextLocked(text), "public", nil, "", base)
 	st.Injected = true
 	s.journalStatusLocked(st, time.Time{}, 0)
 	out := st.clone()
@@ -856,16 +910,21 @@ func (s *Server) prepareTextLocked(text string) string {
 	return rewriteMentions(stripText(text), s.resolveLocked)
 }
 
-// commitLocked stores a new status, with text as prepareTextLocked made
-// it and content rendered for base, and updates the counters.
-func (s *Server) commitLocked(a *account, text, visibility string, ms []*media, idemKey, base string) *status {
+// commitLocked stores a new status of account a posted with application
+// ap, with text as prepareTextLocked made it and content rendered for
+// base, and updates the counters.
+func (s *Server) commitLocked(a *account, ap *app, text, visibility string, ms []*media, idemKey, base string) *status {
+	if ap == nil {
+		ap = s.ownApp
+	}
 	now := s.opts.Now()
 	id := s.nextIDLocked(now)
 	num, _ := strconv.ParseUint(id, 10, 64)
-	st := &status{num: num}
+	st := &status{num: num, app: ap}
 	st.ID = id
 	st.AccountID = a.id
 	st.Username = a.username
+	st.App = ap.name
 	st.Text = text
 	st.Content = renderContent(text, base, s.resolveLocked)
 	st.Visibility = visibility

@@ -166,7 +166,7 @@ func (s *Server) createStatus(c *call) reply {
 					if s.j != nil {
 						s.j.add(record{Op: opReplay, Replay: &rr})
 					}
-					return reply{status: http.StatusOK, body: s.statusJSONLocked(st, c.base, false)}
+					return reply{status: http.StatusOK, body: s.statusJSONLocked(st, c.base, false, a)}
 				}
 			} else {
 				// Not journaled: a replayed journal keeps the expired
@@ -194,7 +194,7 @@ func (s *Server) createStatus(c *call) reply {
 	if countCharacters(text) > s.opts.MaxCharacters {
 		return refuse(fmt.Sprintf("Validation failed: Text character limit of %d exceeded", s.opts.MaxCharacters))
 	}
-	st := s.commitLocked(a, text, visibility, ms, key, c.base)
+	st := s.commitLocked(a, c.app, text, visibility, ms, key, c.base)
 	var idemExpires time.Time
 	if useKey {
 		idemExpires = now.Add(idempotencyTTL)
@@ -206,7 +206,7 @@ func (s *Server) createStatus(c *call) reply {
 		seq = rec.Seq
 	}
 	s.journalStatusLocked(st, idemExpires, seq)
-	return reply{status: http.StatusOK, body: s.statusJSONLocked(st, c.base, false)}
+	return reply{status: http.StatusOK, body: s.statusJSONLocked(st, c.base, false, a)}
 }
 
 // attachableMediaLocked resolves media ids to the account's unattached,
@@ -257,7 +257,9 @@ func (s *Server) findStatusLocked(id string) *status {
 	return st
 }
 
-// getStatus is GET /api/v1/statuses/:id.
+// getStatus is GET /api/v1/statuses/:id. The token is optional; the
+// status's application is shown only when it is the status's own
+// account's.
 func (s *Server) getStatus(c *call) reply {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -265,7 +267,7 @@ func (s *Server) getStatus(c *call) reply {
 	if st == nil {
 		return errorReply(http.StatusNotFound, "Record not found")
 	}
-	return reply{status: http.StatusOK, body: s.statusJSONLocked(st, c.base, false)}
+	return reply{status: http.StatusOK, body: s.statusJSONLocked(st, c.base, false, c.account)}
 }
 
 // statusSource is GET /api/v1/statuses/:id/source: the plain text.
@@ -290,7 +292,7 @@ func (s *Server) deleteStatus(c *call) reply {
 	}
 	s.deleteLocked(st)
 	s.journalLocked(record{Op: opDelete, Delete: &idRef{ID: st.ID}})
-	return reply{status: http.StatusOK, body: s.statusJSONLocked(st, c.base, true)}
+	return reply{status: http.StatusOK, body: s.statusJSONLocked(st, c.base, true, c.account)}
 }
 
 // deleteLocked marks a live status deleted and counts it.
@@ -373,7 +375,7 @@ func (s *Server) accountStatuses(c *call) reply {
 	}
 	out := make(rawJSONArray, 0, len(page))
 	for _, st := range page {
-		out = append(out, s.listJSONLocked(st, c.base))
+		out = append(out, s.listJSONLocked(st, c.base, c.account))
 	}
 	rep := reply{status: http.StatusOK, body: out}
 	if len(page) > 0 {
