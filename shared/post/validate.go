@@ -103,7 +103,17 @@ type Rules struct {
 var (
 	idPattern  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 	shaPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	refPattern = regexp.MustCompile(`^([0-9a-f]{64})\.(png|jpg|gif|webp)$`)
 )
+
+// RefNames reports whether ref is the name the media stores give the bytes
+// whose SHA-256 is sha: "<sha>.<ext>". The ref is what an adapter that
+// reads attachments back by file name (Discord) fingerprints, and sha what
+// the ledger does; they must name the same bytes.
+func RefNames(ref, sha string) bool {
+	m := refPattern.FindStringSubmatch(ref)
+	return m != nil && m[1] == sha
+}
 
 // Validate checks a draft and returns the post it describes, every target
 // scheduled. The error joins one *FieldError per problem found.
@@ -130,14 +140,18 @@ func (d Draft) Validate(r Rules) (Post, error) {
 		}
 		if !shaPattern.MatchString(m.SHA256) {
 			bad(f+".sha256", "is not a lowercase hex SHA-256", "use the 64-character hex SHA-256 of the file")
+		} else if !RefNames(m.Ref, m.SHA256) {
+			bad(f+".ref", fmt.Sprintf("%q is not %s with an image extension", m.Ref, m.SHA256), "give the ref post add stored (the file's SHA-256 and extension), or give path instead")
 		}
 		for _, name := range slices.Sorted(maps.Keys(m.Fitted)) {
 			v, ff := m.Fitted[name], f+".fitted."+name
-			if v.Ref == "" {
+			switch {
+			case v.Ref == "":
 				bad(ff+".ref", "is empty", "name the fitted file, or leave the version out")
-			}
-			if !shaPattern.MatchString(v.SHA256) {
+			case !shaPattern.MatchString(v.SHA256):
 				bad(ff+".sha256", "is not a lowercase hex SHA-256", "use the 64-character hex SHA-256 of the fitted file")
+			case !RefNames(v.Ref, v.SHA256):
+				bad(ff+".ref", fmt.Sprintf("%q is not %s with an image extension", v.Ref, v.SHA256), "give the ref post add stored, or leave the version out")
 			}
 		}
 	}

@@ -41,12 +41,22 @@ func TestValidate(t *testing.T) {
 		{"graphemes not bytes", with(ok, func(d *Draft) { d.Body = strings.Repeat("👨‍👩‍👧‍👦", 10) }), nil},
 		{"combining marks", with(ok, func(d *Draft) { d.Body = strings.Repeat("e\u0301", 10) }), nil},
 		{"too many media", with(ok, func(d *Draft) {
-			d.Media = []DraftMedia{{Media: Media{Ref: "a", SHA256: sha}}, {Media: Media{Ref: "b", SHA256: sha}}, {Media: Media{Ref: "c", SHA256: sha}}}
+			d.Media = []DraftMedia{{Media: Media{Ref: sha + ".png", SHA256: sha}}, {Media: Media{Ref: sha + ".png", SHA256: sha}}, {Media: Media{Ref: sha + ".png", SHA256: sha}}}
 		}), []string{"media"}},
 		{"bad media sha", with(ok, func(d *Draft) { d.Media = []DraftMedia{{Media: Media{Ref: "a", SHA256: "xyz"}}} }), []string{"media[0].sha256"}},
 		{"bad fitted version", with(ok, func(d *Draft) {
-			d.Media = []DraftMedia{{Media: Media{Ref: "a", SHA256: sha, Fitted: map[string]Fitted{"bluesky": {SHA256: "XYZ"}, "x": {Ref: "b", SHA256: sha}}}}}
-		}), []string{"media[0].fitted.bluesky.ref", "media[0].fitted.bluesky.sha256"}},
+			d.Media = []DraftMedia{{Media: Media{Ref: sha + ".png", SHA256: sha, Fitted: map[string]Fitted{"bluesky": {SHA256: sha}, "x": {Ref: "x.jpg", SHA256: "XYZ"}}}}}
+		}), []string{"media[0].fitted.bluesky.ref", "media[0].fitted.x.sha256"}},
+		// A ref names the bytes by their hash: one that names other bytes
+		// than sha256 says would be fingerprinted as one file and read
+		// back (by its name) as another.
+		{"ref of other bytes", with(ok, func(d *Draft) {
+			d.Media = []DraftMedia{{Media: Media{Ref: strings.Repeat("cd", 32) + ".png", SHA256: sha}}}
+		}), []string{"media[0].ref"}},
+		{"ref not a content hash", with(ok, func(d *Draft) { d.Media = []DraftMedia{{Media: Media{Ref: "photos/cat.png", SHA256: sha}}} }), []string{"media[0].ref"}},
+		{"fitted ref of other bytes", with(ok, func(d *Draft) {
+			d.Media = []DraftMedia{{Media: Media{Ref: sha + ".png", SHA256: sha, Fitted: map[string]Fitted{"x": {Ref: sha + ".jpg", SHA256: strings.Repeat("cd", 32)}}}}}
+		}), []string{"media[0].fitted.x.ref"}},
 		{"account's own limit is lower", with(ok, func(d *Draft) { d.Targets[0].Account = "small" }), []string{"body"}},
 		{"unknown account", with(ok, func(d *Draft) { d.Targets[0].Account = "ghost" }), []string{"targets[0].account"}},
 		{"unknown platform", with(ok, func(d *Draft) { d.Targets[0].Account = "odd" }), []string{"targets[0].account"}},

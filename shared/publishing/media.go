@@ -2,6 +2,8 @@ package publishing
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path"
@@ -41,17 +43,17 @@ func (p *Publisher) inlineMedia(ctx context.Context, t target, byURL bool) ([]pl
 			return nil, &platform.Rejected{Reason: ReasonMediaNeedsURL, Message: fmt.Sprintf(
 				"media[%d]: %s fetches attachments from a public URL, and this runtime has none to give (the AWS runtime signs one)", i, t.account.Platform)}
 		case byURL:
+			// Signing makes no call: an error is a ref that cannot be
+			// signed, which retrying does not change.
 			u, err := p.MediaURLs.MediaURL(ctx, md.Ref)
 			if err != nil {
-				return nil, fmt.Errorf("public URL of media[%d] %s: %w", i, md.Ref, err)
+				return nil, &platform.Rejected{Reason: ReasonMediaUnreadable, Message: fmt.Sprintf("public URL of media[%d] %s: %v", i, md.Ref, err)}
 			}
 			m.URL = u
-		case p.Media == nil:
-			return nil, fmt.Errorf("media[%d]: no media store configured", i)
 		default:
-			data, err := p.Media.ReadMedia(ctx, md.Ref)
+			data, err := p.readMedia(ctx, md)
 			if err != nil {
-				return nil, fmt.Errorf("read media[%d] %s: %w", i, md.Ref, err)
+				return nil, &platform.Rejected{Reason: ReasonMediaUnreadable, Message: fmt.Sprintf("media[%d] %s: %v", i, md.Ref, err)}
 			}
 			m.Data = data
 		}
@@ -167,11 +169,7 @@ func (p *Publisher) upload(ctx context.Context, t target, client *authedClient, 
 	if err != nil || done != "" {
 		return done, err
 	}
-	var data []byte
-	err = errors.New("no media store is configured")
-	if p.Media != nil {
-		data, err = p.Media.ReadMedia(ctx, md.Ref)
-	}
+	data, err := p.readMedia(ctx, md)
 	if err != nil {
 		// Nothing was sent: free the upload entry, and fail the post with
 		// the reason; retrying cannot make a missing file appear.
@@ -221,4 +219,22 @@ func (p *Publisher) upload(ctx context.Context, t target, client *authedClient, 
 		return "", err
 	}
 	return rcpt.RemoteID, nil
+}
+
+// readMedia reads an attachment's bytes and checks they are the ones its
+// hash names: the hash is what the post's fingerprint and the upload's
+// ledger key hold, so other bytes would be sent as one file and looked
+// for as another.
+func (p *Publisher) readMedia(ctx context.Context, md post.Media) ([]byte, error) {
+	if p.Media == nil {
+		return nil, errors.New("no media store is configured")
+	}
+	data, err := p.Media.ReadMedia(ctx, md.Ref)
+	if err != nil {
+		return nil, err
+	}
+	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != md.SHA256 {
+		return nil, fmt.Errorf("the stored bytes' SHA-256 is %s, not the %s the post names", hex.EncodeToString(sum[:]), md.SHA256)
+	}
+	return data, nil
 }

@@ -946,3 +946,72 @@ func TestMediaByURL(t *testing.T) {
 		t.Errorf("sandbox stats %+v, %d media sent: want nothing sent", st, len(got))
 	}
 }
+
+// failingURLs cannot sign a ref, as s3media refuses one that is not a
+// content hash.
+type failingURLs struct{}
+
+func (failingURLs) MediaURL(_ context.Context, ref string) (string, error) {
+	return "", errors.New("media ref is not a SHA-256 with an image extension")
+}
+
+// An attachment whose stored bytes are not the ones its hash names, or
+// one that cannot be given a URL, fails the post before anything is sent,
+// with the reason: retrying cannot change either, and sending other bytes
+// than the fingerprint names would make the post unrecognisable on
+// read-back.
+func TestMediaThatCannotBeSentAsNamedFailsUnsent(t *testing.T) {
+	tests := []struct {
+		name      string
+		platforms func(*[]platform.MediaUpload) publishing.Platforms
+		urls      publishing.MediaURLs
+	}{
+		{"upload: other bytes than the hash", func(got *[]platform.MediaUpload) publishing.Platforms {
+			return uploadRecorder{Platforms: mastodonPlatforms, got: got}
+		}, nil},
+		{"inline: other bytes than the hash", func(got *[]platform.MediaUpload) publishing.Platforms {
+			return inlinePlatforms{Platforms: mastodonPlatforms, got: got}
+		}, nil},
+		{"by URL: no URL for the ref", func(got *[]platform.MediaUpload) publishing.Platforms {
+			return inlinePlatforms{Platforms: mastodonPlatforms, got: got, byURL: true}
+		}, failingURLs{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, sandbox.Options{})
+			var got []platform.MediaUpload
+			e.pub.Platforms = tt.platforms(&got)
+			e.pub.MediaURLs = tt.urls
+			e.media["swapped.png"] = []byte("\x89PNG not the bytes the post names")
+			job := e.schedule("swapped", "A photo.", post.Media{Ref: "swapped.png", SHA256: sha256hex([]byte("\x89PNG the original")), ContentType: "image/png"})
+			out := e.publish(job)
+			if out.Result != publishing.Failed || !strings.HasPrefix(out.Reason, publishing.ReasonMediaUnreadable) {
+				t.Errorf("publish = %+v, want failed, %s", out, publishing.ReasonMediaUnreadable)
+			}
+			if st := e.sb.Stats(); st.CreateRequests != 0 || len(got) != 0 {
+				t.Errorf("sandbox stats %+v, %d inline media: want nothing sent", st, len(got))
+			}
+		})
+	}
+}
+
+// uploadRecorder records what is uploaded, and uploads it.
+type uploadRecorder struct {
+	publishing.Platforms
+	got *[]platform.MediaUpload
+}
+
+func (p uploadRecorder) Client(ctx context.Context, a post.Account, c platform.Credential) (platform.Client, error) {
+	cl, err := p.Platforms.Client(ctx, a, c)
+	return uploadRecorderClient{Client: cl, got: p.got}, err
+}
+
+type uploadRecorderClient struct {
+	platform.Client
+	got *[]platform.MediaUpload
+}
+
+func (c uploadRecorderClient) UploadMedia(ctx context.Context, m platform.MediaUpload) (platform.MediaReceipt, error) {
+	*c.got = append(*c.got, m)
+	return c.Client.UploadMedia(ctx, m)
+}
