@@ -57,7 +57,8 @@
 //     (a write, sent once; the URL must be https on a linkedin.com host,
 //     since the bearer token goes with it, and no error quotes it: it
 //     carries signed parameters), then GET /rest/images/{urn} (reads) with
-//     backoff until the image is AVAILABLE, for at most a minute (a 403
+//     backoff until the image is AVAILABLE, for at most a minute or
+//     what is left of the call's deadline, whichever ends first (a 403
 //     to that read, a token that may not read images, ends the wait with
 //     the upload accepted). PROCESSING_FAILED is Rejected; a 5xx or lost
 //     answer on either write, or an image not seen AVAILABLE in time, is

@@ -290,7 +290,7 @@ func (c *Client) initializeUpload(ctx context.Context) (urn string, uploadURL *u
 	}
 	var ans initializedUpload
 	if err := json.Unmarshal(resp.Body, &ans); err != nil {
-		return "", nil, &platform.Ambiguous{Status: resp.Status, Err: fmt.Errorf("%s: decode answer: %w; an image may have been registered", op, err)}
+		return "", nil, &platform.Ambiguous{Status: resp.Status, Err: fmt.Errorf("%s: decode answer (an image may have been registered): %w", op, err)}
 	}
 	urn = strings.TrimSpace(ans.Value.Image)
 	if !imageURNPattern.MatchString(urn) || ans.Value.UploadURL == "" {
@@ -381,7 +381,7 @@ func (c *Client) waitAvailable(ctx context.Context, urn string) error {
 	// The writes were answered 2xx; a read's status says nothing of
 	// their outcome, so the Ambiguous carries none.
 	pending := func(cause error) error {
-		return &platform.Ambiguous{Err: fmt.Errorf("%s %s: %w; the upload may still complete (an unattached image is shown nowhere)", op, urn, cause)}
+		return &platform.Ambiguous{Err: fmt.Errorf("%s %s (the upload may still complete; an unattached image is shown nowhere): %w", op, urn, cause)}
 	}
 	start := time.Now()
 	pause := c.pollFirst
