@@ -36,8 +36,15 @@
 //     its id to PublishRequest.Checkpoint (stopping if that fails: nothing
 //     is visible yet) and publishes it. With PublishRequest.Resume it first
 //     reads that container: FINISHED is published as is, PUBLISHED is not
-//     published again (its post is looked up and returned), EXPIRED or ERROR
-//     get a new container, IN_PROGRESS is NotPerformed for a minute.
+//     published again (its post is looked up and returned: only threads
+//     created since PublishRequest.CreatedAt, less five minutes of clock
+//     skew, are candidates), EXPIRED gets a new container, IN_PROGRESS is
+//     NotPerformed for a minute. ERROR is Rejected with Meta's
+//     error_message for a post with images, as when the container is
+//     awaited (the same image fails again; a new container would loop
+//     with an image both slow and broken), and gets a new container for a
+//     text post (nothing waits for a text container, so no such loop;
+//     a text Threads refuses is refused at threads_publish).
 //   - Publish with PublishRequest.Media (images, each with the public URL
 //     the publisher gives it) makes the IMAGE container, or the item
 //     containers and then the CAROUSEL container, and checkpoints the one
@@ -50,29 +57,37 @@
 //     awaited (the CAROUSEL container's id replaces them once made), so
 //     items slower than one call are resumed by the next attempt rather
 //     than made again: all FINISHED make the carousel of them, IN_PROGRESS
-//     are awaited again, EXPIRED (or a number other than the images') start
-//     over with new items, ERROR is Rejected. Nothing is visible before
+//     are awaited again, EXPIRED (or more than the images) start over
+//     with new items, ERROR is Rejected. Before each item is sent, ctx's
+//     deadline must leave time for it and for threads_publish; when it
+//     does not, the items made so far (the first ones, in display order)
+//     are checkpointed the same way and the call is NotPerformed for a
+//     minute without sending it, and the next attempt keeps them (as
+//     above) and makes only the missing ones: a carousel too big for one
+//     call is made over several. Nothing is visible before
 //     threads_publish: a container whose creation answer was lost is
 //     Ambiguous like any write, and a look without a recorded container
 //     finds nothing and lets the entry be sent again. Attachments without
 //     a URL, not JPEG or PNG (Capabilities.MediaFormats, so other formats
 //     are re-encoded when the post is added), more than 20, or with alt
 //     text over 1,000 characters are refused before sending. An image's
-//     URL may be signed: no error carries it.
+//     URL may be signed: no error carries it, nor the query of any URL
+//     that Meta's messages quote (an earlier attempt's signed URL).
 //   - Lookup reads the recorded container (LookupQuery.Checkpoint) when
 //     there is one: FINISHED, EXPIRED and ERROR prove the post absent,
 //     PUBLISHED proves it present and the post is then found by
 //     fingerprint, or with media (LookupQuery.MediaCount) as the one thread
 //     of the window with the same normalised text and number of
 //     attachments (a carousel's children, 1 for an image). A checkpoint of
-//     items is not found, without a request: a carousel is published only
-//     after its own container id replaced the items in the ledger, so none
-//     was published under it. Without a
-//     container it reads GET /v1.0/{user-id}/threads newest first, back to
-//     LookupQuery.After or NotBefore, within bounds, by fingerprint only: a
-//     post with media is never found by such a loose match, and a thread
-//     of the same text and count makes the look *platform.Inconclusive. A
-//     search that hits its bound is Inconclusive too.
+//     items (all of them, or the first ones) is not found, without a
+//     request: a carousel is published only after its own container id
+//     replaced the items in the ledger, so none was published under it.
+//     Without a container it reads GET /v1.0/{user-id}/threads newest
+//     first, back to LookupQuery.After or NotBefore, within bounds, by
+//     fingerprint only: a post with media is never found by such a loose
+//     match, and a thread of the same text and count makes the look
+//     *platform.Inconclusive. A search that hits its bound is
+//     Inconclusive too.
 //   - Recent reads the same list. Delete is DELETE /v1.0/{media-id}; Exists
 //     is GET /v1.0/{media-id}?fields=id.
 //   - Refresh is GET /refresh_access_token?grant_type=th_refresh_token: a

@@ -289,6 +289,63 @@ func (f *fakeThreads) setStatus(id, status string) {
 	}
 }
 
+// finishAfter makes a stored container answer IN_PROGRESS to its next
+// reads status reads, then FINISHED: an earlier attempt's container
+// still being processed.
+func (f *fakeThreads) finishAfter(id string, reads int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c, ok := f.containers[id]; ok {
+		c.status, c.final, c.finalError, c.processing = StatusInProgress, StatusFinished, "", reads
+	}
+}
+
+// setErrorMessage sets a stored container's error_message.
+func (f *fakeThreads) setErrorMessage(id, msg string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c, ok := f.containers[id]; ok {
+		c.errorMessage = msg
+	}
+}
+
+// setClock sets the fake's clock: the next post is created a minute
+// after t.
+func (f *fakeThreads) setClock(t time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.clock = t
+}
+
+// dropPost removes a post from the list, as one Threads does not list
+// (yet, or any more).
+func (f *fakeThreads) dropPost(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, p := range f.posts {
+		if p.id == id {
+			f.posts = append(f.posts[:i], f.posts[i+1:]...)
+			return
+		}
+	}
+}
+
+// slowItemCreates makes every carousel item creation take d before the
+// fake serves it; nothing is made when the client gives up meanwhile.
+func (f *fakeThreads) slowItemCreates(d time.Duration) {
+	f.before = func(route string, _ http.ResponseWriter, r *http.Request) bool {
+		if route != "create" || r.PostForm.Get("is_carousel_item") != "true" {
+			return false
+		}
+		select {
+		case <-time.After(d):
+			return false
+		case <-r.Context().Done():
+			return true
+		}
+	}
+}
+
 // madeContainers returns the ids of the containers made, in order.
 func (f *fakeThreads) madeContainers() []string {
 	f.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -165,7 +166,24 @@ func describe(resp *httpcall.Response, secrets []string) string {
 			msg = fmt.Sprintf("%s (code %d)", msg, ge.Code)
 		}
 	}
-	return redact(msg, secrets)
+	return redact(stripURLQueries(msg), secrets)
+}
+
+// urlQuery matches an http(s) URL that carries a query or a fragment, as
+// is or percent-encoded (an answer may quote a request's form, where
+// image_url is encoded): group 1 is the URL up to its first "?" or "#"
+// (or "%3F", "%23"); the match runs on to the next space, quote, angle
+// bracket or backtick.
+var urlQuery = regexp.MustCompile("(?i)(https?(?::|%3A)(?://|%2F%2F)[^\\s\"'<>`?#]*?)(?:\\?|%3F|#|%23)[^\\s\"'<>`]*")
+
+// stripURLQueries replaces the query (and fragment) of every http(s) URL
+// in s, a text of Meta's that goes into an error (a Graph error's message,
+// a container's error_message), with "?[redacted]": it may quote an image
+// URL whose query signs it (a presigned S3 URL), and one of an earlier
+// attempt, which redactMedia does not know, must not reach a ledger
+// reason or a log either. The scheme, host and path are kept.
+func stripURLQueries(s string) string {
+	return urlQuery.ReplaceAllString(s, "${1}?[redacted]")
 }
 
 // redact replaces every non-empty secret in s, as is and URL-encoded (an

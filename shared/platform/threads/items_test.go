@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,9 +99,11 @@ func TestPublishCarouselSlowItems(t *testing.T) {
 
 // TestPublishResumeItems: what a Resume of recorded items does, by their
 // statuses (https://developers.facebook.com/docs/threads/troubleshooting):
-// all FINISHED make the carousel of them; an EXPIRED or unreadable one,
-// or a number other than the images', starts over with new items (none
-// was published: a carousel is only published once its own id is
+// all FINISHED make the carousel of them; fewer than the images (a prefix
+// recorded by a call that ran out of time) are kept when FINISHED or
+// still processing, and only the missing items are made; an EXPIRED or
+// unreadable one, or more items than images, starts over with new items
+// (none was published: a carousel is only published once its own id is
 // recorded); an ERROR one is Rejected with Meta's error_message, as a
 // container that fails while awaited; a PUBLISHED one, or a checkpoint
 // this adapter cannot have written, is Ambiguous and nothing is sent.
@@ -111,43 +114,60 @@ func TestPublishResumeItems(t *testing.T) {
 		// setup returns the checkpoint to resume and its item ids.
 		setup func(f *fakeThreads) (resume string, old []string)
 		want  outcome
-		// newItems: the carousel is made of new items (otherwise of the
-		// old ones, when the outcome is ok).
-		newItems bool
+		// keep: how many old items are the carousel's first children,
+		// the rest new (0: started over), when the outcome is ok.
+		keep int
 		// readsOld: the old items' statuses are read.
 		readsOld bool
 	}{
 		{"all FINISHED: the carousel of them", func(f *fakeThreads) (string, []string) {
 			ids := f.addItemContainers(StatusFinished, StatusFinished, StatusFinished)
 			return itemsOf(ids), ids
-		}, outcome{Class: "ok"}, false, true},
+		}, outcome{Class: "ok"}, 3, true},
 		{"one EXPIRED: start over", func(f *fakeThreads) (string, []string) {
 			ids := f.addItemContainers(StatusFinished, StatusExpired, StatusFinished)
 			return itemsOf(ids), ids
-		}, outcome{Class: "ok"}, true, true},
+		}, outcome{Class: "ok"}, 0, true},
 		{"one EXPIRED, one still processing: start over at once", func(f *fakeThreads) (string, []string) {
 			ids := f.addItemContainers(StatusInProgress, StatusFinished, StatusExpired)
 			return itemsOf(ids), ids
-		}, outcome{Class: "ok"}, true, true},
+		}, outcome{Class: "ok"}, 0, true},
 		{"one unreadable: start over", func(f *fakeThreads) (string, []string) {
 			ids := append(f.addItemContainers(StatusFinished, StatusFinished), "17899999999999")
 			return itemsOf(ids), ids
-		}, outcome{Class: "ok"}, true, true},
-		{"two items for three images: start over", func(f *fakeThreads) (string, []string) {
+		}, outcome{Class: "ok"}, 0, true},
+		{"two of three recorded: the third is made", func(f *fakeThreads) (string, []string) {
 			ids := f.addItemContainers(StatusFinished, StatusFinished)
 			return itemsOf(ids), ids
-		}, outcome{Class: "ok"}, true, false},
+		}, outcome{Class: "ok"}, 2, true},
+		{"one of three recorded, still processing: kept", func(f *fakeThreads) (string, []string) {
+			ids := f.addItemContainers(StatusFinished)
+			f.finishAfter(ids[0], 2)
+			return itemsOf(ids), ids
+		}, outcome{Class: "ok"}, 1, true},
+		{"two of three recorded, one EXPIRED: start over", func(f *fakeThreads) (string, []string) {
+			ids := f.addItemContainers(StatusFinished, StatusExpired)
+			return itemsOf(ids), ids
+		}, outcome{Class: "ok"}, 0, true},
+		{"four items for three images: start over", func(f *fakeThreads) (string, []string) {
+			ids := f.addItemContainers(StatusFinished, StatusFinished, StatusFinished, StatusFinished)
+			return itemsOf(ids), ids
+		}, outcome{Class: "ok"}, 0, false},
 		{"one ERROR: rejected", func(f *fakeThreads) (string, []string) {
 			ids := f.addItemContainers(StatusFinished, StatusError, StatusExpired)
 			return itemsOf(ids), ids
-		}, outcome{Class: "rejected", Reason: ReasonMediaFailed}, false, true},
+		}, outcome{Class: "rejected", Reason: ReasonMediaFailed}, 0, true},
+		{"two of three recorded, one ERROR: rejected", func(f *fakeThreads) (string, []string) {
+			ids := f.addItemContainers(StatusError, StatusFinished)
+			return itemsOf(ids), ids
+		}, outcome{Class: "rejected", Reason: ReasonMediaFailed}, 0, true},
 		{"one PUBLISHED: ambiguous", func(f *fakeThreads) (string, []string) {
 			ids := f.addItemContainers(StatusFinished, StatusFinished, StatusPublished)
 			return itemsOf(ids), ids
-		}, outcome{Class: "ambiguous"}, false, true},
+		}, outcome{Class: "ambiguous"}, 0, true},
 		{"not written by this adapter: ambiguous", func(*fakeThreads) (string, []string) {
 			return "items:17800000000001,,17800000000002", nil
-		}, outcome{Class: "ambiguous"}, false, false},
+		}, outcome{Class: "ambiguous"}, 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -178,13 +198,13 @@ func TestPublishResumeItems(t *testing.T) {
 			}
 			made := f.madeContainers()
 			carousel := made[len(made)-1]
-			children, wantHandles := old, []string{carousel}
-			if tt.newItems {
-				children = made[:3]
-				wantHandles = []string{itemsOf(children), carousel}
+			children := append(slices.Clone(old[:tt.keep]), made[:3-tt.keep]...)
+			wantHandles := []string{itemsOf(children), carousel}
+			if tt.keep == 3 {
+				wantHandles = []string{carousel}
 			}
-			if f.madeOf("item") != len(made)-1 || f.madeOf("CAROUSEL") != 1 {
-				t.Errorf("made %d items and %d carousels", f.madeOf("item"), f.madeOf("CAROUSEL"))
+			if f.madeOf("item") != 3-tt.keep || f.madeOf("CAROUSEL") != 1 || len(made) != 4-tt.keep {
+				t.Errorf("made %d items and %d carousels (%v), want %d and 1", f.madeOf("item"), f.madeOf("CAROUSEL"), made, 3-tt.keep)
 			}
 			if diff := cmp.Diff(children, f.container(carousel).children); diff != "" {
 				t.Errorf("carousel children (-want +got):\n%s", diff)
@@ -196,6 +216,91 @@ func TestPublishResumeItems(t *testing.T) {
 				t.Errorf("%d publishes, receipt %q; want 1, the carousel's post", f.callCount("publish"), r.RemoteID)
 			}
 		})
+	}
+}
+
+// TestPublishCarouselOutOfTime: a carousel whose items take longer to
+// make than one call allows is made over several attempts. Before each
+// item's creation the call checks that its deadline leaves time for that
+// creation and for threads_publish (poll.reserve); when it does not, the
+// items made so far are recorded ("items:…", a prefix in display order)
+// and the call is NotPerformed for a minute without sending the next
+// creation, so that no creation is cut off by the deadline (Ambiguous,
+// with nothing recorded, on every attempt). Each later attempt keeps the
+// recorded prefix and makes only the missing items: one item per image
+// in all, the carousel of them in order, published once.
+func TestPublishCarouselOutOfTime(t *testing.T) {
+	const (
+		text = "big album"
+		n    = 6
+		// Each item creation takes itemTime; a call has callTime, and
+		// keeps reserve for threads_publish: the first call makes 3
+		// items, with a margin of itemTime/2 either side.
+		itemTime = 200 * time.Millisecond
+		callTime = 900 * time.Millisecond
+		reserve  = 200 * time.Millisecond
+	)
+	f, c := fakeClient(t)
+	f.slowItemCreates(itemTime)
+	c.poll.reserve = reserve
+	cp := &recorder{f: f}
+	req := platform.PublishRequest{Text: text, Media: images(n), Checkpoint: cp.checkpoint}
+
+	_, err := c.Publish(shortCtx(t, callTime), req)
+	if diff := cmp.Diff(outcome{Class: "not_performed", RetryAfter: time.Minute}, outcomeOf(t, err)); diff != "" {
+		t.Fatalf("first call (-want +got):\n%s", diff)
+	}
+	first := f.madeContainers()
+	if len(first) == 0 || len(first) >= n || f.madeOf("item") != len(first) {
+		t.Fatalf("first call made %v (%d items); want some of the %d items, not all", first, f.madeOf("item"), n)
+	}
+	if sent := f.callCount("create"); sent != len(first) {
+		t.Errorf("first call sent %d creations and made %d: it sent one it could not see through", sent, len(first))
+	}
+	if diff := cmp.Diff([]string{itemsOf(first)}, cp.handles); diff != "" {
+		t.Fatalf("first call's checkpoints (-want +got):\n%s", diff)
+	}
+
+	var r platform.Receipt
+	for attempt := 2; ; attempt++ {
+		if attempt > 10 {
+			t.Fatalf("not published after %d attempts; checkpoints %v", attempt-1, cp.handles)
+		}
+		req.Resume = cp.handles[len(cp.handles)-1]
+		r, err = c.Publish(shortCtx(t, callTime), req)
+		o := outcomeOf(t, err)
+		if o.Class == "ok" {
+			break
+		}
+		if diff := cmp.Diff(outcome{Class: "not_performed", RetryAfter: time.Minute}, o); diff != "" {
+			t.Fatalf("attempt %d (-want +got):\n%s", attempt, diff)
+		}
+	}
+	made := f.madeContainers()
+	if f.madeOf("item") != n || f.madeOf("CAROUSEL") != 1 || len(made) != n+1 || f.callCount("create") != n+1 {
+		t.Fatalf("made %d items and %d carousels on %d creations (%v); want %d items and 1 carousel, each sent once", f.madeOf("item"), f.madeOf("CAROUSEL"), f.callCount("create"), made, n)
+	}
+	items, carousel := made[:n], made[n]
+	if diff := cmp.Diff(items, f.container(carousel).children); diff != "" {
+		t.Errorf("carousel children (-want +got):\n%s", diff)
+	}
+	// Every items checkpoint is a longer prefix of the items than the one
+	// before, the last all of them; then the carousel.
+	last := len(cp.handles) - 1
+	if cp.handles[last] != carousel || cp.handles[last-1] != itemsOf(items) {
+		t.Errorf("checkpoints %v, want the items, then the carousel %s", cp.handles, carousel)
+	}
+	prev := 0
+	for _, h := range cp.handles[:last] {
+		ids, isItems, err := parseItems(h)
+		if !isItems || err != nil || len(ids) <= prev || !slices.Equal(ids, items[:len(ids)]) {
+			t.Errorf("checkpoint %q is not a longer prefix of %v than the one before", h, items)
+			continue
+		}
+		prev = len(ids)
+	}
+	if f.callCount("publish") != 1 || r.RemoteID != f.container(carousel).mediaID {
+		t.Errorf("%d publishes, receipt %q; want 1, the carousel's post", f.callCount("publish"), r.RemoteID)
 	}
 }
 

@@ -21,8 +21,9 @@ func TestMain(m *testing.M) {
 }
 
 // secretValues are the tokens, codes and client secrets the fakes use,
-// and the signing parameters of the images' URLs (media_test.go).
-var secretValues = []string{fakeToken, "THAAtoken-rotated-elsewhere", "THshort-1", "THlong-1", testClientSecret, testCode, hostileToken, urlSignature, urlCredential}
+// and the signing parameters of the images' URLs, this attempt's and an
+// earlier one's (media_test.go).
+var secretValues = []string{fakeToken, "THAAtoken-rotated-elsewhere", "THshort-1", "THlong-1", testClientSecret, testCode, hostileToken, urlSignature, urlCredential, oldSignature}
 
 const hostileToken = "THAAhostile-secret-42"
 

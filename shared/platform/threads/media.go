@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/url"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,10 +51,11 @@ var imageTypes = func() map[string]bool {
 }()
 
 // itemsPrefix marks the checkpoint of a carousel's item containers,
-// "items:<id1>,<id2>,…" in display order, recorded once all of them are
-// made and before the CAROUSEL container is (see publishMedia). The
-// container to publish (TEXT, IMAGE or CAROUSEL) is recorded as its bare
-// id, as it always was: a checkpoint without the prefix keeps its
+// "items:<id1>,<id2>,…" in display order: all of them, recorded once all
+// are made and before the CAROUSEL container is, or the first ones, when a
+// call runs out of time before it has made them all (see publishMedia).
+// The container to publish (TEXT, IMAGE or CAROUSEL) is recorded as its
+// bare id, as it always was: a checkpoint without the prefix keeps its
 // meaning. Graph ids are digits, so no bare id starts with the prefix.
 const itemsPrefix = "items:"
 
@@ -88,6 +90,8 @@ type pollConfig struct {
 	budget time.Duration
 	// reserve is the time left on ctx's deadline for threads_publish: the
 	// wait ends earlier rather than publish with a deadline about to pass.
+	// A carousel item's creation is given as much, on top of it, before it
+	// is sent (see roomForItem).
 	reserve time.Duration
 }
 
@@ -127,8 +131,17 @@ var defaultPoll = pollConfig{first: time.Second, max: 5 * time.Second, budget: 3
 //     awaited. Items that take longer than one call allows are then
 //     resumed by the next attempt (see resumeItems) instead of being made
 //     again: without it a slow carousel would never be published, each
-//     attempt leaving a new set of orphan items behind. Items are not
-//     recorded one by one: a partial set is never resumed.
+//     attempt leaving a new set of orphan items behind;
+//   - the items made so far, a prefix of them in display order, when
+//     ctx's deadline leaves too little time to make the next one (see
+//     roomForItem): the call then ends NotPerformed (RetryAfter one
+//     minute) without sending that creation, and the next attempt keeps
+//     the recorded items and makes only the missing ones. A carousel of
+//     many items is thus made over several calls; without it, each call
+//     would have its last creation cut off by the deadline, Ambiguous
+//     with nothing recorded, until the entry was held for too many
+//     attempts. Items are not recorded one by one: a call records what
+//     it made once, when it stops or when all are made.
 //
 // A carousel is published only after its own id was recorded, so no
 // carousel was ever published under an items checkpoint (see Lookup).
@@ -143,14 +156,17 @@ var defaultPoll = pollConfig{first: time.Second, max: 5 * time.Second, budget: 3
 //     hours. No container to publish was recorded either, so the confirm
 //     loop's Lookup finds no post (there is no published container to
 //     match a thread against) and the entry is released and sent again:
-//     with new containers, or with the recorded items when only the
-//     CAROUSEL container's creation was lost; only a thread of the same
-//     text and image count in the window, which a loose match cannot tell
-//     from ours, holds it for an operator (when nothing was recorded);
-//   - anything else is what it is: a status read that fails, or a
-//     container still IN_PROGRESS when the wait ends, is NotPerformed
-//     (RetryAfter one minute; a checkpointed container, or the recorded
-//     items, are resumed by the next attempt), a container in ERROR is
+//     with new containers, or keeping the recorded items (all of them
+//     when only the CAROUSEL container's creation was lost; the first
+//     ones, recorded by an earlier call that ran out of time, when an
+//     item's was); only a thread of the same text and image count in the
+//     window, which a loose match cannot tell from ours, holds it for an
+//     operator (when nothing was recorded);
+//   - anything else is what it is: a status read that fails, a container
+//     still IN_PROGRESS when the wait ends, or too little time left to
+//     make the next item, is NotPerformed (RetryAfter one minute; a
+//     checkpointed container, or the recorded items, are resumed by the
+//     next attempt), a container in ERROR, whether awaited or resumed, is
 //     Rejected with Meta's error_message (ReasonMediaFailed), a refused
 //     creation is classified like any write.
 //
@@ -168,19 +184,19 @@ func (c *Client) publishMedia(ctx context.Context, req platform.PublishRequest) 
 		return platform.Receipt{}, err
 	}
 	deadline := c.pollDeadline(ctx)
-	resume, items := req.Resume, []string(nil)
+	resume, kept := req.Resume, keptItems{}
 	ids, isItems, err := parseItems(req.Resume)
 	switch {
 	case err != nil:
 		// Not written by this adapter: what it stands for is unknown.
-		return platform.Receipt{}, &platform.Ambiguous{Err: fmt.Errorf("publish: %w; nothing sent", err)}
+		return platform.Receipt{}, &platform.Ambiguous{Err: fmt.Errorf("publish (nothing sent): %w", err)}
 	case isItems:
 		resume = ""
-		if items, err = c.resumeItems(ctx, ids, len(req.Media), deadline); err != nil {
+		if kept, err = c.resumeItems(ctx, ids, len(req.Media)); err != nil {
 			return platform.Receipt{}, err
 		}
 	}
-	container, r, err := c.resume(ctx, resume, req.Text, len(req.Media))
+	container, r, err := c.resume(ctx, resume, req, len(req.Media))
 	if err != nil || r != nil {
 		return deref(r), err
 	}
@@ -189,7 +205,7 @@ func (c *Client) publishMedia(ctx context.Context, req platform.PublishRequest) 
 		if len(req.Media) == 1 {
 			id, err = c.createImageContainer(ctx, req)
 		} else {
-			id, err = c.createCarouselContainer(ctx, req, items, deadline)
+			id, err = c.createCarouselContainer(ctx, req, kept, deadline)
 		}
 		if err != nil {
 			return platform.Receipt{}, err
@@ -270,34 +286,51 @@ func (c *Client) createImageContainer(ctx context.Context, req platform.PublishR
 }
 
 // createCarouselContainer makes the CAROUSEL container of a post with two
-// or more images: of items, FINISHED item containers an earlier attempt
-// made (see resumeItems), or when items is nil of new ones, an item
-// container per image in order, checkpointed as a set and then awaited
-// until FINISHED. Nothing it makes is visible.
-func (c *Client) createCarouselContainer(ctx context.Context, req platform.PublishRequest, items []string, deadline time.Time) (string, error) {
+// or more images, of an item container per image in order: those kept
+// from an earlier attempt (see resumeItems), then new ones for the rest.
+// Before each new item is sent, roomForItem checks ctx's deadline; when
+// it is too close, the items made so far are recorded and the call is
+// NotPerformed (see outOfTime). Once all exist, the items made by this
+// call are recorded with those kept, as one "items:…" list, and the items
+// not known to be FINISHED are awaited. Nothing it makes is visible.
+func (c *Client) createCarouselContainer(ctx context.Context, req platform.PublishRequest, kept keptItems, deadline time.Time) (string, error) {
 	n := len(req.Media)
-	resumed := items != nil
-	if !resumed {
-		items = make([]string, 0, n)
-		for i, m := range req.Media {
-			form := url.Values{"media_type": {"IMAGE"}, "image_url": {m.URL}, "is_carousel_item": {"true"}}
-			if m.Alt != "" {
-				form.Set("alt_text", m.Alt)
-			}
-			id, err := c.createContainer(ctx, fmt.Sprintf("create carousel item %d of %d (media[%d])", i+1, n, i), form)
-			if err != nil {
-				return "", beforePublish(err, len(items), false)
-			}
-			items = append(items, id)
+	items := append(make([]string, 0, n), kept.ids...)
+	recorded := len(items)
+	pending := slices.Clone(kept.pending)
+	var slowest time.Duration
+	for i := recorded; i < n; i++ {
+		if !c.roomForItem(ctx, slowest) {
+			return "", c.outOfTime(ctx, req, items, recorded)
 		}
+		m := req.Media[i]
+		form := url.Values{"media_type": {"IMAGE"}, "image_url": {m.URL}, "is_carousel_item": {"true"}}
+		if m.Alt != "" {
+			form.Set("alt_text", m.Alt)
+		}
+		start := time.Now()
+		id, err := c.createContainer(ctx, fmt.Sprintf("create carousel item %d of %d (media[%d])", i+1, n, i), form)
+		if err != nil {
+			return "", beforePublish(err, len(items), recorded, false)
+		}
+		slowest = max(slowest, time.Since(start))
+		items = append(items, id)
+		pending = append(pending, i)
+	}
+	if len(items) > recorded {
 		// Recorded before the wait, which may outlast this call: the next
 		// attempt then resumes these items rather than make new ones.
 		if err := checkpointItems(ctx, req, items); err != nil {
 			return "", err
 		}
-		if err := c.awaitFinished(ctx, items, deadline, itemName(items, "")); err != nil {
-			return "", err
-		}
+	}
+	name := itemName(items, n, recorded)
+	wait := make([]string, len(pending))
+	for j, i := range pending {
+		wait[j] = items[i]
+	}
+	if err := c.awaitFinished(ctx, wait, deadline, func(j int) string { return name(pending[j]) }); err != nil {
+		return "", err
 	}
 	form := url.Values{"media_type": {"CAROUSEL"}, "children": {strings.Join(items, ",")}}
 	if req.Text != "" {
@@ -305,28 +338,59 @@ func (c *Client) createCarouselContainer(ctx context.Context, req platform.Publi
 	}
 	id, err := c.createContainer(ctx, "create carousel container", form)
 	if err != nil {
-		if resumed {
+		if recorded > 0 {
 			err = fromResumedItems(err)
 		}
-		return "", beforePublish(err, len(items), true)
+		return "", beforePublish(err, len(items), len(items), true)
 	}
 	return id, nil
 }
 
-// itemName describes the i-th of a carousel's item containers in
-// messages; from is appended ("of an earlier attempt").
-func itemName(items []string, from string) func(i int) string {
+// roomForItem reports whether ctx's deadline leaves time to send one more
+// carousel item's creation and still keep poll.reserve for threads_publish
+// after it. The creation is given what threads_publish is (poll.reserve;
+// both are one write), or as long as the slowest item creation of this
+// call (slowest) took, if longer. Without a deadline there is always room.
+func (c *Client) roomForItem(ctx context.Context, slowest time.Duration) bool {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return true
+	}
+	return time.Until(d) >= c.poll.reserve+max(c.poll.reserve, slowest)
+}
+
+// outOfTime ends a carousel's creation that has no time left for its next
+// item (see roomForItem), without sending it: items, a prefix of the
+// carousel's item containers in display order, are recorded when this
+// call made any beyond the recorded ones (which the entry already holds),
+// for the next attempt to keep and complete (see resumeItems); the answer
+// is NotPerformed, RetryAfter one minute (the items meanwhile processed).
+// A checkpoint that fails is returned instead.
+func (c *Client) outOfTime(ctx context.Context, req platform.PublishRequest, items []string, recorded int) error {
+	if len(items) > recorded {
+		if err := checkpointItems(ctx, req, items); err != nil {
+			return err
+		}
+	}
+	return &platform.NotPerformed{RetryAfter: containerPollWait, Message: fmt.Sprintf(
+		"publish: %d of the carousel's %d item containers are made and recorded; too little time is left in this call to make the next one and publish, so it was not sent; not published",
+		len(items), len(req.Media))}
+}
+
+// itemName describes the i-th of a carousel's n item containers in
+// messages; those before index earlier are "of an earlier attempt".
+func itemName(items []string, n, earlier int) func(i int) string {
 	return func(i int) string {
-		s := fmt.Sprintf("carousel item %d of %d (container %s", i+1, len(items), items[i])
-		if from != "" {
-			s += ", " + from
+		s := fmt.Sprintf("carousel item %d of %d (container %s", i+1, n, items[i])
+		if i < earlier {
+			s += ", of an earlier attempt"
 		}
 		return s + ")"
 	}
 }
 
-// fromResumedItems notes on a refused CAROUSEL creation that its children
-// were made by an earlier attempt: Meta does not document whether an
+// fromResumedItems notes on a refused CAROUSEL creation that children of
+// it were made by an earlier attempt: Meta does not document whether an
 // item container can be a child of a second carousel (one whose creation
 // answer was lost may have taken it), so the refusal may be about that
 // rather than the post. The class is kept.
@@ -336,19 +400,28 @@ func fromResumedItems(err error) error {
 		return err
 	}
 	r := *rej
-	r.Message += "; its item containers were made by an earlier attempt and recorded, and a carousel of new ones might be accepted"
+	r.Message += "; item containers of it were made by an earlier attempt and recorded, and a carousel of new ones might be accepted"
 	return &r
+}
+
+// keptItems are the item containers of an earlier attempt that a Resume
+// keeps (see resumeItems): ids, the first of the carousel's items in
+// display order (all of them, or fewer when that attempt ran out of time
+// to make the rest), and pending, the indexes in ids of those that were
+// not FINISHED when read.
+type keptItems struct {
+	ids     []string
+	pending []int
 }
 
 // resumeItems reads the item containers an earlier attempt recorded as
 // "items:…" (ids, in display order) for a post of n images, and returns
-// them once all are FINISHED; nil and no error when the carousel must
-// start over with new items. Every item is read once
+// those to keep; none and no error when the carousel must start over with
+// new items. Every item is read once
 // (GET /{container}?fields=status,error_message), then:
 //
-//   - a number of items other than n, or a post of one image: start
-//     over (the checkpoint is not this request's carousel), before any
-//     read;
+//   - more items than n, or a post of one image: start over (the
+//     checkpoint is not this request's carousel), before any read;
 //   - any PUBLISHED: Ambiguous, nothing sent. This adapter never
 //     publishes a carousel under an items checkpoint, so it should not
 //     happen, and as in awaitFinished a post may exist;
@@ -360,17 +433,18 @@ func fromResumedItems(err error) error {
 //   - else any EXPIRED (24 hours unpublished), or unreadable (the API
 //     says it does not exist): start over. Nothing was published from
 //     them (see Lookup);
-//   - else those still IN_PROGRESS (or in a status this package does
-//     not know) are awaited by awaitFinished within deadline: still
-//     processing at its end is NotPerformed for a minute, and the next
-//     attempt resumes the same items.
-func (c *Client) resumeItems(ctx context.Context, ids []string, n int, deadline time.Time) ([]string, error) {
-	if n < 2 || len(ids) != n {
-		return nil, nil
+//   - else all are kept: FINISHED ones, and those still IN_PROGRESS (or
+//     in a status this package does not know), which createCarouselContainer
+//     awaits within the call's wait (still processing at its end is
+//     NotPerformed for a minute, and the next attempt resumes the same
+//     items). Fewer than n, recorded by a call that ran out of time, are
+//     the first items: only the missing ones are made.
+func (c *Client) resumeItems(ctx context.Context, ids []string, n int) (keptItems, error) {
+	if n < 2 || len(ids) > n {
+		return keptItems{}, nil
 	}
-	name := itemName(ids, "of an earlier attempt")
+	name := itemName(ids, n, len(ids))
 	var (
-		pending         []string
 		pendingAt       []int
 		restart, failed = -1, -1
 		failedState     containerState
@@ -378,11 +452,11 @@ func (c *Client) resumeItems(ctx context.Context, ids []string, n int, deadline 
 	for i, id := range ids {
 		st, err := c.containerStatus(ctx, id)
 		if err != nil {
-			return nil, readFailed(ctx, err, name(i))
+			return keptItems{}, readFailed(ctx, err, name(i))
 		}
 		switch {
 		case st.Status == StatusPublished:
-			return nil, &platform.Ambiguous{Err: fmt.Errorf("publish: %s says PUBLISHED, though no carousel of the recorded items was published; nothing sent", name(i))}
+			return keptItems{}, &platform.Ambiguous{Err: fmt.Errorf("publish: %s says PUBLISHED, though no carousel of the recorded items was published; nothing sent", name(i))}
 		case st.Status == StatusError:
 			if failed < 0 {
 				failed, failedState = i, st
@@ -393,37 +467,41 @@ func (c *Client) resumeItems(ctx context.Context, ids []string, n int, deadline 
 			}
 		case st.Status == StatusFinished:
 		default:
-			pending, pendingAt = append(pending, id), append(pendingAt, i)
+			pendingAt = append(pendingAt, i)
 		}
 	}
 	switch {
 	case failed >= 0:
-		return nil, &platform.Rejected{Reason: ReasonMediaFailed, Message: fmt.Sprintf(
+		return keptItems{}, &platform.Rejected{Reason: ReasonMediaFailed, Message: fmt.Sprintf(
 			"publish: Threads could not process %s: %s; not published", name(failed), errorMessage(failedState))}
 	case restart >= 0:
-		return nil, nil
+		return keptItems{}, nil
 	}
-	if err := c.awaitFinished(ctx, pending, deadline, func(j int) string { return name(pendingAt[j]) }); err != nil {
-		return nil, err
-	}
-	return ids, nil
+	return keptItems{ids: ids, pending: pendingAt}, nil
 }
 
 // beforePublish adds to an Ambiguous container creation what the reader
 // of the ledger's reason needs: nothing was published, and what was
-// recorded (see publishMedia); items is how many item containers were
-// made before, itemsRecorded whether they were checkpointed. Other
-// classes are returned as they are.
-func beforePublish(err error, items int, itemsRecorded bool) error {
+// recorded (see publishMedia); items is how many item containers exist
+// before it (kept and made), recorded how many of them the entry's
+// checkpoint holds, carousel whether the failed creation is the CAROUSEL
+// container (all its items are then recorded). Other classes are returned
+// as they are.
+func beforePublish(err error, items, recorded int, carousel bool) error {
 	var amb *platform.Ambiguous
 	if !errors.As(err, &amb) {
 		return err
 	}
-	what := fmt.Sprintf("no container recorded (%d item containers made before stay unpublished and expire)", items)
-	if itemsRecorded {
+	var what string
+	switch {
+	case carousel:
 		what = fmt.Sprintf("no carousel container recorded (its %d item containers are, for the next attempt to make the carousel of)", items)
+	case recorded > 0:
+		what = fmt.Sprintf("no container recorded by this call (the %d item containers recorded before stay recorded for the next attempt to complete, the %d made since stay unpublished and expire)", recorded, items-recorded)
+	default:
+		what = fmt.Sprintf("no container recorded (%d item containers made before stay unpublished and expire)", items)
 	}
-	return &platform.Ambiguous{Status: amb.Status, Err: fmt.Errorf("%w; nothing was published and %s", amb.Err, what)}
+	return &platform.Ambiguous{Status: amb.Status, Err: fmt.Errorf("nothing was published and %s: %w", what, amb.Err)}
 }
 
 // pollDeadline is when the wait for this Publish's containers ends: after
@@ -505,10 +583,10 @@ func readFailed(ctx context.Context, err error, what string) error {
 }
 
 // errorMessage is the container's error_message (one of Meta's codes,
-// such as UNKNOWN or INVALID_ASPEC_RATIO), quoted, or a note that there
-// is none.
+// such as UNKNOWN or INVALID_ASPEC_RATIO), without the query of any URL
+// it quotes (see stripURLQueries), quoted, or a note that there is none.
 func errorMessage(st containerState) string {
-	if m := strings.TrimSpace(st.ErrorMessage); m != "" {
+	if m := strings.TrimSpace(stripURLQueries(st.ErrorMessage)); m != "" {
 		return strconv.Quote(m)
 	}
 	return "no error_message given"

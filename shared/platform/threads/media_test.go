@@ -17,6 +17,7 @@ import (
 
 	"oncepost/shared/platform"
 	"oncepost/shared/platform/adaptertest"
+	"oncepost/shared/platform/httpcall"
 )
 
 // The signing parameters of the test images' URLs, as a presigned S3 URL
@@ -759,5 +760,172 @@ func TestMediaSecretsRedact(t *testing.T) {
 	}
 	if err := redactMedia(nil, images(1)); err != nil {
 		t.Errorf("redactMedia(nil) = %v", err)
+	}
+}
+
+// TestPublishMediaResumeError: an IMAGE or CAROUSEL container of an
+// earlier attempt that Threads could not process (status ERROR,
+// https://developers.facebook.com/docs/threads/troubleshooting) is
+// Rejected on Resume with Meta's error_message, as when it is awaited,
+// and nothing is made or sent. An image both slow and broken (its first
+// call's wait runs out: NotPerformed, the container recorded) thus fails
+// as media_processing_failed on the next attempt, instead of getting a
+// new container, and the same wait, on every attempt until the
+// publisher's throttle limit fails it for the wrong reason.
+func TestPublishMediaResumeError(t *testing.T) {
+	t.Run("slow and broken image", func(t *testing.T) {
+		f, c := fakeClient(t)
+		f.brokenImage = "/p/0.jpg"
+		f.processingReads = 1 << 30
+		c.poll.budget = 30 * time.Millisecond
+		cp := &recorder{f: f}
+		req := platform.PublishRequest{Text: "slow and broken", Media: images(1), Checkpoint: cp.checkpoint}
+		_, err := c.Publish(context.Background(), req)
+		if diff := cmp.Diff(outcome{Class: "not_performed", RetryAfter: time.Minute}, outcomeOf(t, err)); diff != "" || len(cp.handles) != 1 {
+			t.Fatalf("first call: checkpoints %v, outcome (-want +got):\n%s", cp.handles, diff)
+		}
+		f.setProcessing(cp.handles[0], 0) // the next read answers ERROR
+		req.Resume = cp.handles[0]
+		_, err = c.Publish(context.Background(), req)
+		if diff := cmp.Diff(outcome{Class: "rejected", Reason: ReasonMediaFailed}, outcomeOf(t, err)); diff != "" {
+			t.Fatalf("resume (-want +got):\n%s", diff)
+		}
+		if !strings.Contains(err.Error(), f.brokenMessage) {
+			t.Errorf("error %q does not carry Meta's error_message", err)
+		}
+		if containers, published, _ := f.counts(); containers != 1 || published != 0 || len(cp.handles) != 1 || f.callCount("publish") != 0 {
+			t.Errorf("made %d containers, %d posts on %d publishes, checkpoints %v; want the first container only", containers, published, f.callCount("publish"), cp.handles)
+		}
+	})
+	t.Run("carousel container", func(t *testing.T) {
+		f, c := fakeClient(t)
+		container := f.addContainer("album", StatusError)
+		f.setErrorMessage(container, f.brokenMessage)
+		cp := &recorder{f: f}
+		_, err := c.Publish(context.Background(), platform.PublishRequest{Text: "album", Media: images(3), Resume: container, Checkpoint: cp.checkpoint})
+		if diff := cmp.Diff(outcome{Class: "rejected", Reason: ReasonMediaFailed}, outcomeOf(t, err)); diff != "" {
+			t.Fatalf("outcome (-want +got):\n%s", diff)
+		}
+		if !strings.Contains(err.Error(), f.brokenMessage) || !strings.Contains(err.Error(), container) {
+			t.Errorf("error %q does not name the container and carry Meta's error_message", err)
+		}
+		if f.callCount("create") != 0 || f.callCount("publish") != 0 || len(cp.handles) != 0 {
+			t.Errorf("%d creates, %d publishes, checkpoints %v; want nothing", f.callCount("create"), f.callCount("publish"), cp.handles)
+		}
+	})
+}
+
+// TestPublishMediaResumePublishedWindow: a Resume whose container is
+// PUBLISHED takes as its post only a thread created since the entry's
+// slot (PublishRequest.CreatedAt; posts are sent at or after it) less a
+// few minutes of clock skew: an older thread of the same text and image
+// count is not ours, whether it is the only one or listed with ours. A
+// look-alike within the skew still makes it Ambiguous.
+func TestPublishMediaResumePublishedWindow(t *testing.T) {
+	const text = "weekly album"
+	slot := fixedNow.Add(24 * time.Hour)
+	tests := []struct {
+		name string
+		// setup returns the container and the post the receipt must name.
+		setup func(f *fakeThreads) (container, media string)
+		want  outcome
+	}{
+		{"only an older look-alike is listed", func(f *fakeThreads) (string, string) {
+			f.setClock(slot.Add(-time.Hour))
+			f.addMediaPost(text, 3)
+			f.setClock(slot)
+			c, m := f.publishedMediaContainer(text, 3)
+			f.dropPost(m)
+			return c, ""
+		}, outcome{Class: "ambiguous"}},
+		{"ours and an older look-alike", func(f *fakeThreads) (string, string) {
+			f.setClock(slot.Add(-time.Hour))
+			f.addMediaPost(text, 3)
+			f.setClock(slot)
+			return f.publishedMediaContainer(text, 3)
+		}, outcome{Class: "ok"}},
+		{"ours and a look-alike within the clock skew", func(f *fakeThreads) (string, string) {
+			f.setClock(slot.Add(-2 * time.Minute))
+			f.addMediaPost(text, 3)
+			c, _ := f.publishedMediaContainer(text, 3)
+			return c, ""
+		}, outcome{Class: "ambiguous"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, c := fakeClient(t)
+			container, media := tt.setup(f)
+			r, err := c.Publish(context.Background(), platform.PublishRequest{Text: text, Media: images(3), CreatedAt: slot, Resume: container})
+			if diff := cmp.Diff(tt.want, outcomeOf(t, err)); diff != "" {
+				t.Fatalf("outcome (-want +got):\n%s", diff)
+			}
+			if r.RemoteID != media {
+				t.Errorf("receipt %q, want %q", r.RemoteID, media)
+			}
+			if f.callCount("create") != 0 || f.callCount("publish") != 0 {
+				t.Errorf("%d creates, %d publishes; want none", f.callCount("create"), f.callCount("publish"))
+			}
+		})
+	}
+}
+
+// oldSignature signs the image URL of an earlier attempt, which the
+// current request does not carry (so redactMedia does not know it), and
+// which Meta's error_message may quote; no error may contain it
+// (secretValues).
+const oldSignature = "5ca1ab1e0ddba11deadbeef"
+
+// oldSignedURL is an earlier attempt's presigned URL of image 0.
+const oldSignedURL = "https://oncepost-media.s3.eu-west-1.amazonaws.com/p/0.jpg?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Expires=900&X-Amz-Signature=" + oldSignature
+
+// TestStripURLQueries: the query (and fragment) of every http(s) URL in a
+// text, as is or percent-encoded, is replaced; the rest is kept.
+func TestStripURLQueries(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"FAILED_DOWNLOADING " + oldSignedURL, "FAILED_DOWNLOADING https://oncepost-media.s3.eu-west-1.amazonaws.com/p/0.jpg?[redacted]"},
+		{"(" + oldSignedURL + ") and " + oldSignedURL + "\tagain", "(https://oncepost-media.s3.eu-west-1.amazonaws.com/p/0.jpg?[redacted] and https://oncepost-media.s3.eu-west-1.amazonaws.com/p/0.jpg?[redacted]\tagain"},
+		{`url "` + oldSignedURL + `" refused`, `url "https://oncepost-media.s3.eu-west-1.amazonaws.com/p/0.jpg?[redacted]" refused`},
+		{"encoded " + url.QueryEscape(oldSignedURL), "encoded https%3A%2F%2Foncepost-media.s3.eu-west-1.amazonaws.com%2Fp%2F0.jpg?[redacted]"},
+		{"HTTP://Host.example/a#frag" + oldSignature, "HTTP://Host.example/a?[redacted]"},
+		{"https://proxy.example/f?u=" + url.QueryEscape(oldSignedURL), "https://proxy.example/f?[redacted]"},
+		{"no query https://host.example/p/0.jpg, none here", "no query https://host.example/p/0.jpg, none here"},
+		{"INVALID_ASPEC_RATIO", "INVALID_ASPEC_RATIO"},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		if got := stripURLQueries(tt.in); got != tt.want {
+			t.Errorf("stripURLQueries(%q)\n = %q\nwant %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestErrorTextsStripURLQueries: Meta's texts that reach errors (a
+// container's error_message, a Graph error's message) lose the query of
+// any URL they quote, so an earlier attempt's presigned URL never reaches
+// a ledger reason or a log; end to end, a resumed image container in
+// ERROR whose error_message quotes one.
+func TestErrorTextsStripURLQueries(t *testing.T) {
+	quoted := "FAILED_DOWNLOADING " + oldSignedURL + " " + url.QueryEscape(oldSignedURL)
+	st := containerState{ID: "1", Status: StatusError, ErrorMessage: quoted}
+	body, _ := json.Marshal(map[string]any{"error": map[string]any{"message": "cannot fetch " + quoted, "code": 24}})
+	for name, text := range map[string]string{
+		"errorMessage":             errorMessage(st),
+		"containerState.describe":  st.describe(),
+		"describe (a Graph error)": describe(&httpcall.Response{Status: http.StatusBadRequest, Body: body}, nil),
+	} {
+		if strings.Contains(text, oldSignature) || !strings.Contains(text, "FAILED_DOWNLOADING") || !strings.Contains(text, "oncepost-media.s3.eu-west-1.amazonaws.com") {
+			t.Errorf("%s = %q; want Meta's text and the host, without the query", name, text)
+		}
+	}
+
+	f, c := fakeClient(t)
+	container := f.addContainer("x", StatusError)
+	f.setErrorMessage(container, quoted)
+	_, err := c.Publish(context.Background(), platform.PublishRequest{Text: "x", Media: images(1), Resume: container})
+	if diff := cmp.Diff(outcome{Class: "rejected", Reason: ReasonMediaFailed}, outcomeOf(t, err)); diff != "" {
+		t.Fatalf("outcome (-want +got):\n%s", diff)
+	}
+	if strings.Contains(err.Error(), oldSignature) || !strings.Contains(err.Error(), "FAILED_DOWNLOADING") {
+		t.Errorf("error %q; want Meta's error_message without the URL's query", err)
 	}
 }

@@ -278,8 +278,9 @@ func (c *Client) Recent(ctx context.Context, n int) ([]platform.RemotePost, erro
 //     Lookup is *platform.Inconclusive, saying so;
 //   - unreadable, or a status this package does not know: Inconclusive.
 //
-// With a checkpoint of a carousel's item containers ("items:…", see
-// publishMedia) it reads nothing and answers not found (see
+// With a checkpoint of a carousel's item containers ("items:…", all of
+// them or the first ones, see publishMedia) it reads nothing and answers
+// not found (see
 // lookupItems); one this package cannot have written is Inconclusive.
 //
 // Without a checkpoint it reads the account's threads newest first and
@@ -358,8 +359,9 @@ func (c *Client) Lookup(ctx context.Context, q platform.LookupQuery) (platform.R
 }
 
 // lookupItems answers a Lookup whose checkpoint records a carousel's
-// item containers and not yet its CAROUSEL container: not found, for
-// certain, without a read. Why it is safe:
+// item containers (all of them, or the first ones) and not yet its
+// CAROUSEL container: not found, for certain, without a read. Why it is
+// safe:
 //
 //   - publishMedia publishes a carousel only after Checkpoint recorded
 //     the CAROUSEL container's own id, and stops when that fails; items
@@ -368,22 +370,28 @@ func (c *Client) Lookup(ctx context.Context, q platform.LookupQuery) (platform.R
 //     after it was written. When a carousel was made of them, its
 //     creation answer was lost or its checkpoint failed, and it was not
 //     published.
+//   - A checkpoint of the first items only (a call that ran out of time
+//     before making the rest, see outOfTime) ended its call at once,
+//     NotPerformed, with nothing sent after it: no carousel was made of
+//     them, and none can be before the missing items are made and the
+//     whole list, then the CAROUSEL id, replace it.
 //   - A Checkpoint that failed may still have been stored (a lost
 //     answer): then the entry holds the CAROUSEL id, and Lookup reads
 //     that container as usual. What the entry holds is what Lookup
 //     gets; never an items checkpoint written after a publish.
 //   - A checkpoint is replaced only by this attempt's next step (the
-//     CAROUSEL id), by a later attempt, which first resumes what is
+//     CAROUSEL id, or the whole list of items after the first ones it
+//     resumed), by a later attempt, which first resumes what is
 //     recorded: a container it finds FINISHED, EXPIRED or ERROR is one
 //     Lookup already counts as never published (PUBLISHED is answered
-//     without a new checkpoint), and recorded items again lead to no
-//     publish before a CAROUSEL id replaces them; or by the repeat of a
-//     call that got a 401 (the publisher repeats Publish once after a
-//     refresh, with the Resume it started with), whose container the
-//     401 says was not published. Every Checkpoint is conditional on the
-//     entry still being this attempt's, and each attempt's call ends
-//     before its lease does, so no older attempt publishes after a newer
-//     one's items were recorded.
+//     without a new checkpoint), and recorded items, all or the first
+//     ones, again lead to no publish before a CAROUSEL id replaces them;
+//     or by the repeat of a call that got a 401 (the publisher repeats
+//     Publish once after a refresh, resuming what the entry holds then),
+//     whose container the 401 says was not published. Every Checkpoint
+//     is conditional on the entry still being this attempt's, and each
+//     attempt's call ends before its lease does, so no older attempt
+//     publishes after a newer one's items were recorded.
 //
 // Reading the items would prove nothing more: their status says nothing
 // documented about the carousels made of them.

@@ -258,9 +258,13 @@ func decodeID(resp *httpcall.Response) (string, error) {
 //   - FINISHED: published as is; no new container, no Checkpoint;
 //   - PUBLISHED: not published again; the receipt is its post, found by
 //     fingerprint (a text post) or by text and image count (a post with
-//     images) among the account's newest threads, or Ambiguous when it
-//     cannot be found;
-//   - EXPIRED or ERROR: a new container is made and checkpointed;
+//     images) among the account's newest threads created since
+//     req.CreatedAt less a few minutes of clock skew (publishedSkew), or
+//     Ambiguous when it cannot be found or told apart;
+//   - EXPIRED: a new container is made and checkpointed;
+//   - ERROR: for a post with images, Rejected ReasonMediaFailed with
+//     Meta's error_message, as when the container is awaited; for a text
+//     post, a new container (see resume);
 //   - IN_PROGRESS: NotPerformed, RetryAfter one minute;
 //   - unreadable (the Graph API says it does not exist) or any other
 //     status: Ambiguous, nothing sent. A container of ours that cannot be
@@ -268,10 +272,11 @@ func decodeID(resp *httpcall.Response) (string, error) {
 //
 // A Resume of a carousel's item containers ("items:…", recorded before
 // its CAROUSEL container is made) makes the carousel of them once they
-// are FINISHED, waits for those still IN_PROGRESS, or starts over with
-// new items: see resumeItems. A post that is not a carousel starts over
-// without reading them; one this package cannot have written is
-// Ambiguous, nothing sent.
+// are FINISHED, waits for those still IN_PROGRESS, makes the missing
+// ones when an earlier call recorded only the first before it ran out of
+// time, or starts over with new items: see resumeItems. A post that is
+// not a carousel starts over without reading them; one this package
+// cannot have written is Ambiguous, nothing sent.
 //
 // A failing Checkpoint stops Publish before step 2 and its error is
 // returned wrapped: the container stays unpublished and expires.
@@ -288,13 +293,13 @@ func (c *Client) Publish(ctx context.Context, req platform.PublishRequest) (plat
 	}
 	resume := req.Resume
 	if _, isItems, err := parseItems(resume); err != nil {
-		return platform.Receipt{}, &platform.Ambiguous{Err: fmt.Errorf("publish: %w; nothing sent", err)}
+		return platform.Receipt{}, &platform.Ambiguous{Err: fmt.Errorf("publish (nothing sent): %w", err)}
 	} else if isItems {
 		// A carousel's items, which a post without media never has: no
 		// post was published under them (see lookupItems).
 		resume = ""
 	}
-	container, r, err := c.resume(ctx, resume, req.Text, 0)
+	container, r, err := c.resume(ctx, resume, req, 0)
 	if err != nil || r != nil {
 		return deref(r), err
 	}
@@ -317,11 +322,11 @@ func errMediaIDs() error {
 	return &platform.Rejected{Reason: ReasonMediaUnsupported, Message: "publish: Threads has no media upload, so there are no media ids to attach; it fetches each image from the public URL given in PublishRequest.Media"}
 }
 
-// resume reads the container of an earlier attempt, when there is one (see
-// Publish): it returns the container to publish ("" for a new one), or the
-// receipt of the post it already became, or the error that ends Publish.
-// media is the number of attachments of the post.
-func (c *Client) resume(ctx context.Context, container, text string, media int) (string, *platform.Receipt, error) {
+// resume reads container, recorded by an earlier attempt of req, when
+// there is one (see Publish): it returns the container to publish ("" for
+// a new one), or the receipt of the post it already became, or the error
+// that ends Publish. media is the number of attachments of the post.
+func (c *Client) resume(ctx context.Context, container string, req platform.PublishRequest, media int) (string, *platform.Receipt, error) {
 	if container == "" {
 		return "", nil, nil
 	}
@@ -334,12 +339,32 @@ func (c *Client) resume(ctx context.Context, container, text string, media int) 
 		// Made by an earlier attempt and never published: publish it.
 		return container, nil, nil
 	case StatusPublished:
-		r, err := c.receiptOfPublished(ctx, container, text, media)
+		r, err := c.receiptOfPublished(ctx, container, req, media)
 		if err != nil {
 			return "", nil, err
 		}
 		return "", &r, nil
-	case StatusExpired, StatusError:
+	case StatusExpired:
+		return "", nil, nil
+	case StatusError:
+		if media > 0 {
+			// Threads could not fetch or process the image (or a
+			// carousel of the items), as awaitFinished and resumeItems
+			// answer it: the same images fail again. A new container
+			// could loop with an image both slow and broken: its wait
+			// runs out (NotPerformed) before it shows ERROR, and the
+			// next attempt would make another, until the publisher's
+			// throttle limit failed the post for the wrong reason.
+			return "", nil, &platform.Rejected{Reason: ReasonMediaFailed, Message: fmt.Sprintf(
+				"publish: Threads could not process container %s of an earlier attempt: %s; not published", container, errorMessage(st))}
+		}
+		// A TEXT container in ERROR gets a new one. Nothing waits for a
+		// text container (it is published right after it is made), so
+		// the loop above cannot happen: if Threads cannot take the text,
+		// the new container's threads_publish is refused and that answer
+		// is classified as any write, within the same call. And with no
+		// image to fetch, Meta documents no cause of ERROR that the same
+		// text would meet again, so one more container is worth it.
 		return "", nil, nil
 	case StatusInProgress:
 		return "", nil, &platform.NotPerformed{RetryAfter: containerPollWait, Message: fmt.Sprintf("publish: container %s is still in progress", container)}
@@ -437,12 +462,14 @@ type containerState struct {
 	gone bool
 }
 
+// describe is the status as messages quote it, with Meta's
+// error_message, whose URLs lose their query (see stripURLQueries).
 func (s containerState) describe() string {
 	switch {
 	case s.gone:
 		return "unreadable (the API says it does not exist)"
 	case s.ErrorMessage != "":
-		return fmt.Sprintf("%q (%s)", s.Status, s.ErrorMessage)
+		return fmt.Sprintf("%q (%s)", s.Status, stripURLQueries(s.ErrorMessage))
 	}
 	return fmt.Sprintf("%q", s.Status)
 }
@@ -470,21 +497,38 @@ func (c *Client) containerStatus(ctx context.Context, container string) (contain
 	return st, nil
 }
 
-// receiptOfPublished answers a Resume whose container an earlier attempt
-// published: its post, or Ambiguous. A text post is found by its text's
-// fingerprint among the account's newest threads; a post with media
+// publishedSkew is how much earlier than the entry's slot
+// (PublishRequest.CreatedAt) Threads' timestamp of our post may be: the
+// publisher sends at or after the slot by its own clock, and the two
+// clocks may disagree by this much.
+const publishedSkew = 5 * time.Minute
+
+// receiptOfPublished answers a Resume of req whose container an earlier
+// attempt published: its post, or Ambiguous. A text post is found by its
+// text's fingerprint among the account's newest threads; a post with media
 // attachments by its text and their number, which the PUBLISHED container
-// allows (see matchPublished).
-func (c *Client) receiptOfPublished(ctx context.Context, container, text string, media int) (platform.Receipt, error) {
+// allows (see matchPublished). Either way only threads created since
+// req.CreatedAt less publishedSkew are candidates (at most lookupDepth of
+// them): the post was sent at or after its slot, so an older thread of the
+// same content is another post (none is left out when CreatedAt is zero).
+func (c *Client) receiptOfPublished(ctx context.Context, container string, req platform.PublishRequest, media int) (platform.Receipt, error) {
 	var (
 		p     platform.RemotePost
 		found bool
 		err   error
+		since string
+		q     platform.LookupQuery
 	)
+	if !req.CreatedAt.IsZero() {
+		q.NotBefore = req.CreatedAt.Add(-publishedSkew)
+		since = " created since " + q.NotBefore.UTC().Format(time.RFC3339)
+	}
 	if media > 0 {
-		p, found, err = c.matchPublished(ctx, platform.LookupQuery{Text: text, MediaCount: media})
+		q.Text, q.MediaCount = req.Text, media
+		p, found, err = c.matchPublished(ctx, q)
 	} else {
-		p, found, err = c.findByFingerprint(ctx, platform.LookupQuery{Fingerprint: platform.Fingerprint(text, nil)})
+		q.Fingerprint = platform.Fingerprint(req.Text, nil)
+		p, found, err = c.findByFingerprint(ctx, q)
 	}
 	var inc *platform.Inconclusive
 	switch {
@@ -493,9 +537,9 @@ func (c *Client) receiptOfPublished(ctx context.Context, container, text string,
 	case err != nil && !errors.As(err, &inc):
 		return platform.Receipt{}, &platform.Ambiguous{Err: fmt.Errorf("publish: container %s was already published, not publishing again; its post could not be read: %v", container, err)}
 	}
-	why := fmt.Sprintf("its post is not among the account's %d newest threads", lookupDepth)
-	if media > 0 && inc != nil {
-		why = "its post cannot be told apart: " + inc.Message
+	why := fmt.Sprintf("its post is not among the account's threads%s (%d newest at most)", since, lookupDepth)
+	if inc != nil {
+		why = "its post could not be matched: " + inc.Message
 	}
 	return platform.Receipt{}, &platform.Ambiguous{Err: fmt.Errorf("publish: container %s was already published, not publishing again; %s", container, why)}
 }

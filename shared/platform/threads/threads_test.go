@@ -498,7 +498,9 @@ func TestPublishResume(t *testing.T) {
 			want:  outcome{Class: "ok"}, wantContainers: 1, wantPublishes: 1, wantCheckpoint: true,
 		},
 		{
-			name:  "ERROR gets a new container",
+			// A text container in ERROR is not final, unlike an image's
+			// (TestPublishMediaResumeError): see resume.
+			name:  "ERROR of a text post gets a new container",
 			setup: func(f *fakeThreads) (string, string) { return f.addContainer(text, StatusError), "" },
 			want:  outcome{Class: "ok"}, wantContainers: 1, wantPublishes: 1, wantCheckpoint: true,
 		},
