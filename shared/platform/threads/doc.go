@@ -56,7 +56,8 @@
 //     "items:<id1>,<id2>,…", once all are made and before they are
 //     awaited (the CAROUSEL container's id replaces them once made), so
 //     items slower than one call are resumed by the next attempt rather
-//     than made again: all FINISHED make the carousel of them, IN_PROGRESS
+//     than made again (their statuses read side by side, a few at once):
+//     all FINISHED make the carousel of them, IN_PROGRESS
 //     are awaited again, EXPIRED (or more than the images) start over
 //     with new items, ERROR is Rejected. Before each item is sent, ctx's
 //     deadline must leave time for it and for threads_publish; when it

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -414,6 +415,10 @@ type keptItems struct {
 	pending []int
 }
 
+// statusReadsAtOnce bounds the container status reads a resume sends at
+// once: a read each, well under the Graph API's per-user rate.
+const statusReadsAtOnce = 5
+
 // resumeItems reads the item containers an earlier attempt recorded as
 // "items:…" (ids, in display order) for a post of n images, and returns
 // those to keep; none and no error when the carousel must start over with
@@ -449,8 +454,23 @@ func (c *Client) resumeItems(ctx context.Context, ids []string, n int) (keptItem
 		restart, failed = -1, -1
 		failedState     containerState
 	)
+	// The statuses are read side by side: read one by one, a big
+	// carousel's reads alone could use up the call's time for items.
+	states, errs := make([]containerState, len(ids)), make([]error, len(ids))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, statusReadsAtOnce)
 	for i, id := range ids {
-		st, err := c.containerStatus(ctx, id)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			states[i], errs[i] = c.containerStatus(ctx, id)
+		}()
+	}
+	wg.Wait()
+	for i := range ids {
+		st, err := states[i], errs[i]
 		if err != nil {
 			return keptItems{}, readFailed(ctx, err, name(i))
 		}
