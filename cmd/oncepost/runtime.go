@@ -229,7 +229,7 @@ func openRuntime(ctx context.Context, cfg config) (*runtime, error) {
 	}
 	rt.publisher = &publishing.Publisher{
 		Ledger: p.ledger, Posts: p.posts, Accounts: p.accounts, Flows: p.flows, Platforms: p.platforms, Credentials: creds,
-		Media: dirMedia{cfg.MediaDir}, Metrics: metrics, Owner: rt.owner, CallTimeout: cfg.CallTimeout, RecordMargin: cfg.RecordMargin,
+		Pacer: store, Media: dirMedia{cfg.MediaDir}, Metrics: metrics, Owner: rt.owner, CallTimeout: cfg.CallTimeout, RecordMargin: cfg.RecordMargin,
 		Lease: cfg.Lease, ThrottleLimit: cfg.ThrottleLimit, Blocklist: store,
 		Confirm: publishing.ConfirmSettings{Wait: cfg.ConfirmWait, MaxChecks: cfg.ConfirmChecks, QuickWait: cfg.QuickWait},
 		Logger:  cfg.Logger, Now: cfg.Now,

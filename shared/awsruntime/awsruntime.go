@@ -233,7 +233,7 @@ func (rt *Runtime) Publisher(callTimeout time.Duration) (*publishing.Publisher, 
 		return nil, err
 	}
 	return &publishing.Publisher{
-		Ledger: rt.Store, Posts: rt.Store, Accounts: rt.Accounts, Flows: flows, Platforms: rt.Platforms(), Media: media, MediaURLs: media,
+		Ledger: rt.Store, Posts: rt.Store, Accounts: rt.Accounts, Pacer: rt.Store, Flows: flows, Platforms: rt.Platforms(), Media: media, MediaURLs: media,
 		Credentials: rt.Credentials(callTimeout), Blocklist: rt.Blocklist, Metrics: rt.Metrics,
 		Owner: rt.Owner, CallTimeout: callTimeout, Logger: rt.Logger,
 	}, nil

@@ -286,7 +286,7 @@ func publishChild(t *testing.T, config string) error {
 		return err
 	}
 	pub := &publishing.Publisher{
-		Ledger: store, Posts: store, Accounts: store, Flows: &startedFlows{}, Platforms: benchPlatforms,
+		Ledger: store, Posts: store, Accounts: store, Pacer: store, Flows: &startedFlows{}, Platforms: benchPlatforms,
 		Owner: c.Owner, CallTimeout: c.CallTimeout, RecordMargin: c.RecordMargin, Lease: c.Lease,
 	}
 	fmt.Println("publishing")

@@ -194,7 +194,7 @@ func (f *onceFixture) schedule(tb testing.TB, id string) publishing.Job {
 // publisher is a Publisher on the fixture's store.
 func (f *onceFixture) publisher(owner string, callTimeout, recordMargin, lease time.Duration) *publishing.Publisher {
 	return &publishing.Publisher{
-		Ledger: f.store, Posts: f.store, Accounts: f.store, Flows: f.flows, Platforms: benchPlatforms,
+		Ledger: f.store, Posts: f.store, Accounts: f.store, Pacer: f.store, Flows: f.flows, Platforms: benchPlatforms,
 		Owner: owner, CallTimeout: callTimeout, RecordMargin: recordMargin, Lease: lease, Logger: slog.New(slog.DiscardHandler),
 	}
 }

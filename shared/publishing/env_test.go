@@ -72,7 +72,7 @@ func newEnv(t testing.TB, opts sandbox.Options) *env {
 	}
 	plat := mastodonPlatforms
 	e.pub = &publishing.Publisher{
-		Ledger: store, Posts: store, Accounts: store, Flows: e.flows, Platforms: plat, Media: e.media,
+		Ledger: store, Posts: store, Accounts: store, Pacer: store, Flows: e.flows, Platforms: plat, Media: e.media,
 		Now: e.clock.Now, Owner: "worker-1", CallTimeout: 10 * unit, RecordMargin: 10 * unit, Lease: time.Minute, Logger: logger,
 	}
 	e.conf = &publishing.Confirmer{

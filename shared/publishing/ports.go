@@ -244,9 +244,9 @@ type Platforms interface {
 }
 
 // Pacer spends an account's posting budget, shared through the store by
-// every worker and function instance. The Accounts store implements it
-// where it can (both stores do); without it nothing is paced. Every
-// adapter passes publishingtest.TestPacer.
+// every worker and function instance. Both stores implement it, and each
+// runtime passes its store as Publisher.Pacer; without it nothing is
+// paced. Every adapter passes publishingtest.TestPacer.
 type Pacer interface {
 	// Pace takes one send from the account's budget under rates at now
 	// (pace.Take, atomically): it returns 0 when the send was taken, and

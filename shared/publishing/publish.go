@@ -117,6 +117,9 @@ type Publisher struct {
 	Credentials *Credentials
 	// Media reads attachment bytes; may be nil if no post has media.
 	Media MediaStore
+	// Pacer spaces sends to the platforms' posting limits, shared by every
+	// worker through the store; nil paces nothing.
+	Pacer Pacer
 	// MediaURLs gives attachments public URLs for a platform that fetches
 	// them (Threads); nil in a runtime without one (the embedded one):
 	// a post with media to such a platform fails there, unsent.
@@ -279,11 +282,10 @@ func (p *Publisher) Publish(ctx context.Context, job Job) (Outcome, error) {
 // written (the platform's own limits, Capabilities.PostingLimits, never
 // learned from its 429s). Without budget the job comes back when there is
 // some, the target waiting, and nothing of the ledger is touched: a wait
-// for the budget is not a failed attempt. A store without a Pacer paces
-// nothing.
+// for the budget is not a failed attempt. Without a Pacer nothing is
+// paced.
 func (p *Publisher) pace(ctx context.Context, t target, a *authedClient) (Outcome, bool, error) {
-	pacer, ok := p.Accounts.(Pacer)
-	if !ok {
+	if p.Pacer == nil {
 		return Outcome{}, false, nil
 	}
 	rates := a.client.Capabilities().PostingLimits
@@ -291,7 +293,7 @@ func (p *Publisher) pace(ctx context.Context, t target, a *authedClient) (Outcom
 		return Outcome{}, false, nil
 	}
 	now := p.now()
-	wait, err := pacer.Pace(ctx, t.account.ID, rates, now)
+	wait, err := p.Pacer.Pace(ctx, t.account.ID, rates, now)
 	if err != nil {
 		return Outcome{}, false, fmt.Errorf("posting budget of %s: %w", t.account.ID, err)
 	}

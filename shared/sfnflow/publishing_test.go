@@ -76,7 +76,7 @@ func newPubEnv(t *testing.T) *pubEnv {
 	e := &pubEnv{t: t, f: f, m: m, store: store, clock: clock, account: acc}
 	e.conf = &publishing.Confirmer{Ledger: store, Posts: store, Accounts: store, Queue: queue, Tasks: m, Now: clock.Now, Logger: logger}
 	e.op = &publishing.Operator{Ledger: store, Confirmer: e.conf, Tasks: m, Now: clock.Now, Logger: logger}
-	e.pub = &publishing.Publisher{Ledger: store, Posts: store, Accounts: store, Flows: m, Platforms: readablePlatforms{}, Now: clock.Now, Owner: "worker-1", Logger: logger}
+	e.pub = &publishing.Publisher{Ledger: store, Posts: store, Accounts: store, Pacer: store, Flows: m, Platforms: readablePlatforms{}, Now: clock.Now, Owner: "worker-1", Logger: logger}
 	e.sweeper = &publishing.Sweeper{Ledger: store, Posts: store, Queue: queue, Publisher: e.pub, Now: clock.Now, Logger: logger}
 	return e
 }

@@ -53,7 +53,7 @@ func TestPDSLostAnswerThroughTheLedger(t *testing.T) {
 	if err := store.CreatePost(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	pub := &publishing.Publisher{Ledger: store, Posts: store, Accounts: store, Platforms: Connector{}, Flows: noFlows{},
+	pub := &publishing.Publisher{Ledger: store, Posts: store, Accounts: store, Pacer: store, Platforms: Connector{}, Flows: noFlows{},
 		Owner: "worker-1", CallTimeout: 10 * time.Second, RecordMargin: 2 * time.Second, Lease: time.Minute}
 	conf := &publishing.Confirmer{Ledger: store, Posts: store, Accounts: store, Platforms: Connector{}}
 
