@@ -905,12 +905,11 @@ type twoStepPlatforms struct {
 }
 
 type twoStepScript struct {
-	mu       sync.Mutex
-	answers  []error // answer of the n-th publish step, after it ran; nil: as the platform answered
-	resumes  []string
-	looked   []string
-	steps    int
-	failStep bool // Checkpoint's error is returned as is (the adapter stops)
+	mu      sync.Mutex
+	answers []error // answer of the n-th publish step, after it ran; nil: as the platform answered
+	resumes []string
+	looked  []string
+	steps   int
 }
 
 func (p twoStepPlatforms) Client(ctx context.Context, a post.Account, c platform.Credential) (platform.Client, error) {
@@ -1011,5 +1010,35 @@ func TestCheckpointResumedByTheNextAttempt(t *testing.T) {
 	}
 	if got := e.ourStatuses(body); len(got) != 1 {
 		t.Errorf("%d copies, want 1", len(got))
+	}
+}
+
+// checkpointRefusingLedger cannot record a checkpoint: the entry is no
+// longer ours, or the store is down.
+type checkpointRefusingLedger struct{ publishing.Ledger }
+
+func (checkpointRefusingLedger) RecordCheckpoint(context.Context, ledger.Entry, string) error {
+	return ledger.ErrConflict
+}
+
+// A first-step handle that cannot be recorded stops the create before its
+// publish step: a post published then could not be looked up by the
+// handle after an unknown outcome. Nothing is posted and the attempt is
+// given back, not spent.
+func TestCheckpointNotRecordedStopsBeforePublishing(t *testing.T) {
+	e := newEnv(t, sandbox.Options{DisableIdempotency: true})
+	s := &twoStepScript{}
+	e.pub.Platforms = twoStepPlatforms{Platforms: mastodonPlatforms, s: s}
+	e.pub.Ledger = checkpointRefusingLedger{Ledger: e.store}
+	body := "Not without its container recorded."
+	job := e.schedule("no-checkpoint", body)
+	if out := e.publish(job); out.Result != publishing.Retry {
+		t.Errorf("publish = %+v, want retry", out)
+	}
+	if got := e.ourStatuses(body); len(got) != 0 {
+		t.Errorf("%d copies posted, want none", len(got))
+	}
+	if en := e.entry(job); en.State != ledger.Released || en.Checkpoint != "" {
+		t.Errorf("entry %s checkpoint %q, want released without one", en.State, en.Checkpoint)
 	}
 }

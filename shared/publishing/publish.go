@@ -537,7 +537,7 @@ func (p *Publisher) sendAcquired(ctx context.Context, t target, a *authedClient,
 		return p.recordBeforeSend(ctx, t, e, err)
 	}
 
-	req := platform.PublishRequest{Handle: e.Handle, Text: t.post.TextFor(t.account.Platform), MediaIDs: mediaIDs, Media: inline, CreatedAt: e.Slot, Resume: e.Checkpoint}
+	req := platform.PublishRequest{Handle: e.Handle, Text: t.post.TextFor(t.account.Platform), MediaIDs: mediaIDs, Media: inline, CreatedAt: e.Slot}
 	// A two-step create (Threads: container, then publish) records the
 	// first step's handle before the second: a later attempt resumes it,
 	// and a look after an unknown outcome asks the platform about it. e
