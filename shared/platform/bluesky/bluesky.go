@@ -172,9 +172,14 @@ func describe(r *httpcall.Response) string {
 	return e.Message
 }
 
-// rateLimitReset reads the PDS's RateLimit-Reset header: the Unix second
-// at which the window resets (docs.bsky.app/docs/advanced-guides/rate-limits).
+// rateLimitReset reads the PDS's RateLimit-Reset header on a 429: the Unix
+// second at which the window resets (docs.bsky.app/docs/advanced-guides/rate-limits).
+// The PDS sends it with every answer of a rate-limited route, so on any
+// other status it says nothing about when to try again.
 func rateLimitReset(r *httpcall.Response, now time.Time) time.Duration {
+	if r.Status != http.StatusTooManyRequests {
+		return 0
+	}
 	v := strings.TrimSpace(r.Header.Get("RateLimit-Reset"))
 	if v == "" {
 		return 0

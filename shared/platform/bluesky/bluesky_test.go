@@ -483,3 +483,29 @@ func TestEchoedTokenIsRedacted(t *testing.T) {
 	}
 	seen.CheckNoSecrets(t, tokens...)
 }
+
+// The PDS sends RateLimit-Reset with every answer of a rate-limited
+// route, not only with its 429s: a 503 on a read carrying a reset an hour
+// away is a passing failure to read again, not an hour's wait.
+func TestRateLimitResetOnlyFor429(t *testing.T) {
+	f := &fakePDS{}
+	c, _ := fakeClient(t, f)
+	req := newRequest("read after a 503")
+	if _, err := c.Publish(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	f.before = func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path != "/xrpc/com.atproto.repo.getRecord" || failed > 0 {
+			return false
+		}
+		failed++
+		w.Header().Set("RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10))
+		xrpcErr(w, http.StatusServiceUnavailable, "InternalServerError", "Service Unavailable")
+		return true
+	}
+	_, found, err := c.Lookup(context.Background(), platform.LookupQuery{Handle: req.Handle, CreatedAt: req.CreatedAt})
+	if err != nil || !found || failed != 1 {
+		t.Errorf("Lookup after one 503 = found %v, %v (%d failed reads); want found on the read again", found, err, failed)
+	}
+}
