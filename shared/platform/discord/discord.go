@@ -255,21 +255,11 @@ func New(cfg Config) (*Client, error) {
 
 // baseURL validates and normalises the API origin.
 func baseURL(raw string) (string, error) {
-	base := strings.TrimRight(strings.TrimSpace(raw), "/")
-	if base == "" {
-		return DefaultBaseURL, nil
-	}
-	u, err := url.Parse(base)
+	base, err := httpcall.RootURL("config BaseURL", raw, DefaultBaseURL)
 	if err != nil {
-		return "", fmt.Errorf("discord: config BaseURL is not a URL: %w", err)
+		return "", fmt.Errorf("discord: %w", err)
 	}
-	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return "", fmt.Errorf("discord: config BaseURL %q must be an absolute http or https URL", base)
-	}
-	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return "", fmt.Errorf("discord: config BaseURL %q must not carry user info, a query or a fragment", base)
-	}
-	if strings.HasSuffix(u.Path, "/api") || strings.Contains(u.Path, "/api/") {
+	if u, _ := url.Parse(base); strings.HasSuffix(u.Path, "/api") || strings.Contains(u.Path, "/api/") {
 		return "", fmt.Errorf("discord: config BaseURL %q must be the origin (https://discord.com), without /api", base)
 	}
 	return base, nil

@@ -195,19 +195,9 @@ func New(cfg Config) (*Client, error) {
 // absoluteURL validates an http or https URL without query, fragment or
 // user info, defaulting to def when raw is empty.
 func absoluteURL(field, raw, def string) (string, error) {
-	s := strings.TrimRight(strings.TrimSpace(raw), "/")
-	if s == "" {
-		return def, nil
-	}
-	u, err := url.Parse(s)
+	s, err := httpcall.RootURL("config "+field, raw, def)
 	if err != nil {
-		return "", fmt.Errorf("linkedin: config %s is not a URL: %w", field, err)
-	}
-	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return "", fmt.Errorf("linkedin: config %s %q must be an absolute http or https URL", field, s)
-	}
-	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return "", fmt.Errorf("linkedin: config %s %q must not carry user info, a query or a fragment", field, s)
+		return "", fmt.Errorf("linkedin: %w", err)
 	}
 	return s, nil
 }

@@ -115,19 +115,9 @@ func New(cfg Config) (*Client, error) {
 
 // baseURL validates and normalises a server's root URL.
 func baseURL(raw string) (string, error) {
-	base := strings.TrimRight(strings.TrimSpace(raw), "/")
-	if base == "" {
-		return "", errors.New("mastodon: BaseURL is required")
-	}
-	u, err := url.Parse(base)
+	base, err := httpcall.RootURL("BaseURL", raw, "")
 	if err != nil {
-		return "", fmt.Errorf("mastodon: BaseURL is not a URL: %w", err)
-	}
-	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return "", fmt.Errorf("mastodon: BaseURL %q must be an absolute http or https URL", base)
-	}
-	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return "", fmt.Errorf("mastodon: BaseURL %q must not carry user info, a query or a fragment", base)
+		return "", fmt.Errorf("mastodon: %w", err)
 	}
 	return base, nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -154,19 +153,9 @@ func newBot(hc *http.Client, rawBase, token string) (*bot, error) {
 // baseURL validates and normalises the server's root URL; empty means
 // DefaultBaseURL.
 func baseURL(raw string) (string, error) {
-	base := strings.TrimRight(strings.TrimSpace(raw), "/")
-	if base == "" {
-		return DefaultBaseURL, nil
-	}
-	u, err := url.Parse(base)
+	base, err := httpcall.RootURL("BaseURL", raw, DefaultBaseURL)
 	if err != nil {
-		return "", fmt.Errorf("telegram: BaseURL is not a URL: %w", err)
-	}
-	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return "", fmt.Errorf("telegram: BaseURL %q must be an absolute http or https URL", base)
-	}
-	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return "", fmt.Errorf("telegram: BaseURL %q must not carry user info, a query or a fragment", base)
+		return "", fmt.Errorf("telegram: %w", err)
 	}
 	return base, nil
 }

@@ -107,19 +107,9 @@ func New(cfg Config) (*Client, error) {
 // baseURL validates and normalises an API root; empty means
 // DefaultBaseURL. field names the setting in errors.
 func baseURL(raw, field string) (string, error) {
-	base := strings.TrimRight(strings.TrimSpace(raw), "/")
-	if base == "" {
-		return DefaultBaseURL, nil
-	}
-	u, err := url.Parse(base)
+	base, err := httpcall.RootURL(field, raw, DefaultBaseURL)
 	if err != nil {
-		return "", fmt.Errorf("threads: %s is not a URL: %w", field, err)
-	}
-	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return "", fmt.Errorf("threads: %s %q must be an absolute http or https URL", field, base)
-	}
-	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return "", fmt.Errorf("threads: %s %q must not carry user info, a query or a fragment", field, base)
+		return "", fmt.Errorf("threads: %w", err)
 	}
 	return base, nil
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -118,19 +117,9 @@ func New(cfg Config) (*Client, error) {
 // rootURL validates an absolute http(s) URL without query, fragment or
 // user info, and trims a trailing slash; empty means def.
 func rootURL(field, raw, def string) (string, error) {
-	s := strings.TrimRight(strings.TrimSpace(raw), "/")
-	if s == "" {
-		return def, nil
-	}
-	u, err := url.Parse(s)
+	s, err := httpcall.RootURL("config "+field, raw, def)
 	if err != nil {
-		return "", fmt.Errorf("x: config %s is not a URL: %w", field, err)
-	}
-	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return "", fmt.Errorf("x: config %s %q must be an absolute http or https URL", field, s)
-	}
-	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return "", fmt.Errorf("x: config %s %q must not carry user info, a query or a fragment", field, s)
+		return "", fmt.Errorf("x: %w", err)
 	}
 	return s, nil
 }
