@@ -248,18 +248,23 @@ func (b *backend) validateDraft(ctx context.Context, d post.Draft, files []impor
 	for _, a := range accounts {
 		rules.Accounts[a.ID] = a
 	}
+	p, err := d.Validate(rules)
+	if err != nil {
+		return post.Post{}, nil, badInput("%v", err)
+	}
 	if len(files) > 0 {
+		// Fitted after validation: a draft that is refused does not pay
+		// for decoding and re-encoding its images.
 		var changed []string
 		if files, changed, err = fitMedia(&d, files, imageLimits(d, rules.Accounts)); err != nil {
 			return post.Post{}, nil, err
 		}
+		for i := range p.Media {
+			p.Media[i].Fitted = d.Media[i].Fitted
+		}
 		for _, n := range changed {
 			fmt.Fprintln(notes, n)
 		}
-	}
-	p, err := d.Validate(rules)
-	if err != nil {
-		return post.Post{}, nil, badInput("%v", err)
 	}
 	size := map[string]int{}
 	for _, f := range files {
