@@ -427,8 +427,6 @@ var tables = []string{
 		added_at TEXT NOT NULL
 	) WITHOUT ROWID`,
 
-	// Messages are addressed by seq (receipts carry it); the random id is
-	// for callers and needs no index.
 	// An account's posting budget: one GCRA time per posting limit
 	// (package pace).
 	`CREATE TABLE IF NOT EXISTS pace (
@@ -437,6 +435,8 @@ var tables = []string{
 		tat     TEXT NOT NULL,
 		PRIMARY KEY (account, rate)
 	) WITHOUT ROWID`,
+	// Messages are addressed by seq (receipts carry it); the random id is
+	// for callers and needs no index.
 	`CREATE TABLE IF NOT EXISTS queue_messages (
 		seq           INTEGER PRIMARY KEY,
 		queue         TEXT NOT NULL,

@@ -509,3 +509,16 @@ func TestRateLimitResetOnlyFor429(t *testing.T) {
 		t.Errorf("Lookup after one 503 = found %v, %v (%d failed reads); want found on the read again", found, err, failed)
 	}
 }
+
+// validTID reports whether s has the syntax of a TID.
+func validTID(s string) bool {
+	if len(s) != 13 || !strings.ContainsRune("234567abcdefghij", rune(s[0])) {
+		return false
+	}
+	for i := range len(s) {
+		if !strings.ContainsRune(tidAlphabet, rune(s[i])) {
+			return false
+		}
+	}
+	return true
+}

@@ -3,7 +3,6 @@ package bluesky
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"strings"
 	"time"
 )
 
@@ -38,19 +37,6 @@ func encodeTID(v uint64) string {
 		v >>= 5
 	}
 	return string(b[:])
-}
-
-// validTID reports whether s has the syntax of a TID.
-func validTID(s string) bool {
-	if len(s) != 13 || !strings.ContainsRune("234567abcdefghij", rune(s[0])) {
-		return false
-	}
-	for i := range len(s) {
-		if !strings.ContainsRune(tidAlphabet, rune(s[i])) {
-			return false
-		}
-	}
-	return true
 }
 
 // RecordKey is the record key a publish with this ledger handle and

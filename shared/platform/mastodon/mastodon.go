@@ -508,7 +508,7 @@ func (c *Client) Refresh(ctx context.Context, cred platform.Credential) (platfor
 		refresh = own.RefreshToken
 	}
 	if refresh == "" {
-		return platform.Credential{}, &platform.Rejected{Reason: "reconnect_needed", Message: op + ": no refresh token; the account must be connected again"}
+		return platform.Credential{}, &platform.Rejected{Reason: platform.ReasonReconnectNeeded, Message: op + ": no refresh token; the account must be connected again"}
 	}
 	conf := c.oauth
 	app := cred
@@ -523,7 +523,7 @@ func (c *Client) Refresh(ctx context.Context, cred platform.Credential) (platfor
 		app = platform.Credential{}
 	}
 	if conf.ClientID == "" {
-		return platform.Credential{}, &platform.Rejected{Reason: "reconnect_needed", Message: op + ": no OAuth client configured"}
+		return platform.Credential{}, &platform.Rejected{Reason: platform.ReasonReconnectNeeded, Message: op + ": no OAuth client configured"}
 	}
 	ctx, written := traceWritten(ctx)
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, c.api().HTTPClient())
@@ -611,6 +611,6 @@ func (c *Client) classifyRefresh(op string, err error, written bool, cred platfo
 			msg += fmt.Sprintf(" (the answer to a refresh with this token was lost at %s; it was probably spent then)",
 				cred.RefreshLostAt.UTC().Format(time.RFC3339))
 		}
-		return &platform.Rejected{Status: status, Reason: "reconnect_needed", Message: msg}
+		return &platform.Rejected{Status: status, Reason: platform.ReasonReconnectNeeded, Message: msg}
 	}
 }
