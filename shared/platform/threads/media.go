@@ -492,12 +492,18 @@ func (c *Client) resumeItems(ctx context.Context, ids []string, n int) (keptItem
 	}
 	switch {
 	case failed >= 0:
-		return keptItems{}, &platform.Rejected{Reason: ReasonMediaFailed, Message: fmt.Sprintf(
-			"publish: Threads could not process %s: %s; not published", name(failed), errorMessage(failedState))}
+		return keptItems{}, mediaFailed(name(failed), failedState)
 	case restart >= 0:
 		return keptItems{}, nil
 	}
 	return keptItems{ids: ids, pending: pendingAt}, nil
+}
+
+// mediaFailed is the refusal of a post whose container (what names it)
+// Threads could not process: ERROR, with Meta's error_message.
+func mediaFailed(what string, st containerState) error {
+	return &platform.Rejected{Reason: ReasonMediaFailed, Message: fmt.Sprintf(
+		"publish: Threads could not process %s: %s; not published", what, errorMessage(st))}
 }
 
 // beforePublish adds to an Ambiguous container creation what the reader
@@ -577,8 +583,7 @@ func (c *Client) awaitFinished(ctx context.Context, ids []string, deadline time.
 				continue
 			case st.Status == StatusFinished:
 			case st.Status == StatusError:
-				return &platform.Rejected{Reason: ReasonMediaFailed, Message: fmt.Sprintf(
-					"publish: Threads could not process %s: %s; not published", name(i), errorMessage(st))}
+				return mediaFailed(name(i), st)
 			case st.Status == StatusPublished:
 				return &platform.Ambiguous{Err: fmt.Errorf("publish: %s says PUBLISHED before this attempt published it", name(i))}
 			default:

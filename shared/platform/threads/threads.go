@@ -345,8 +345,7 @@ func (c *Client) resume(ctx context.Context, container string, req platform.Publ
 			// runs out (NotPerformed) before it shows ERROR, and the
 			// next attempt would make another, until the publisher's
 			// throttle limit failed the post for the wrong reason.
-			return "", nil, &platform.Rejected{Reason: ReasonMediaFailed, Message: fmt.Sprintf(
-				"publish: Threads could not process container %s of an earlier attempt: %s; not published", container, errorMessage(st))}
+			return "", nil, mediaFailed("container "+container+" of an earlier attempt", st)
 		}
 		// A TEXT container in ERROR gets a new one. Nothing waits for a
 		// text container (it is published right after it is made), so
