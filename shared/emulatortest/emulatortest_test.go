@@ -449,3 +449,48 @@ func TestStartUnavailable(t *testing.T) {
 		})
 	}
 }
+
+// A port taken between picking it and the RIE's listen (another process's
+// connection took it) makes the RIE exit at start; StartLambda starts it
+// again on other ports instead of returning a function that cannot be
+// invoked. Either port: the invoke endpoint's, or the Runtime API's.
+func TestStartLambdaAvoidsATakenPort(t *testing.T) {
+	bootstrap := BuildBootstrap(t, filepath.Join("testdata", "echo"))
+	for _, taken := range []int{0, 1} { // the invoke port, the Runtime API port
+		t.Run([]string{"invoke port", "runtime API port"}[taken], func(t *testing.T) {
+			// A listener that never answers: the RIE cannot bind its port,
+			// and a probe of it gets no HTTP answer.
+			occupied, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer occupied.Close()
+			picks := 0
+			pick := func() (int, error) {
+				picks++
+				if picks == taken+1 {
+					return occupied.Addr().(*net.TCPAddr).Port, nil
+				}
+				return FreePort()
+			}
+			f, err := startLambda(bootstrap, nil, pick)
+			if errors.Is(err, ErrUnavailable) {
+				Unavailable(t, err.Error())
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Stop()
+			answer, err := f.Invoke(t.Context(), []byte(`{"n":1}`))
+			if err != nil {
+				t.Fatalf("invoke after a start on a taken port: %v\n%s", err, f.Output())
+			}
+			if string(answer) != `{"n":1}` {
+				t.Errorf("answer = %s, want the event back", answer)
+			}
+			if picks < 4 {
+				t.Errorf("%d ports picked, want a second pair after the taken one", picks)
+			}
+		})
+	}
+}

