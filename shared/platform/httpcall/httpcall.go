@@ -108,9 +108,14 @@ func New(hc *http.Client) *Client {
 	return &Client{Now: time.Now, ReadBackoff: DefaultReadBackoff, reads: hc, writes: &wc}
 }
 
-// HTTPClient is the client reads go through, for token endpoints driven by
-// another library (golang.org/x/oauth2).
+// HTTPClient is the client reads go through (it follows redirects).
 func (c *Client) HTTPClient() *http.Client { return c.reads }
+
+// TokenClient is the client writes go through, for token endpoints driven
+// by another library (golang.org/x/oauth2). It follows no redirect: a 307
+// or 308 would send the grant's form — a refresh token or code, and the
+// client secret — again, to wherever Location points.
+func (c *Client) TokenClient() *http.Client { return c.writes }
 
 // writeBody is the body of every write: an in-memory reader set on the
 // request after http.NewRequest, so that the request's GetBody stays nil.

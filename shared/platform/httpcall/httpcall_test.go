@@ -784,6 +784,25 @@ func TestRedirects(t *testing.T) {
 			t.Errorf("HTTPClient ended at %s, want /new", resp.Request.URL.Path)
 		}
 	})
+
+	t.Run("TokenClient follows no redirect", func(t *testing.T) {
+		var moved atomic.Int32
+		srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/new" {
+				moved.Add(1)
+				return
+			}
+			http.Redirect(w, r, "/new", http.StatusPermanentRedirect)
+		}), nil)
+		resp, err := httpcall.New(adaptertest.HTTPClient(t)).TokenClient().Post(srv.URL+"/old", "application/x-www-form-urlencoded", strings.NewReader("refresh_token=r"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusPermanentRedirect || moved.Load() != 0 {
+			t.Errorf("TokenClient answered %d with %d requests at the new address, want 308 and 0", resp.StatusCode, moved.Load())
+		}
+	})
 }
 
 // Secrets that a platform (Telegram) carries in the request URL.

@@ -526,7 +526,7 @@ func (c *Client) Refresh(ctx context.Context, cred platform.Credential) (platfor
 		return platform.Credential{}, &platform.Rejected{Reason: platform.ReasonReconnectNeeded, Message: op + ": no OAuth client configured"}
 	}
 	ctx, written := traceWritten(ctx)
-	ctx = context.WithValue(ctx, oauth2.HTTPClient, c.api().HTTPClient())
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, c.api().TokenClient())
 	tok, err := conf.TokenSource(ctx, &oauth2.Token{RefreshToken: refresh}).Token()
 	if err != nil {
 		return platform.Credential{}, c.classifyRefresh(op, err, written.Load(), cred)
@@ -574,6 +574,7 @@ func traceWritten(ctx context.Context) (context.Context, *atomic.Bool) {
 //   - 429, or "temporarily_unavailable" below 500: NotPerformed, with the
 //     server's Retry-After;
 //   - "server_error" below 500: Ambiguous, as a 5xx;
+//   - a redirect: Rejected "reconnect_needed", naming the redirect;
 //   - any other refusal, invalid_grant above all: Rejected with reason
 //     "reconnect_needed" (the stored grant is dead). When cred records a
 //     lost answer, the message says the token was probably spent then.
@@ -606,6 +607,12 @@ func (c *Client) classifyRefresh(op string, err error, written bool, cred platfo
 		return &platform.Ambiguous{Status: status, Err: fmt.Errorf("%s; the server may have rotated the tokens", msg)}
 	case status == http.StatusTooManyRequests, re.ErrorCode == "temporarily_unavailable":
 		return &platform.NotPerformed{Status: status, RetryAfter: retryAfter(status, header, c.now()), Message: msg}
+	case status >= 300 && status < 400:
+		// Not followed (TokenClient): the grant went nowhere else, and the
+		// stored tokens are intact, but nothing refreshes until the
+		// account's server URL is right.
+		return &platform.Rejected{Status: status, Reason: platform.ReasonReconnectNeeded, Message: fmt.Sprintf(
+			"%s: unexpected redirect (status %d), not followed; check the account's server URL", op, status)}
 	default:
 		if !cred.RefreshLostAt.IsZero() {
 			msg += fmt.Sprintf(" (the answer to a refresh with this token was lost at %s; it was probably spent then)",

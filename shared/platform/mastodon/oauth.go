@@ -222,7 +222,7 @@ func ExchangeCode(ctx context.Context, hc *http.Client, baseURL string, app App,
 	app = app.withDefaults()
 	conf := oauthConfig(c.baseURL, app)
 	ctx, written := traceWritten(ctx)
-	ctx = context.WithValue(ctx, oauth2.HTTPClient, noRedirects(c.api().HTTPClient()))
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, c.api().TokenClient())
 	// Mastodon documents scope on this request as equal to the scope the
 	// user approved.
 	tok, err := conf.Exchange(ctx, code, oauth2.SetAuthURLParam("scope", strings.Join(strings.Fields(app.Scopes), " ")))
@@ -298,12 +298,4 @@ func (c *Client) classifyExchange(op string, err error, written bool, secrets ..
 		msg = fmt.Sprintf("the token request was refused (%s): %s", httpcall.RedactString(code, secrets...), detail)
 	}
 	return &platform.Rejected{Status: status, Reason: httpcall.RedactString(reason, secrets...), Message: op + ": " + msg}
-}
-
-// noRedirects is hc not following redirects: a redirected code grant
-// would carry the code and the client secret to the new address.
-func noRedirects(hc *http.Client) *http.Client {
-	nc := *hc
-	nc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &nc
 }

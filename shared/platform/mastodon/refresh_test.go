@@ -3,9 +3,12 @@ package mastodon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -283,4 +286,47 @@ func TestRefreshUsesTheCredentialsApp(t *testing.T) {
 		}
 		assertNoSecrets(t, err, "refresh-1", "app-secret", "client-secret", "access-1")
 	})
+}
+
+// Token grants are writes that carry secrets in their body: a 307 or 308
+// from /oauth/token would have net/http send the same form (the refresh
+// token or code, and the client secret) to wherever Location points. No
+// grant follows a redirect; nothing reaches the other host.
+func TestTokenGrantsAreNotFollowedAcrossRedirect(t *testing.T) {
+	for _, status := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		for _, grant := range []struct {
+			name string
+			send func(baseURL string) error
+		}{
+			{"refresh", func(baseURL string) error {
+				_, err := newClient(t, baseURL).Refresh(context.Background(),
+					platform.Credential{RefreshToken: "refresh-1", ClientID: "app-id", ClientSecret: "app-secret"})
+				return err
+			}},
+			{"code", func(baseURL string) error {
+				_, err := ExchangeCode(context.Background(), nil, baseURL,
+					App{ClientID: "app-id", ClientSecret: "app-secret", RedirectURI: OOBRedirectURI}, "code-1")
+				return err
+			}},
+		} {
+			t.Run(fmt.Sprintf("%s %d", grant.name, status), func(t *testing.T) {
+				var elsewhere atomic.Int32
+				other := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					elsewhere.Add(1)
+					writeJSON(w, http.StatusOK, map[string]any{"access_token": "access-2", "token_type": "Bearer"})
+				}))
+				srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					http.Redirect(w, r, other.URL+"/oauth/token", status)
+				}))
+				err := grant.send(srv.URL)
+				if n := elsewhere.Load(); n != 0 {
+					t.Fatalf("the redirect's target received %d token requests, want 0", n)
+				}
+				if got := outcomeOf(t, err); got.Class != "rejected" || got.Status != status || !strings.Contains(got.Message, "redirect") {
+					t.Errorf("outcome = %+v, want rejected %d naming the redirect", got, status)
+				}
+				assertNoSecrets(t, err, "refresh-1", "app-secret", "code-1")
+			})
+		}
+	}
 }
