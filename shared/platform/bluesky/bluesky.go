@@ -388,7 +388,10 @@ func (c *Client) webURL(rkey string) string {
 
 // resolveHandle finds a mentioned handle's DID through the PDS
 // (com.atproto.identity.resolveHandle). Results are kept for the client's
-// life, so every attempt of one publish writes the same facets.
+// life. The publisher builds a client per use, so a later attempt of the
+// same post resolves again and may write other facets; that is harmless:
+// the record key makes the write once, and takenKey compares text and
+// media, not facets.
 func (c *Client) resolveHandle(ctx context.Context, handle string) (string, bool) {
 	c.mu.Lock()
 	did, ok := c.handles[handle]
