@@ -271,22 +271,9 @@ func startEmulator(e emulator) (*proc, error) {
 	if err != nil {
 		return nil, missing(fmt.Sprintf("%s needs Node.js (node on PATH): %v", e.name, err))
 	}
-	var last error
-	for range 3 {
-		port, err := FreePort()
-		if err != nil {
-			return nil, fmt.Errorf("%s: pick a port: %w", e.name, err)
-		}
-		p, err := launch(node, dir, e, port)
-		if err == nil {
-			return p, nil
-		}
-		last = err
-		if !errors.Is(err, errPortTaken) {
-			break
-		}
-	}
-	return nil, last
+	return OnFreePorts(1, FreePort, func(ports []int) (*proc, error) {
+		return launch(node, dir, e, ports[0])
+	})
 }
 
 // Unavailable skips the test with msg (what is missing and the command
@@ -371,9 +358,38 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// errPortTaken marks a start that failed because the port was taken
-// between freePort and the emulator's listen.
-var errPortTaken = errors.New("port taken")
+// ErrPortTaken marks a start that failed because a port was taken between
+// picking it and the child's listen (by another process's connection: the
+// tests of many packages run side by side).
+var ErrPortTaken = errors.New("port taken")
+
+// OnFreePorts calls start with n ports from pick (FreePort, or a test's),
+// and again with new ones, up to 3 times in all, while start fails with
+// an error wrapping ErrPortTaken. It is for a child process that must be
+// given its ports on its command line, so cannot be handed a listener.
+func OnFreePorts[T any](n int, pick func() (int, error), start func(ports []int) (T, error)) (T, error) {
+	var zero T
+	var last error
+	for range 3 {
+		ports := make([]int, n)
+		for i := range ports {
+			port, err := pick()
+			if err != nil {
+				return zero, fmt.Errorf("pick a port: %w", err)
+			}
+			ports[i] = port
+		}
+		v, err := start(ports)
+		if err == nil {
+			return v, nil
+		}
+		last = err
+		if !errors.Is(err, ErrPortTaken) {
+			break
+		}
+	}
+	return zero, last
+}
 
 // proc is one running emulator.
 type proc struct {
@@ -423,7 +439,7 @@ func launch(node, dir string, e emulator, port int) (*proc, error) {
 		case <-p.exited:
 			err := fmt.Errorf("%s (pid %d) exited before answering on %s: %v\n%s", e.name, cmd.Process.Pid, p.endpoint, p.waitErr, out.String())
 			if strings.Contains(out.String(), "EADDRINUSE") {
-				err = fmt.Errorf("%w: %w", errPortTaken, err)
+				err = fmt.Errorf("%w: %w", ErrPortTaken, err)
 			}
 			return nil, err
 		default:
@@ -532,4 +548,34 @@ func (w *Output) String() string {
 		return "… " + s
 	}
 	return s
+}
+
+// TakenPortFirst is a port picker for tests of a launcher's retry: its
+// pick number taken (0 for the first) is a port a listener of t holds and
+// never answers on; every other pick is FreePort's. picked counts the
+// picks.
+func TakenPortFirst(t testing.TB, taken int) (pick func() (int, error), picked func() int) {
+	t.Helper()
+	occupied, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { occupied.Close() })
+	var mu sync.Mutex
+	n := 0
+	pick = func() (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		if n == taken+1 {
+			return occupied.Addr().(*net.TCPAddr).Port, nil
+		}
+		return FreePort()
+	}
+	picked = func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return n
+	}
+	return pick, picked
 }

@@ -293,8 +293,8 @@ func TestTakenPortIsRecognised(t *testing.T) {
 				p.stop(t)
 				t.Fatalf("launch on a taken port succeeded")
 			}
-			if !errors.Is(err, errPortTaken) {
-				t.Errorf("launch on a taken port = %v, want errPortTaken", err)
+			if !errors.Is(err, ErrPortTaken) {
+				t.Errorf("launch on a taken port = %v, want ErrPortTaken", err)
 			}
 		})
 	}
@@ -458,21 +458,7 @@ func TestStartLambdaAvoidsATakenPort(t *testing.T) {
 	bootstrap := BuildBootstrap(t, filepath.Join("testdata", "echo"))
 	for _, taken := range []int{0, 1} { // the invoke port, the Runtime API port
 		t.Run([]string{"invoke port", "runtime API port"}[taken], func(t *testing.T) {
-			// A listener that never answers: the RIE cannot bind its port,
-			// and a probe of it gets no HTTP answer.
-			occupied, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer occupied.Close()
-			picks := 0
-			pick := func() (int, error) {
-				picks++
-				if picks == taken+1 {
-					return occupied.Addr().(*net.TCPAddr).Port, nil
-				}
-				return FreePort()
-			}
+			pick, picked := TakenPortFirst(t, taken)
 			f, err := startLambda(bootstrap, nil, pick)
 			if errors.Is(err, ErrUnavailable) {
 				Unavailable(t, err.Error())
@@ -488,8 +474,51 @@ func TestStartLambdaAvoidsATakenPort(t *testing.T) {
 			if string(answer) != `{"n":1}` {
 				t.Errorf("answer = %s, want the event back", answer)
 			}
-			if picks < 4 {
-				t.Errorf("%d ports picked, want a second pair after the taken one", picks)
+			if n := picked(); n < 4 {
+				t.Errorf("%d ports picked, want a second pair after the taken one", n)
+			}
+		})
+	}
+}
+
+// OnFreePorts starts again only after a taken port, at most 3 times, with
+// new ports each time.
+func TestOnFreePorts(t *testing.T) {
+	other := errors.New("bootstrap missing")
+	for _, tc := range []struct {
+		name      string
+		fails     []error // start's error on each call; nil succeeds
+		wantCalls int
+		wantErr   error
+	}{
+		{"first start", []error{nil}, 1, nil},
+		{"taken, then started", []error{ErrPortTaken, nil}, 2, nil},
+		{"taken every time", []error{ErrPortTaken, ErrPortTaken, ErrPortTaken, nil}, 3, ErrPortTaken},
+		{"another failure is not retried", []error{other, nil}, 1, other},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var seen [][]int
+			next := 1000
+			pick := func() (int, error) { next++; return next, nil }
+			got, err := OnFreePorts(2, pick, func(ports []int) (string, error) {
+				seen = append(seen, ports)
+				if e := tc.fails[len(seen)-1]; e != nil {
+					return "", fmt.Errorf("start: %w", e)
+				}
+				return "up", nil
+			})
+			if !errors.Is(err, tc.wantErr) || (err == nil) != (tc.wantErr == nil) {
+				t.Errorf("error = %v, want %v", err, tc.wantErr)
+			}
+			if err == nil && got != "up" {
+				t.Errorf("value = %q, want up", got)
+			}
+			var want [][]int
+			for i := range tc.wantCalls {
+				want = append(want, []int{1001 + 2*i, 1002 + 2*i})
+			}
+			if diff := cmp.Diff(want, seen); diff != "" {
+				t.Errorf("ports per start (-want +got):\n%s", diff)
 			}
 		})
 	}

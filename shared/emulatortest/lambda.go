@@ -124,30 +124,15 @@ func startLambda(bootstrap string, env map[string]string, pick func() (int, erro
 	if _, err := os.Stat(rie); err != nil {
 		return nil, missing(fmt.Sprintf("the Lambda Runtime Interface Emulator is not installed at %s: run `%s` in %s", rie, RIEInstallCommand, root))
 	}
-	var last error
-	for range 3 {
-		var ports [2]int // the invoke endpoint's, the Runtime API's
-		for i := range ports {
-			if ports[i], err = pick(); err != nil {
-				return nil, fmt.Errorf("aws-lambda-rie: pick a port: %w", err)
-			}
-		}
-		f, err := launchRIE(rie, bootstrap, env, ports[0], ports[1])
-		if err == nil {
-			return f, nil
-		}
-		last = err
-		if !errors.Is(err, errPortTaken) {
-			break
-		}
-	}
-	return nil, last
+	return OnFreePorts(2, pick, func(ports []int) (*Function, error) {
+		return launchRIE(rie, bootstrap, env, ports[0], ports[1])
+	})
 }
 
 // launchRIE starts the RIE on the two ports and waits until it answers on
 // both: an HTTP answer on the invoke port, "pong" from the Runtime API's
 // ping. An RIE that exits first because a port was taken is an error
-// wrapping errPortTaken.
+// wrapping ErrPortTaken.
 func launchRIE(rie, bootstrap string, env map[string]string, invokePort, apiPort int) (*Function, error) {
 	cmd := exec.Command(rie,
 		"--runtime-interface-emulator-address", "127.0.0.1:"+strconv.Itoa(invokePort),
@@ -181,7 +166,7 @@ func launchRIE(rie, bootstrap string, env map[string]string, invokePort, apiPort
 			_ = f.Stop() // a process it left in its group
 			err := fmt.Errorf("aws-lambda-rie (pid %d) exited at start:\n%s", cmd.Process.Pid, out.String())
 			if strings.Contains(out.String(), "address already in use") {
-				err = fmt.Errorf("%w: %w", errPortTaken, err)
+				err = fmt.Errorf("%w: %w", ErrPortTaken, err)
 			}
 			return nil, err
 		default:

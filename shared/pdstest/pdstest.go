@@ -109,47 +109,28 @@ func startServer(root, data string, pick func() (int, error)) (*PDS, error) {
 		}
 		data, owned = d, true
 	}
-	var last error
-	for range 3 {
-		var ports [2]int // the PDS's, the PLC directory's
-		for i := range ports {
-			port, err := pick()
-			if err != nil {
-				return nil, fmt.Errorf("the PDS: pick a port: %w", err)
-			}
-			ports[i] = port
-		}
-		p, err := launch(node, dir, data, ports[0], ports[1])
-		if err == nil {
-			p.data, p.owned = data, owned
-			return p, nil
-		}
-		last = err
-		if !errors.Is(err, errPortTaken) {
-			break
-		}
-		// What the failed start wrote is not the next one's.
+	p, err := emulatortest.OnFreePorts(2, pick, func(ports []int) (*PDS, error) {
+		// What a failed start wrote is not the next one's.
 		for _, sub := range []string{"data", "blobs"} {
 			if err := os.RemoveAll(filepath.Join(data, sub)); err != nil {
-				last = err
-				break
+				return nil, err
 			}
 		}
+		return launch(node, dir, data, ports[0], ports[1])
+	})
+	if err != nil {
+		if owned {
+			_ = os.RemoveAll(data)
+		}
+		return nil, err
 	}
-	if owned {
-		_ = os.RemoveAll(data)
-	}
-	return nil, last
+	p.data, p.owned = data, owned
+	return p, nil
 }
-
-// errPortTaken marks a start that failed because a port was taken between
-// picking it and the PDS's listen (by another process's connection: the
-// tests of many packages run side by side).
-var errPortTaken = errors.New("port taken")
 
 // launch starts the PDS on the two ports, its state in data, and waits
 // until it is ready. A PDS that exits first because a port was taken is
-// an error wrapping errPortTaken.
+// an error wrapping emulatortest.ErrPortTaken.
 func launch(node, dir, data string, pdsPort, plcPort int) (*PDS, error) {
 	secret := func() string {
 		b := make([]byte, 32)
@@ -203,7 +184,7 @@ func launch(node, dir, data string, pdsPort, plcPort int) (*PDS, error) {
 			p.Stop()
 			err = fmt.Errorf("the PDS exited before it was ready (%v):\n%s", err, out.String())
 			if strings.Contains(out.String(), "EADDRINUSE") {
-				err = fmt.Errorf("%w: %w", errPortTaken, err)
+				err = fmt.Errorf("%w: %w", emulatortest.ErrPortTaken, err)
 			}
 			return nil, err
 		case <-time.After(50 * time.Millisecond):

@@ -2,7 +2,6 @@ package pdstest
 
 import (
 	"errors"
-	"net"
 	"oncepost/shared/emulatortest"
 	"testing"
 )
@@ -26,19 +25,7 @@ func TestStartCreateAccountList(t *testing.T) {
 func TestStartAvoidsATakenPort(t *testing.T) {
 	for _, taken := range []int{0, 1} {
 		t.Run([]string{"PDS port", "PLC port"}[taken], func(t *testing.T) {
-			occupied, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer occupied.Close()
-			picks := 0
-			pick := func() (int, error) {
-				picks++
-				if picks == taken+1 {
-					return occupied.Addr().(*net.TCPAddr).Port, nil
-				}
-				return emulatortest.FreePort()
-			}
+			pick, picked := emulatortest.TakenPortFirst(t, taken)
 			p, err := startServer(emulatortest.ModuleRoot(t), t.TempDir(), pick)
 			if errors.Is(err, ErrNotInstalled) {
 				emulatortest.Unavailable(t, err.Error())
@@ -51,8 +38,8 @@ func TestStartAvoidsATakenPort(t *testing.T) {
 			if a.DID == "" {
 				t.Fatalf("no account on the PDS started after a taken port")
 			}
-			if picks < 4 {
-				t.Errorf("%d ports picked, want a second pair after the taken one", picks)
+			if n := picked(); n < 4 {
+				t.Errorf("%d ports picked, want a second pair after the taken one", n)
 			}
 		})
 	}
