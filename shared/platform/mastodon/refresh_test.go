@@ -296,14 +296,14 @@ func TestTokenGrantsAreNotFollowedAcrossRedirect(t *testing.T) {
 	for _, status := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
 		for _, grant := range []struct {
 			name string
-			send func(baseURL string) error
+			send func(t *testing.T, baseURL string) error
 		}{
-			{"refresh", func(baseURL string) error {
+			{"refresh", func(t *testing.T, baseURL string) error {
 				_, err := newClient(t, baseURL).Refresh(context.Background(),
 					platform.Credential{RefreshToken: "refresh-1", ClientID: "app-id", ClientSecret: "app-secret"})
 				return err
 			}},
-			{"code", func(baseURL string) error {
+			{"code", func(_ *testing.T, baseURL string) error {
 				_, err := ExchangeCode(context.Background(), nil, baseURL,
 					App{ClientID: "app-id", ClientSecret: "app-secret", RedirectURI: OOBRedirectURI}, "code-1")
 				return err
@@ -318,7 +318,7 @@ func TestTokenGrantsAreNotFollowedAcrossRedirect(t *testing.T) {
 				srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					http.Redirect(w, r, other.URL+"/oauth/token", status)
 				}))
-				err := grant.send(srv.URL)
+				err := grant.send(t, srv.URL)
 				if n := elsewhere.Load(); n != 0 {
 					t.Fatalf("the redirect's target received %d token requests, want 0", n)
 				}
