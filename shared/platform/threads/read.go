@@ -305,10 +305,9 @@ func (c *Client) Lookup(ctx context.Context, q platform.LookupQuery) (platform.R
 		if q.Fingerprint == "" {
 			return platform.RemotePost{}, false, errors.New("threads: lookup needs a container checkpoint or a fingerprint")
 		}
-		if q.MediaCount > 0 {
-			return c.findWithoutContainer(ctx, q)
-		}
-		return c.findByFingerprint(ctx, q)
+		// With media and no container recorded, a thread of the same text
+		// and count may be ours with re-hosted images.
+		return c.scanForPost(ctx, q, q.MediaCount > 0)
 	}
 	if _, isItems, err := parseItems(q.Checkpoint); err != nil {
 		return platform.RemotePost{}, false, &platform.Inconclusive{Message: err.Error() + "; what the publish recorded is unknown"}
@@ -450,39 +449,16 @@ func windowNotRead(q platform.LookupQuery, examined int) error {
 // findByFingerprint searches the account's threads for q.Fingerprint (see
 // Lookup for the window).
 func (c *Client) findByFingerprint(ctx context.Context, q platform.LookupQuery) (platform.RemotePost, bool, error) {
-	var (
-		found platform.RemotePost
-		ok    bool
-	)
-	complete, examined, err := c.scanWindow(ctx, q, func(t thread) bool {
-		if t.MediaType == mediaRepostFacade {
-			return true
-		}
-		p := t.remote()
-		if p.Fingerprint(q.MediaSHA256) == q.Fingerprint {
-			found, ok = p, true
-			return false
-		}
-		return true
-	})
-	switch {
-	case err != nil:
-		return platform.RemotePost{}, false, err
-	case ok:
-		return found, true, nil
-	case complete:
-		return platform.RemotePost{}, false, nil
-	}
-	return platform.RemotePost{}, false, windowNotRead(q, examined)
+	return c.scanForPost(ctx, q, q.MediaCount > 0)
 }
 
-// findWithoutContainer searches for a post with media when no container
-// was recorded (see Lookup): found only by q.Fingerprint (which a thread
-// with re-hosted images does not match); a thread of the same text and
-// q.MediaCount attachments (or a carousel whose count is unknown) is
-// Inconclusive, since it may be ours or an older post of the same
-// content; absent otherwise.
-func (c *Client) findWithoutContainer(ctx context.Context, q platform.LookupQuery) (platform.RemotePost, bool, error) {
+// scanForPost reads q's window (see Lookup) for a thread whose fingerprint
+// is q.Fingerprint. With lookalikes — a post with media when no container
+// was recorded, whose images Threads re-hosts so the fingerprint does not
+// match — a thread of the same text and q.MediaCount attachments (or a
+// carousel whose count is unknown) is Inconclusive, since it may be ours
+// or an older post of the same content.
+func (c *Client) scanForPost(ctx context.Context, q platform.LookupQuery, lookalikes bool) (platform.RemotePost, bool, error) {
 	var (
 		found     platform.RemotePost
 		ok        bool
@@ -497,9 +473,11 @@ func (c *Client) findWithoutContainer(ctx context.Context, q platform.LookupQuer
 			found, ok = p, true
 			return false
 		}
-		if same, _ := t.sameContent(q.Text, q.MediaCount); same {
-			lookalike = t.ID
-			return false
+		if lookalikes {
+			if same, _ := t.sameContent(q.Text, q.MediaCount); same {
+				lookalike = t.ID
+				return false
+			}
 		}
 		return true
 	})
