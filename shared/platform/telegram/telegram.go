@@ -196,18 +196,7 @@ func (c *Client) publish(ctx context.Context, req platform.PublishRequest) (plat
 	if err != nil {
 		return platform.Receipt{}, err
 	}
-	if !resp.OK() {
-		return platform.Receipt{}, c.bot.refusal(op, resp, true)
-	}
-	m, err := decodeMessage(resp.Body, resp.BodyErr)
-	if err != nil {
-		return platform.Receipt{}, &platform.Ambiguous{Status: resp.Status, Err: fmt.Errorf("%s: the message probably exists: %w", op, err)}
-	}
-	return platform.Receipt{
-		RemoteID:  strconv.FormatInt(m.MessageID, 10),
-		URL:       m.link(),
-		CreatedAt: time.Unix(m.Date, 0).UTC(),
-	}, nil
+	return c.sent(op, resp)
 }
 
 // sendPhoto sends the photo with the text as its caption, exactly once, as
@@ -254,14 +243,24 @@ func (c *Client) sendPhoto(ctx context.Context, caption string, m platform.Media
 	if err != nil {
 		return platform.Receipt{}, err
 	}
+	return c.sent(op, resp)
+}
+
+// sent is the receipt of a send's answer: a refusal is classified, and an
+// answer that cannot be read is Ambiguous (the message probably exists).
+func (c *Client) sent(op string, resp *httpcall.Response) (platform.Receipt, error) {
 	if !resp.OK() {
 		return platform.Receipt{}, c.bot.refusal(op, resp, true)
 	}
-	msg, err := decodeMessage(resp.Body, resp.BodyErr)
+	m, err := decodeMessage(resp.Body, resp.BodyErr)
 	if err != nil {
 		return platform.Receipt{}, &platform.Ambiguous{Status: resp.Status, Err: fmt.Errorf("%s: the message probably exists: %w", op, err)}
 	}
-	return platform.Receipt{RemoteID: strconv.FormatInt(msg.MessageID, 10), URL: msg.link(), CreatedAt: time.Unix(msg.Date, 0).UTC()}, nil
+	return platform.Receipt{
+		RemoteID:  strconv.FormatInt(m.MessageID, 10),
+		URL:       m.link(),
+		CreatedAt: time.Unix(m.Date, 0).UTC(),
+	}, nil
 }
 
 // decodeMessage reads a successful sendMessage answer.
