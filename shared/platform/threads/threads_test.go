@@ -170,17 +170,7 @@ func TestPublishRefusesBeforeSending(t *testing.T) {
 		{"media", platform.PublishRequest{Text: "hi", MediaIDs: []string{"m1"}}, ReasonMediaUnsupported},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var n atomic.Int32
-			srv := newServer(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { n.Add(1) }))
-			_, err := newClient(t, srv.URL).Publish(context.Background(), tt.req)
-			if diff := cmp.Diff(outcome{Class: "rejected", Reason: tt.reason}, outcomeOf(t, err)); diff != "" {
-				t.Errorf("outcome (-want +got):\n%s", diff)
-			}
-			if n.Load() != 0 {
-				t.Errorf("server received %d requests, want 0", n.Load())
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { refusedUnsent(t, tt.req, tt.reason) })
 	}
 	t.Run("500 characters and 125 emoji pass", func(t *testing.T) {
 		f, c := fakeClient(t)
@@ -627,5 +617,20 @@ func TestDeleteSuccessFalseIsAmbiguous(t *testing.T) {
 	err := newClient(t, srv.URL).Delete(context.Background(), id)
 	if diff := cmp.Diff(outcome{Class: "ambiguous", Status: 200}, outcomeOf(t, err)); diff != "" {
 		t.Errorf("outcome (-want +got):\n%s", diff)
+	}
+}
+
+// refusedUnsent asserts that Publish refuses req with reason before any
+// request reaches the platform.
+func refusedUnsent(t *testing.T, req platform.PublishRequest, reason string) {
+	t.Helper()
+	var n atomic.Int32
+	srv := newServer(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { n.Add(1) }))
+	_, err := newClient(t, srv.URL).Publish(context.Background(), req)
+	if diff := cmp.Diff(outcome{Class: "rejected", Reason: reason}, outcomeOf(t, err)); diff != "" {
+		t.Errorf("outcome (-want +got):\n%s", diff)
+	}
+	if n.Load() != 0 {
+		t.Errorf("server received %d requests, want 0", n.Load())
 	}
 }
