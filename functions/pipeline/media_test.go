@@ -35,31 +35,15 @@ func TestPostWithAnImageOnAWS(t *testing.T) {
 	ctx := context.Background()
 	s := stacktest.New(t)
 	_, sa := s.AddAccount(t, "news")
-	img := image.NewRGBA(image.Rect(0, 0, 8, 8))
-	img.Set(3, 3, color.RGBA{R: 200, A: 255})
-	var buf bytes.Buffer
-	if err := png.Encode(&buf, img); err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(buf.Bytes())
-	m := post.Media{Ref: hex.EncodeToString(sum[:]) + ".png", SHA256: hex.EncodeToString(sum[:]), ContentType: "image/png", Alt: "a red dot"}
-	if err := s.Media.PutMedia(ctx, m.Ref, m.ContentType, buf.Bytes()); err != nil {
-		t.Fatal(err)
-	}
+	m := putDot(t, s, color.RGBA{R: 200, A: 255}, "a red dot")
 	slot := time.Now().UTC().Add(-time.Second).Truncate(time.Second)
 	p := post.Post{ID: "with-image", Body: "A post with an image.", CreatedAt: time.Now().UTC(), Media: []post.Media{m},
 		Targets: []post.Target{{Account: "news", Slot: slot, Status: post.Scheduled, UpdatedAt: time.Now().UTC()}}}
 	if err := s.Store.CreatePost(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	trigger, _ := function(t, s, "trigger")
-	publish, _ := function(t, s, "publisher")
-	if _, err := trigger(map[string]string{"slot": slot.Format(time.RFC3339Nano), "scheduled_time": slot.Format(time.RFC3339)}); err != nil {
-		t.Fatal(err)
-	}
-	res, err := mapping(s, publish).PollOnce(ctx)
-	if err != nil || res.Received != 1 || res.Failed != 0 || res.InvokeErr != nil {
-		t.Fatalf("publish: %+v, %v", res, err)
+	if res := fireAndPublish(t, s, slot); res.Received != 1 || res.Failed != 0 || res.InvokeErr != nil {
+		t.Fatalf("publish: %+v", res)
 	}
 	e, err := s.Store.Get(ctx, ledger.PublishKey("news", string(p.ID), slot))
 	if err != nil || e.State != ledger.Confirmed {
@@ -88,18 +72,8 @@ func TestThreadsFetchesTheImageFromS3OnAWS(t *testing.T) {
 	}
 	ctx := context.Background()
 	s := stacktest.New(t)
-	img := image.NewRGBA(image.Rect(0, 0, 8, 8))
-	img.Set(5, 5, color.RGBA{B: 200, A: 255})
-	var buf bytes.Buffer
-	if err := png.Encode(&buf, img); err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(buf.Bytes())
-	sha := hex.EncodeToString(sum[:])
-	m := post.Media{Ref: sha + ".png", SHA256: sha, ContentType: "image/png", Alt: "a blue dot"}
-	if err := s.Media.PutMedia(ctx, m.Ref, m.ContentType, buf.Bytes()); err != nil {
-		t.Fatal(err)
-	}
+	m := putDot(t, s, color.RGBA{B: 200, A: 255}, "a blue dot")
+	sha := m.SHA256
 
 	var (
 		mu        sync.Mutex
@@ -157,14 +131,8 @@ func TestThreadsFetchesTheImageFromS3OnAWS(t *testing.T) {
 	if err := s.Store.CreatePost(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	trigger, _ := function(t, s, "trigger")
-	publish, _ := function(t, s, "publisher")
-	if _, err := trigger(map[string]string{"slot": slot.Format(time.RFC3339Nano), "scheduled_time": slot.Format(time.RFC3339)}); err != nil {
-		t.Fatal(err)
-	}
-	res, err := mapping(s, publish).PollOnce(ctx)
-	if err != nil || res.Received != 1 || res.Failed != 0 || res.InvokeErr != nil {
-		t.Fatalf("publish: %+v, %v", res, err)
+	if res := fireAndPublish(t, s, slot); res.Received != 1 || res.Failed != 0 || res.InvokeErr != nil {
+		t.Fatalf("publish: %+v", res)
 	}
 	e, err := s.Store.Get(ctx, ledger.PublishKey(string(acc.ID), string(p.ID), slot))
 	if err != nil || e.State != ledger.Confirmed || e.RemoteID != "post-1" {
@@ -181,4 +149,23 @@ func TestThreadsFetchesTheImageFromS3OnAWS(t *testing.T) {
 	if u, _ := url.Parse(form.Get("image_url")); u == nil || u.Query().Get("X-Amz-Signature") == "" {
 		t.Errorf("image_url %q is not a presigned URL", form.Get("image_url"))
 	}
+}
+
+// putDot stores an 8×8 PNG with one dot of c in the stack's media bucket,
+// as `post add --media` imports it on AWS, and returns its attachment.
+func putDot(t *testing.T, s *stacktest.Stack, c color.RGBA, alt string) post.Media {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 8, 8))
+	img.Set(3, 3, c)
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	sha := hex.EncodeToString(sum[:])
+	m := post.Media{Ref: sha + ".png", SHA256: sha, ContentType: "image/png", Alt: alt}
+	if err := s.Media.PutMedia(context.Background(), m.Ref, m.ContentType, buf.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -62,14 +62,8 @@ func TestPublisherPacesOnAWS(t *testing.T) {
 	slot := time.Now().UTC().Add(-time.Second).Truncate(time.Second)
 	s.Schedule(t, "first", "First of two.", slot, acc.ID)
 	s.Schedule(t, "second", "Second of two.", slot, acc.ID)
-	trigger, _ := function(t, s, "trigger")
-	publish, _ := function(t, s, "publisher")
-	if _, err := trigger(map[string]string{"slot": slot.Format(time.RFC3339Nano), "scheduled_time": slot.Format(time.RFC3339)}); err != nil {
-		t.Fatal(err)
-	}
-	res, err := mapping(s, publish).PollOnce(ctx)
-	if err != nil || res.Received != 2 || res.InvokeErr != nil {
-		t.Fatalf("publish: %+v, %v", res, err)
+	if res := fireAndPublish(t, s, slot); res.Received != 2 || res.InvokeErr != nil {
+		t.Fatalf("publish: %+v", res)
 	}
 	var statuses []string
 	for _, id := range []post.ID{"first", "second"} {

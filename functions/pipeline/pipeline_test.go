@@ -64,6 +64,22 @@ func function(t *testing.T, s *stacktest.Stack, name string) (invoke func(event 
 }
 
 // mapping is the publish queue's event source mapping to the publisher.
+// fireAndPublish runs the trigger function for slot, due now, and one
+// poll of the queue into the publisher function; it returns the poll.
+func fireAndPublish(t *testing.T, s *stacktest.Stack, slot time.Time) sqsesm.Result {
+	t.Helper()
+	trigger, _ := function(t, s, "trigger")
+	publish, _ := function(t, s, "publisher")
+	if _, err := trigger(map[string]string{"slot": slot.Format(time.RFC3339Nano), "scheduled_time": slot.Format(time.RFC3339)}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := mapping(s, publish).PollOnce(context.Background())
+	if err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	return res
+}
+
 func mapping(s *stacktest.Stack, publish func(any) ([]byte, error)) *sqsesm.Mapping {
 	return &sqsesm.Mapping{Client: s.SQS, QueueURL: s.QueueURL, QueueARN: s.QueueARN,
 		Function: func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
