@@ -77,15 +77,7 @@ func TestBotPublishWithImages(t *testing.T) {
 		t.Errorf("receipt (-want +got):\n%s", diff)
 	}
 
-	creates := f.requests(http.MethodPost, "/api/v10/channels/")
-	if len(creates) != 1 {
-		t.Fatalf("fake received %d creates, want 1", len(creates))
-	}
-	got := creates[0]
-	if !strings.HasPrefix(got.ContentType, "multipart/form-data; boundary=") {
-		t.Errorf("Content-Type = %q, want multipart/form-data with a boundary", got.ContentType)
-	}
-	got.ContentType, got.Parts = "", payloadPart(got.Parts)
+	got := oneMultipartCreate(t, f, "/api/v10/channels/")
 	want := fakeReq{
 		Method: "POST", Path: "/api/v10/channels/" + channelID + "/messages", Auth: "Bot " + botToken, UserAgent: DefaultUserAgent,
 		Body: map[string]any{
@@ -141,15 +133,7 @@ func TestWebhookPublishWithImage(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Publish: %v", err)
 	}
-	creates := f.requests(http.MethodPost, "/api/v10/webhooks/")
-	if len(creates) != 1 {
-		t.Fatalf("fake received %d creates, want 1", len(creates))
-	}
-	got := creates[0]
-	if !strings.HasPrefix(got.ContentType, "multipart/form-data; boundary=") {
-		t.Errorf("Content-Type = %q, want multipart/form-data with a boundary", got.ContentType)
-	}
-	got.ContentType, got.Parts = "", payloadPart(got.Parts)
+	got := oneMultipartCreate(t, f, "/api/v10/webhooks/")
 	want := fakeReq{
 		Method: "POST", Path: "/api/v10/webhooks/" + webhookID + "/" + webhookToken, Query: "wait=true", UserAgent: DefaultUserAgent,
 		Body: map[string]any{
@@ -419,4 +403,21 @@ func TestFakeCleansFilenames(t *testing.T) {
 			t.Errorf("cleanFilename(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// oneMultipartCreate returns the one create the fake received under path
+// prefix, a multipart/form-data request, with its payload_json part as
+// Parts and its Content-Type cleared for comparing.
+func oneMultipartCreate(t *testing.T, f *fakeDiscord, prefix string) fakeReq {
+	t.Helper()
+	creates := f.requests(http.MethodPost, prefix)
+	if len(creates) != 1 {
+		t.Fatalf("fake received %d creates, want 1", len(creates))
+	}
+	got := creates[0]
+	if !strings.HasPrefix(got.ContentType, "multipart/form-data; boundary=") {
+		t.Errorf("Content-Type = %q, want multipart/form-data with a boundary", got.ContentType)
+	}
+	got.ContentType, got.Parts = "", payloadPart(got.Parts)
+	return got
 }
