@@ -245,13 +245,7 @@ func TestPublishMediaLostAnswerThenLookup(t *testing.T) {
 	f := newFake(t)
 	f.addMediaPost("Three photos\nfrom the launch", 2) // same text, two images: another post
 	f.addPost("Three photos\nfrom the launch", "TEXT_POST")
-	f.after = func(route, _ string, w http.ResponseWriter, _ *http.Request) bool {
-		if route != "publish" {
-			return false
-		}
-		graphErr(w, http.StatusInternalServerError, 2, 0, "OAuthException", "An unexpected error has occurred. Please retry your request later.")
-		return true
-	}
+	f.after = publishAnswers500
 	srv := newServer(t, f)
 	c := newClient(t, srv.URL)
 	cp := &recorder{f: f}

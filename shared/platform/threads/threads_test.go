@@ -288,13 +288,7 @@ func TestWriteClassification(t *testing.T) {
 // (https://developers.facebook.com/docs/threads/troubleshooting).
 func TestPublish5xxAfterCommitThenLookup(t *testing.T) {
 	f := newFake(t)
-	f.after = func(route, _ string, w http.ResponseWriter, _ *http.Request) bool {
-		if route != "publish" {
-			return false
-		}
-		graphErr(w, http.StatusInternalServerError, 2, 0, "OAuthException", "An unexpected error has occurred. Please retry your request later.")
-		return true
-	}
+	f.after = publishAnswers500
 	srv := newServer(t, f)
 	c := newClient(t, srv.URL)
 	var checkpoint string
@@ -633,4 +627,14 @@ func refusedUnsent(t *testing.T, req platform.PublishRequest, reason string) {
 	if n.Load() != 0 {
 		t.Errorf("server received %d requests, want 0", n.Load())
 	}
+}
+
+// publishAnswers500 is a fake's after hook: threads_publish commits the
+// post, then answers Graph's 500.
+func publishAnswers500(route, _ string, w http.ResponseWriter, _ *http.Request) bool {
+	if route != "publish" {
+		return false
+	}
+	graphErr(w, http.StatusInternalServerError, 2, 0, "OAuthException", "An unexpected error has occurred. Please retry your request later.")
+	return true
 }
