@@ -72,18 +72,13 @@ type authCode struct {
 // Doorkeeper.
 const authCodeTTL = 10 * time.Minute
 
-// appJSON is Mastodon's CredentialApplication entity.
+// appJSON is Mastodon's CredentialApplication entity: the Application
+// with its client credentials.
 type appJSON struct {
-	ID                    string   `json:"id"`
-	Name                  string   `json:"name"`
-	Website               *string  `json:"website"`
-	Scopes                []string `json:"scopes"`
-	RedirectURI           string   `json:"redirect_uri"`
-	RedirectURIs          []string `json:"redirect_uris"`
-	ClientID              string   `json:"client_id"`
-	ClientSecret          string   `json:"client_secret"`
-	ClientSecretExpiresAt int64    `json:"client_secret_expires_at"`
-	VapidKey              string   `json:"vapid_key"`
+	verifiedAppJSON
+	ClientID              string `json:"client_id"`
+	ClientSecret          string `json:"client_secret"`
+	ClientSecretExpiresAt int64  `json:"client_secret_expires_at"`
 }
 
 // appParams are the fields of POST /api/v1/apps.
@@ -189,14 +184,7 @@ func (s *Server) createApp(c *call) reply {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a := s.registerAppLocked(name, website, redirects, scopes)
-	out := appJSON{
-		ID: a.id, Name: a.name, Scopes: a.scopes, RedirectURI: strings.Join(a.redirectURIs, "\n"),
-		RedirectURIs: a.redirectURIs, ClientID: a.clientID, ClientSecret: a.clientSecret,
-	}
-	if a.website != "" {
-		out.Website = strPtr(a.website)
-	}
-	return reply{status: http.StatusOK, body: out}
+	return reply{status: http.StatusOK, body: appJSON{verifiedAppJSON: a.entity(), ClientID: a.clientID, ClientSecret: a.clientSecret}}
 }
 
 // registerAppLocked makes and journals a new app with fresh client
@@ -215,6 +203,12 @@ func (s *Server) registerAppLocked(name, website string, redirects, scopes []str
 	return a
 }
 
+// AddToken's refusals, for the control API's answer.
+var (
+	errAppName   = errors.New("invalid app name")
+	errNoAccount = errors.New("no account")
+)
+
 // AddToken issues an access and a refresh token for the account that
 // belong to a new application named appName, as if the account's owner
 // had signed in with another client (Mastodon's web interface, a phone
@@ -231,13 +225,13 @@ func (s *Server) registerAppLocked(name, website string, redirects, scopes []str
 func (s *Server) AddToken(accountID, appName string) (Account, error) {
 	name := strings.TrimSpace(appName)
 	if name == "" || utf8.RuneCountInString(name) > maxAppNameLength {
-		return Account{}, fmt.Errorf("sandbox: add token for account %q: the app name must be 1 to %d characters, got %q", accountID, maxAppNameLength, appName)
+		return Account{}, fmt.Errorf("sandbox: add token for account %q: %w: the app name must be 1 to %d characters, got %q", accountID, errAppName, maxAppNameLength, appName)
 	}
 	s.mu.Lock()
 	a := s.accounts[accountID]
 	if a == nil {
 		s.mu.Unlock()
-		return Account{}, fmt.Errorf("sandbox: add token: no account %q", accountID)
+		return Account{}, fmt.Errorf("sandbox: add token: %w %q", errNoAccount, accountID)
 	}
 	ap := s.registerAppLocked(name, "", []string{oobRedirectURI}, strings.Fields(defaultScope))
 	access, refresh := s.issueTokensLocked(a.id, s.opts.Now(), "", defaultScope, ap)
@@ -270,18 +264,20 @@ type verifiedAppJSON struct {
 // missing or invalid token is answered 401 before it is called, as on
 // every authenticated route.
 func (s *Server) verifyAppCredentials(c *call) reply {
-	a := c.app
-	if a == nil {
-		a = s.ownApp
-	}
+	return reply{status: http.StatusOK, body: c.app.entity()}
+}
+
+// entity is the app as Mastodon's Application entity. It shares the app's
+// slices: an app never changes once made.
+func (a *app) entity() verifiedAppJSON {
 	out := verifiedAppJSON{
-		ID: a.id, Name: a.name, Scopes: slices.Clone(a.scopes), RedirectURI: strings.Join(a.redirectURIs, "\n"),
-		RedirectURIs: slices.Clone(a.redirectURIs),
+		ID: a.id, Name: a.name, Scopes: a.scopes, RedirectURI: strings.Join(a.redirectURIs, "\n"),
+		RedirectURIs: a.redirectURIs,
 	}
 	if a.website != "" {
 		out.Website = strPtr(a.website)
 	}
-	return reply{status: http.StatusOK, body: out}
+	return out
 }
 
 // checkRedirectURI returns what is wrong with a redirect URI, in

@@ -34,7 +34,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // maxControlBody bounds a control request's body.
@@ -169,11 +168,8 @@ func (s *Server) controlCreateAccount(w http.ResponseWriter, r *http.Request) {
 
 // controlTokenJSON is the answer of POST /sandbox/tokens.
 type controlTokenJSON struct {
-	ID           string `json:"id"`
-	Username     string `json:"username"`
-	AccessToken  string `json:"access_token"`
-	RefreshToken string `json:"refresh_token"`
-	App          string `json:"app"`
+	controlAccountJSON
+	App string `json:"app"`
 }
 
 // controlCreateToken is POST /sandbox/tokens: AddToken over HTTP, tokens
@@ -188,26 +184,24 @@ func (s *Server) controlCreateToken(w http.ResponseWriter, r *http.Request) {
 		writeControlError(w, err)
 		return
 	}
-	name := strings.TrimSpace(in.App)
-	if name == "" || utf8.RuneCountInString(name) > maxAppNameLength {
+	a, err := s.AddToken(in.AccountID, in.App)
+	switch {
+	case errors.Is(err, errAppName):
 		writeControlError(w, badRequest("app: must be 1 to %d characters, got %q", maxAppNameLength, in.App))
 		return
-	}
-	s.mu.Lock()
-	known := s.accounts[in.AccountID] != nil
-	s.mu.Unlock()
-	if !known {
+	case errors.Is(err, errNoAccount):
 		writeControlError(w, &controlError{status: http.StatusNotFound, msg: fmt.Sprintf("account_id: no account %q", in.AccountID)})
 		return
-	}
-	a, err := s.AddToken(in.AccountID, name)
-	if err != nil {
+	case err != nil:
 		s.log.Error("sandbox: adding a token failed", "account", in.AccountID, "err", err)
 		writeJSON(w, http.StatusInternalServerError, errorBody(errSaveFailed))
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusCreated, controlTokenJSON{ID: a.ID, Username: a.Username, AccessToken: a.AccessToken, RefreshToken: a.RefreshToken, App: name})
+	writeJSON(w, http.StatusCreated, controlTokenJSON{
+		controlAccountJSON: controlAccountJSON{ID: a.ID, Username: a.Username, AccessToken: a.AccessToken, RefreshToken: a.RefreshToken},
+		App:                strings.TrimSpace(in.App),
+	})
 }
 
 // faultJSON is one fault of POST /sandbox/faults.
@@ -325,7 +319,7 @@ func (s *Server) controlStatuses(w http.ResponseWriter, r *http.Request) {
 			out = append(out, controlStatusJSON{
 				ID: st.ID, Text: st.Text, CreatedAt: st.CreatedAt.UTC().Format(timeFormat), Deleted: st.deleted,
 				IdempotencyKey: st.IdempotencyKey, MediaCount: len(st.MediaIDs), Duplicate: st.Duplicate,
-				Injected: st.Injected, Fingerprint: st.Fingerprint, App: st.App,
+				Injected: st.Injected, Fingerprint: st.Fingerprint, App: st.app.name,
 			})
 		}
 	}

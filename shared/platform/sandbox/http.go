@@ -281,11 +281,7 @@ func (s *Server) authenticateLocked(r *http.Request) (acct *account, ap *app, pr
 	if a == nil {
 		return nil, nil, true, false
 	}
-	ap = tok.app
-	if ap == nil {
-		ap = s.ownApp
-	}
-	return a, ap, true, true
+	return a, tok.app, true, true
 }
 
 // errorJSON is Mastodon's error body.

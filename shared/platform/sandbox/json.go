@@ -172,9 +172,6 @@ func (s *Server) statusJSONLocked(st *status, base string, withText bool, viewer
 	}
 	if ownStatus(st, viewer) {
 		ap := st.app
-		if ap == nil {
-			ap = s.ownApp
-		}
 		j.Application = &statusAppJSON{Name: ap.name}
 		if ap.website != "" {
 			j.Application.Website = strPtr(ap.website)

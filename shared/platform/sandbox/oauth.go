@@ -63,11 +63,7 @@ func (s *Server) refreshGrant(values url.Values, clientID, clientSecret string) 
 		tok.revoked = true
 	}
 	now := s.opts.Now()
-	ap := g.app
-	if ap == nil {
-		ap = s.ownApp
-	}
-	access, refresh := s.issueTokensLocked(g.accountID, now, g.clientID, g.scope, ap)
+	access, refresh := s.issueTokensLocked(g.accountID, now, g.clientID, g.scope, g.app)
 	s.journalLocked(record{Op: opGrant, Grant: &grantRec{
 		Account: g.accountID, Tokens: s.tokensRecLocked(access, refresh),
 		SpentRefresh: old, RevokeAccess: g.accessToken,
@@ -91,7 +87,7 @@ func (s *Server) codeGrant(values url.Values, clientID, clientSecret string) rep
 	now := s.opts.Now()
 	ac := s.codes[code]
 	ap := s.apps[clientID]
-	if ac == nil || ac.clientID != clientID || ac.redirectURI != redirectURI || !now.Before(ac.expiresAt) || s.accounts[ac.accountID] == nil || ap == nil {
+	if ac == nil || ac.clientID != clientID || ac.redirectURI != redirectURI || !now.Before(ac.expiresAt) || s.accounts[ac.accountID] == nil {
 		return oauthError("invalid_grant", descInvalidGrant)
 	}
 	delete(s.codes, code)

@@ -526,7 +526,7 @@ func (s *Server) journalStatusLocked(st *status, idemExpires time.Time, seq int)
 // appRefLocked is how the journal names an application: its client id,
 // or "" for the sandbox's own.
 func (s *Server) appRefLocked(ap *app) string {
-	if ap == nil || ap == s.ownApp {
+	if ap == s.ownApp {
 		return ""
 	}
 	return ap.clientID
@@ -765,7 +765,6 @@ func (s *Server) replayStatusLocked(r *statusRec) error {
 	st.ID = r.ID
 	st.AccountID = a.id
 	st.Username = a.username
-	st.App = ap.name
 	st.Text = r.Text
 	st.Content = r.Content
 	st.Visibility = r.Visibility

@@ -465,7 +465,7 @@ func newServer(opts Options) *Server {
 		codes:        map[string]*authCode{},
 		ownApp: &app{
 			id: ownAppID, name: ownAppName, redirectURIs: []string{oobRedirectURI},
-			scopes: strings.Fields(defaultScope), clientID: opts.ClientID,
+			scopes: strings.Fields(defaultScope),
 		},
 		done: make(chan struct{}),
 	}
@@ -914,9 +914,6 @@ func (s *Server) prepareTextLocked(text string) string {
 // ap, with text as prepareTextLocked made it and content rendered for
 // base, and updates the counters.
 func (s *Server) commitLocked(a *account, ap *app, text, visibility string, ms []*media, idemKey, base string) *status {
-	if ap == nil {
-		ap = s.ownApp
-	}
 	now := s.opts.Now()
 	id := s.nextIDLocked(now)
 	num, _ := strconv.ParseUint(id, 10, 64)
@@ -924,7 +921,6 @@ func (s *Server) commitLocked(a *account, ap *app, text, visibility string, ms [
 	st.ID = id
 	st.AccountID = a.id
 	st.Username = a.username
-	st.App = ap.name
 	st.Text = text
 	st.Content = renderContent(text, base, s.resolveLocked)
 	st.Visibility = visibility
@@ -965,6 +961,7 @@ func (s *Server) storeStatusLocked(a *account, st *status, ms []*media) {
 
 func (st *status) clone() Status {
 	c := st.Status
+	c.App = st.app.name
 	c.MediaIDs = append([]string(nil), st.MediaIDs...)
 	c.MediaSHA256 = append([]string(nil), st.MediaSHA256...)
 	return c
