@@ -333,8 +333,9 @@ func TestWriteAnswerClassification(t *testing.T) {
 	}
 }
 
-// TestPublishUnreadableSuccessIsAmbiguous: a 2xx to sendMessage whose
-// Message cannot be read means Telegram probably posted it.
+// TestPublishUnreadableSuccessIsAmbiguous: a 2xx to sendMessage or
+// sendPhoto whose Message cannot be read means Telegram probably posted
+// it.
 func TestPublishUnreadableSuccessIsAmbiguous(t *testing.T) {
 	for name, body := range map[string]string{
 		"not json":             `<html>ok</html>`,
@@ -343,22 +344,37 @@ func TestPublishUnreadableSuccessIsAmbiguous(t *testing.T) {
 		"result without an id": `{"ok":true,"result":{"date":1772366400}}`,
 		"result is true":       `{"ok":true,"result":true}`,
 	} {
-		t.Run(name, func(t *testing.T) {
-			var n atomic.Int32
-			srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				n.Add(1)
-				io.Copy(io.Discard, r.Body)
-				w.Header().Set("Content-Type", "application/json")
-				io.WriteString(w, body)
-			}))
-			_, err := newClient(t, srv.URL).Publish(context.Background(), platform.PublishRequest{Handle: "h", Text: "x"})
-			if diff := cmp.Diff(outcome{Class: "ambiguous", Status: 200}, outcomeOf(t, err)); diff != "" {
-				t.Errorf("outcome (-want +got):\n%s", diff)
-			}
-			if n.Load() != 1 {
-				t.Errorf("server received %d requests, want exactly 1", n.Load())
-			}
-		})
+		for method, req := range sendRequests() {
+			t.Run(method+" "+name, func(t *testing.T) {
+				var n atomic.Int32
+				srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if !strings.HasSuffix(r.URL.Path, "/"+method) {
+						t.Errorf("request to %s, want %s", r.URL.Path, method)
+					}
+					n.Add(1)
+					io.Copy(io.Discard, r.Body)
+					w.Header().Set("Content-Type", "application/json")
+					io.WriteString(w, body)
+				}))
+				_, err := newClient(t, srv.URL).Publish(context.Background(), req)
+				if diff := cmp.Diff(outcome{Class: "ambiguous", Status: 200}, outcomeOf(t, err)); diff != "" {
+					t.Errorf("outcome (-want +got):\n%s", diff)
+				}
+				if n.Load() != 1 {
+					t.Errorf("server received %d requests, want exactly 1", n.Load())
+				}
+			})
+		}
+	}
+}
+
+// sendRequests are a post of each send method: text alone (sendMessage)
+// and text with a photo (sendPhoto).
+func sendRequests() map[string]platform.PublishRequest {
+	photo := platform.MediaUpload{Filename: "a.png", ContentType: "image/png", Data: []byte("\x89PNG")}
+	return map[string]platform.PublishRequest{
+		"sendMessage": {Handle: "h", Text: "x"},
+		"sendPhoto":   {Handle: "h", Text: "x", Media: []platform.MediaUpload{photo}},
 	}
 }
 
@@ -423,6 +439,21 @@ func TestPublishTimeoutAfterCommit(t *testing.T) {
 // closes the connection without an answer: Ambiguous, sent once (net/http
 // must not replay the POST on a new connection).
 func TestPublishConnectionDroppedAfterCommit(t *testing.T) {
+	t.Run("sendPhoto", func(t *testing.T) {
+		var n atomic.Int32
+		srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			n.Add(1)
+			io.Copy(io.Discard, r.Body)
+			adaptertest.HijackClose(t, w)
+		}))
+		_, err := newClient(t, srv.URL).Publish(context.Background(), sendRequests()["sendPhoto"])
+		if diff := cmp.Diff(outcome{Class: "ambiguous"}, outcomeOf(t, err)); diff != "" {
+			t.Errorf("publish outcome (-want +got):\n%s", diff)
+		}
+		if n.Load() != 1 {
+			t.Errorf("server received %d requests, want exactly 1", n.Load())
+		}
+	})
 	fake := newFakeBot(t, "")
 	fake.fault = func(w http.ResponseWriter, _ *http.Request) { adaptertest.HijackClose(t, w) }
 	srv := newServer(t, fake)
