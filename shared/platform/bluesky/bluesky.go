@@ -119,14 +119,12 @@ func newHTTP(hc *http.Client) *httpcall.Client {
 	return c
 }
 
+// baseURL validates and normalises the PDS's root URL; empty means
+// DefaultBaseURL.
 func baseURL(raw string) (string, error) {
-	base := strings.TrimRight(strings.TrimSpace(raw), "/")
-	if base == "" {
-		return DefaultBaseURL, nil
-	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.User != nil {
-		return "", fmt.Errorf("bluesky: BaseURL %q must be an absolute http or https URL without a query", raw)
+	base, err := httpcall.RootURL("BaseURL", raw, DefaultBaseURL)
+	if err != nil {
+		return "", fmt.Errorf("bluesky: %w", err)
 	}
 	return base, nil
 }
