@@ -134,7 +134,8 @@ func (c *Confirmer) Look(ctx context.Context, in ConfirmInput) (LookResult, erro
 	if err != nil {
 		return LookResult{}, fmt.Errorf("look %s: %w", in.Key, err)
 	}
-	text, media, count, err := c.postOf(ctx, e, acc.Platform)
+	caps := a.client.Capabilities()
+	text, media, count, err := c.postOf(ctx, e, acc.Platform, caps.InlineMedia || caps.MediaByURL)
 	if err != nil {
 		return LookResult{}, fmt.Errorf("look %s: %w", in.Key, err)
 	}
@@ -160,8 +161,9 @@ func (c *Confirmer) Look(ctx context.Context, in ConfirmInput) (LookResult, erro
 
 // postOf returns the entry's post text on the platform, maps the remote
 // ids of its uploaded media to their SHA-256s and counts its attachments.
-// A deleted post has none of them.
-func (c *Confirmer) postOf(ctx context.Context, e ledger.Entry, platformName string) (string, map[string]string, int, error) {
+// A deleted post has none of them. A platform that takes media with the
+// create (noUploads) has no upload entries to read.
+func (c *Confirmer) postOf(ctx context.Context, e ledger.Entry, platformName string, noUploads bool) (string, map[string]string, int, error) {
 	pst, err := c.Posts.GetPost(ctx, post.ID(e.Subject))
 	if errors.Is(err, post.ErrNotFound) {
 		return "", nil, 0, nil
@@ -171,6 +173,9 @@ func (c *Confirmer) postOf(ctx context.Context, e ledger.Entry, platformName str
 	}
 	m := map[string]string{}
 	media := pst.MediaFor(platformName)
+	if noUploads {
+		return pst.TextFor(platformName), m, len(media), nil
+	}
 	for _, md := range media {
 		u, err := c.Ledger.Get(ctx, ledger.UploadKey(e.Account, md.SHA256, e.Key))
 		if errors.Is(err, ledger.ErrNotFound) {
