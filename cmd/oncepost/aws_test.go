@@ -110,7 +110,7 @@ func newAWSStack(t *testing.T) *awsStack {
 	if _, err := s3client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(testMediaBucket)}); err != nil {
 		t.Fatal(err)
 	}
-	media, err := s3media.New(s3client, testMediaBucket)
+	media, err := s3media.New(s3client, s3.NewPresignClient(s3client), testMediaBucket)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -185,7 +185,8 @@ func (rt *Runtime) Media() (*s3media.Store, error) {
 		return nil, err
 	}
 	pathStyle := os.Getenv("AWS_ENDPOINT_URL_S3") != ""
-	return s3media.New(s3.NewFromConfig(rt.AWS, func(o *s3.Options) { o.UsePathStyle = pathStyle }), rt.Env.MediaBucket)
+	client := s3.NewFromConfig(rt.AWS, func(o *s3.Options) { o.UsePathStyle = pathStyle })
+	return s3media.New(client, s3.NewPresignClient(client), rt.Env.MediaBucket)
 }
 
 // Platforms reaches every account through its platform's adapter; the

@@ -72,17 +72,14 @@ type Store struct {
 	bucket  string
 }
 
-// New returns the store on bucket; it makes no call. Given an *s3.Client,
-// it also signs URLs (MediaURL) with the client's credentials.
-func New(api API, bucket string) (*Store, error) {
+// New returns the store on bucket; it makes no call. It signs URLs
+// (MediaURL) with presign, s3.NewPresignClient of the client; nil means
+// it cannot, and MediaURL fails.
+func New(api API, presign Presigner, bucket string) (*Store, error) {
 	if api == nil || bucket == "" {
 		return nil, errors.New("s3media: no S3 client or no bucket")
 	}
-	s := &Store{api: api, bucket: bucket}
-	if c, ok := api.(*s3.Client); ok {
-		s.presign = s3.NewPresignClient(c)
-	}
-	return s, nil
+	return &Store{api: api, presign: presign, bucket: bucket}, nil
 }
 
 // MediaURL is a presigned GET URL of the attachment, valid for
@@ -94,7 +91,7 @@ func (s *Store) MediaURL(ctx context.Context, ref string) (string, error) {
 		return "", err
 	}
 	if s.presign == nil {
-		return "", errors.New("s3media: this store cannot sign URLs (not built on an *s3.Client)")
+		return "", errors.New("s3media: this store cannot sign URLs (built without a presigner)")
 	}
 	req, err := s.presign.PresignGetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(Prefix + ref)},
 		s3.WithPresignExpires(URLLifetime))

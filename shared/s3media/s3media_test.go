@@ -29,7 +29,7 @@ func TestStoreOnFauxqs(t *testing.T) {
 	if _, err := client.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String("media-test")}); err != nil {
 		t.Fatal(err)
 	}
-	st, err := New(client, "media-test")
+	st, err := New(client, s3.NewPresignClient(client), "media-test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestMediaURLOnFauxqs(t *testing.T) {
 	if _, err := client.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String("media-urls")}); err != nil {
 		t.Fatal(err)
 	}
-	st, err := New(client, "media-urls")
+	st, err := New(client, s3.NewPresignClient(client), "media-urls")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,11 +103,8 @@ func TestMediaURLOnFauxqs(t *testing.T) {
 	if _, err := st.MediaURL(t.Context(), "../secrets.jpg"); err == nil {
 		t.Error("MediaURL signed a ref that is not a content hash")
 	}
-	noSigner, _ := New(fakeAPI{}, "b")
+	noSigner, _ := New(client, nil, "b")
 	if _, err := noSigner.MediaURL(t.Context(), ref); err == nil {
 		t.Error("a store without a signer gave a URL")
 	}
 }
-
-// fakeAPI is an API that is not an *s3.Client: it cannot sign.
-type fakeAPI struct{ API }

@@ -111,7 +111,7 @@ func New(t testing.TB) *Stack {
 	if _, err := s3client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(MediaBucket)}); err != nil {
 		t.Fatalf("create bucket %s: %v", MediaBucket, err)
 	}
-	if s.Media, err = s3media.New(s3client, MediaBucket); err != nil {
+	if s.Media, err = s3media.New(s3client, s3.NewPresignClient(s3client), MediaBucket); err != nil {
 		t.Fatal(err)
 	}
 	s.Sandbox = sandbox.New(sandbox.Options{})
