@@ -305,9 +305,7 @@ func (c *Client) Lookup(ctx context.Context, q platform.LookupQuery) (platform.R
 		if q.Fingerprint == "" {
 			return platform.RemotePost{}, false, errors.New("threads: lookup needs a container checkpoint or a fingerprint")
 		}
-		// With media and no container recorded, a thread of the same text
-		// and count may be ours with re-hosted images.
-		return c.scanForPost(ctx, q, q.MediaCount > 0)
+		return c.findByFingerprint(ctx, q)
 	}
 	if _, isItems, err := parseItems(q.Checkpoint); err != nil {
 		return platform.RemotePost{}, false, &platform.Inconclusive{Message: err.Error() + "; what the publish recorded is unknown"}
@@ -446,19 +444,15 @@ func windowNotRead(q platform.LookupQuery, examined int) error {
 		"read the %d newest threads without reaching the start of the window (%s); cannot prove the post absent", examined, start)}
 }
 
-// findByFingerprint searches the account's threads for q.Fingerprint (see
-// Lookup for the window).
+// findByFingerprint reads q's window (see Lookup) for a thread whose
+// fingerprint is q.Fingerprint. For a post with media (q.MediaCount > 0)
+// when no container was recorded — Threads re-hosts images, so its
+// fingerprint does not match — a thread of the same text and
+// q.MediaCount attachments (or a carousel whose count is unknown) is
+// Inconclusive, since it may be ours or an older post of the same
+// content.
 func (c *Client) findByFingerprint(ctx context.Context, q platform.LookupQuery) (platform.RemotePost, bool, error) {
-	return c.scanForPost(ctx, q, q.MediaCount > 0)
-}
-
-// scanForPost reads q's window (see Lookup) for a thread whose fingerprint
-// is q.Fingerprint. With lookalikes — a post with media when no container
-// was recorded, whose images Threads re-hosts so the fingerprint does not
-// match — a thread of the same text and q.MediaCount attachments (or a
-// carousel whose count is unknown) is Inconclusive, since it may be ours
-// or an older post of the same content.
-func (c *Client) scanForPost(ctx context.Context, q platform.LookupQuery, lookalikes bool) (platform.RemotePost, bool, error) {
+	lookalikes := q.MediaCount > 0
 	var (
 		found     platform.RemotePost
 		ok        bool
