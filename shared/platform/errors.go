@@ -33,6 +33,12 @@ const ReasonMediaConsumed = "media_already_attached"
 // look, not a failure: the post may be ours from an earlier attempt.
 const ReasonDuplicate = "duplicate_content"
 
+// ReasonMediaNeedsURL is the Rejected reason of a post with media to a
+// platform that fetches attachments from a public URL (Capabilities.
+// MediaByURL) when an attachment has none: the adapter's refusal and the
+// publisher's, in a runtime that cannot give one.
+const ReasonMediaNeedsURL = "media_needs_public_url"
+
 // ReasonReconnectNeeded is the Rejected reason of a refresh the platform
 // refused for good (invalid_grant and the like): an operator must connect
 // the account again.

@@ -19,7 +19,7 @@ const ReasonMediaUnreadable = "media_unreadable"
 // ReasonMediaNeedsURL fails a post with media to a platform that fetches
 // attachments from a public URL (Threads) in a runtime that cannot give
 // one (the embedded runtime).
-const ReasonMediaNeedsURL = "media_needs_public_url"
+const ReasonMediaNeedsURL = platform.ReasonMediaNeedsURL
 
 // ReasonOrphanUpload is recorded on an upload entry released after an
 // ambiguous upload or a dead owner: unattached media is invisible and

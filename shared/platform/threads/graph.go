@@ -71,9 +71,8 @@ const (
 	// public URL (PublishRequest.Media, see the package doc).
 	ReasonMediaUnsupported = "media_unsupported"
 	// ReasonMediaNeedsURL: an attachment without an absolute http(s) URL
-	// for Threads to fetch; the same reason as the publisher's
-	// (publishing.ReasonMediaNeedsURL).
-	ReasonMediaNeedsURL = "media_needs_public_url"
+	// for Threads to fetch.
+	ReasonMediaNeedsURL = platform.ReasonMediaNeedsURL
 	// ReasonMediaFormat: an attachment that is not JPEG or PNG.
 	ReasonMediaFormat = "media_format_unsupported"
 	// ReasonTooManyMedia: more than MaxCarouselItems attachments.
