@@ -913,3 +913,36 @@ func TestErrorTextsStripURLQueries(t *testing.T) {
 		t.Errorf("error %q; want Meta's error_message without the URL's query", err)
 	}
 }
+
+// A container this call made that reads PUBLISHED while it is awaited
+// (something published it: an older attempt that outlived its lease, or
+// Meta's own doing) is Ambiguous, never published again: for an IMAGE
+// container and for a carousel's item.
+func TestPublishMediaContainerPublishedWhileAwaited(t *testing.T) {
+	for _, n := range []int{1, 3} {
+		t.Run(fmt.Sprintf("%d images", n), func(t *testing.T) {
+			f, c := fakeClient(t)
+			f.before = func(route string, _ http.ResponseWriter, r *http.Request) bool {
+				if route != "get" {
+					return false
+				}
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				for id, ct := range f.containers {
+					if strings.HasSuffix(r.URL.Path, "/"+id) {
+						ct.status, ct.processing = StatusPublished, 0
+					}
+				}
+				return false
+			}
+			cp := &recorder{f: f}
+			_, err := c.Publish(context.Background(), platform.PublishRequest{Text: "x", Media: images(n), Checkpoint: cp.checkpoint})
+			if got := outcomeOf(t, err); got.Class != "ambiguous" {
+				t.Errorf("outcome = %+v, want ambiguous", got)
+			}
+			if k := f.callCount("publish"); k != 0 {
+				t.Errorf("%d publish calls, want none", k)
+			}
+		})
+	}
+}
