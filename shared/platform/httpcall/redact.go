@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -103,3 +104,39 @@ type redactedError struct {
 
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.cause }
+
+// URLSecrets are the parts of a signed URL (a presigned S3 URL's
+// X-Amz-Signature, X-Amz-Credential and X-Amz-Security-Token, an upload
+// URL's token) that no error may carry, for Redact: the URL, without its
+// scheme, its query, and each query value of 8 bytes or more, raw and
+// decoded, each also form-encoded (as a request body carries it, which an
+// answer may echo). Shorter values ("0", "beta", "uploads") are ordinary
+// words, and replacing them would garble a message for nothing. A URL
+// that does not parse is a secret whole.
+func URLSecrets(raw string) []string {
+	var out []string
+	add := func(s ...string) {
+		for _, v := range s {
+			if v != "" {
+				out = append(out, v, url.QueryEscape(v))
+			}
+		}
+	}
+	add(raw)
+	u, err := url.Parse(raw)
+	if err != nil || u.RawQuery == "" {
+		return out
+	}
+	add(u.Host+u.EscapedPath()+"?"+u.RawQuery, u.RawQuery)
+	for _, part := range strings.Split(u.RawQuery, "&") {
+		_, v, _ := strings.Cut(part, "=")
+		if len(v) < 8 {
+			continue
+		}
+		add(v)
+		if dec, err := url.QueryUnescape(v); err == nil {
+			add(dec)
+		}
+	}
+	return out
+}

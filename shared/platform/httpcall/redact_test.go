@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -157,5 +158,32 @@ func TestRedactPlainErrors(t *testing.T) {
 	}
 	if !errors.Is(amb, context.DeadlineExceeded) {
 		t.Errorf("Ambiguous %#v lost its context error", amb)
+	}
+}
+
+// Every form of a signed URL's secret parts that a message may quote is
+// redacted: the URL, form-encoded, without its scheme, its query, and a
+// long query value raw, decoded and encoded; short values stay.
+func TestURLSecrets(t *testing.T) {
+	const signed = "https://bucket.s3.amazonaws.com/media/ab.png?X-Amz-Credential=AKIAEXAMPLE%2F20261201%2Fus-east-1&X-Amz-Signature=0123456789abcdef&x-id=Get&v=1"
+	secrets := httpcall.URLSecrets(signed)
+	for _, leak := range []string{
+		signed,
+		url.QueryEscape(signed),
+		"bucket.s3.amazonaws.com/media/ab.png?X-Amz-Credential=AKIAEXAMPLE%2F20261201%2Fus-east-1&X-Amz-Signature=0123456789abcdef&x-id=Get&v=1",
+		"0123456789abcdef",
+		"AKIAEXAMPLE%2F20261201%2Fus-east-1",
+		"AKIAEXAMPLE/20261201/us-east-1",
+		url.QueryEscape("AKIAEXAMPLE/20261201/us-east-1"),
+	} {
+		if got := httpcall.RedactString("fetch failed: "+leak, secrets...); strings.Contains(got, leak) || !strings.Contains(got, "[redacted]") {
+			t.Errorf("RedactString(%q) = %q, want it redacted", leak, got)
+		}
+	}
+	if got := httpcall.RedactString("v=1 x-id=Get", secrets...); got != "v=1 x-id=Get" {
+		t.Errorf("short values were redacted: %q", got)
+	}
+	if got := httpcall.URLSecrets(""); len(got) != 0 {
+		t.Errorf("URLSecrets(\"\") = %q, want none", got)
 	}
 }

@@ -348,23 +348,7 @@ func (c *Client) putImage(ctx context.Context, u *url.URL, data []byte) error {
 	if err == nil && !resp.OK() {
 		err = c.classify(op, resp, true)
 	}
-	return httpcall.Redact(err, uploadSecrets(u)...)
-}
-
-// uploadSecrets are the parts of an upload URL no error may carry: the
-// URL, its query and each query value (signatures, tokens).
-func uploadSecrets(u *url.URL) []string {
-	secrets := []string{u.String(), u.RawQuery, u.Host + u.EscapedPath() + "?" + u.RawQuery}
-	for _, vs := range u.Query() {
-		for _, v := range vs {
-			// Short values ("0", "beta", "uploads") are ordinary words,
-			// and replacing them would garble the message for nothing.
-			if len(v) >= 8 {
-				secrets = append(secrets, v, url.QueryEscape(v))
-			}
-		}
-	}
-	return secrets
+	return httpcall.Redact(err, httpcall.URLSecrets(u.String())...)
 }
 
 // imageEntity is the part of an image the adapter reads (Images API,

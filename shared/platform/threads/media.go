@@ -627,40 +627,12 @@ func redactMedia(err error, media []platform.MediaUpload) error {
 }
 
 // mediaSecrets are the parts of the attachments' URLs that may carry a
-// signature or a credential (a presigned S3 URL's X-Amz-Signature,
-// X-Amz-Credential, X-Amz-Security-Token): each URL as given and
-// form-encoded (as the request body carries it, which an answer may
-// echo), its query, and each query value of 8 bytes or more, raw and
-// decoded, so that a message that quotes part of a URL leaks nothing
-// either.
+// signature or a credential (httpcall.URLSecrets of each).
 func mediaSecrets(media []platform.MediaUpload) []string {
 	var out []string
-	add := func(s ...string) {
-		for _, v := range s {
-			if v != "" {
-				out = append(out, v, url.QueryEscape(v))
-			}
-		}
-	}
 	for _, m := range media {
-		if m.URL == "" {
-			continue
-		}
-		add(m.URL)
-		u, err := url.Parse(m.URL)
-		if err != nil {
-			continue
-		}
-		add(u.RawQuery)
-		for _, part := range strings.Split(u.RawQuery, "&") {
-			_, raw, _ := strings.Cut(part, "=")
-			if len(raw) < 8 {
-				continue
-			}
-			add(raw)
-			if dec, err := url.QueryUnescape(raw); err == nil {
-				add(dec)
-			}
+		if m.URL != "" {
+			out = append(out, httpcall.URLSecrets(m.URL)...)
 		}
 	}
 	return out
