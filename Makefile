@@ -10,7 +10,7 @@ LAMBDA_FUNCTIONS := TriggerFunction PublisherFunction ConfirmFunction SweeperFun
 .PHONY: all build run test test-short lint asl emulators rie pds bench tidy-check clean invoke \
 	$(LAMBDA_FUNCTIONS:%=build-%)
 
-all: lint test
+all: test
 
 build:
 	$(GO) build $(PKGS)
