@@ -75,12 +75,12 @@ func newImportedMedia(data []byte, ct, ext, alt string) importedMedia {
 // fitMedia fits every imported image to the image limits of each
 // platform the post goes to (mediafit: resized and re-encoded,
 // deterministically, only when over a limit), before anything is stored.
-// A fitted version is recorded on the draft's attachment for its platform
-// (post.Media.Fitted): those bytes are what is stored, hashed,
+// A fitted version is recorded on the post's attachment (media, in the
+// order of the files' index) for its platform (post.Media.Fitted): those bytes are what is stored, hashed,
 // fingerprinted and uploaded on every attempt there, while platforms that
 // take the original get it untouched. It returns the files to store, the
 // originals and each distinct fitted version, and a note per change.
-func fitMedia(d *post.Draft, files []importedMedia, limits map[string]fitLimits) ([]importedMedia, []string, error) {
+func fitMedia(media []post.Media, files []importedMedia, limits map[string]fitLimits) ([]importedMedia, []string, error) {
 	var notes []string
 	stored := slices.Clone(files)
 	seen := map[string]bool{}
@@ -104,7 +104,7 @@ func fitMedia(d *post.Draft, files []importedMedia, limits map[string]fitLimits)
 				return nil, nil, fmt.Errorf("media[%d]: fitted to %s for %s, which oncepost does not store", i, r.ContentType, name)
 			}
 			fitted := newImportedMedia(r.Data, r.ContentType, ext, f.Alt)
-			m := &d.Media[i]
+			m := &media[i]
 			if m.Fitted == nil {
 				m.Fitted = map[string]post.Fitted{}
 			}

@@ -256,11 +256,8 @@ func (b *backend) validateDraft(ctx context.Context, d post.Draft, files []impor
 		// Fitted after validation: a draft that is refused does not pay
 		// for decoding and re-encoding its images.
 		var changed []string
-		if files, changed, err = fitMedia(&d, files, imageLimits(d, rules.Accounts)); err != nil {
+		if files, changed, err = fitMedia(p.Media, files, imageLimits(d, rules.Accounts)); err != nil {
 			return post.Post{}, nil, err
-		}
-		for i := range p.Media {
-			p.Media[i].Fitted = d.Media[i].Fitted
 		}
 		for _, n := range changed {
 			fmt.Fprintln(notes, n)
