@@ -42,15 +42,6 @@ const (
 // Specifications).
 var imageFormats = []string{"image/jpeg", "image/png"}
 
-// imageTypes is imageFormats as a set.
-var imageTypes = func() map[string]bool {
-	m := make(map[string]bool, len(imageFormats))
-	for _, f := range imageFormats {
-		m[f] = true
-	}
-	return m
-}()
-
 // itemsPrefix marks the checkpoint of a carousel's item containers,
 // "items:<id1>,<id2>,…" in display order: all of them, recorded once all
 // are made and before the CAROUSEL container is, or the first ones, when a
@@ -239,7 +230,7 @@ func checkMedia(req platform.PublishRequest) error {
 		if u, err := url.Parse(m.URL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			return &platform.Rejected{Reason: ReasonMediaNeedsURL, Message: fmt.Sprintf("publish: media[%d]'s URL is not an absolute http(s) URL Threads could fetch", i)}
 		}
-		if ct := imageType(m); !imageTypes[ct] {
+		if ct := imageType(m); !slices.Contains(imageFormats, ct) {
 			return &platform.Rejected{Reason: ReasonMediaFormat, Message: fmt.Sprintf("publish: media[%d] is %s; Threads takes JPEG and PNG images", i, ct)}
 		}
 		if n := utf8.RuneCountInString(m.Alt); n > maxAltText {
