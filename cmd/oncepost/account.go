@@ -136,10 +136,7 @@ func cmdAccountAdd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if !mastodonAPI(kind.Name) {
 		// A Mastodon instance's are its own; every other platform's are
 		// the catalog's.
-		acc.Limits = kind.Limits()
-		// Not stored with an account: validation reads it from the
-		// catalog (post.Limits.Or).
-		acc.Limits.MaxTextWithMedia = 0
+		acc.Limits = kind.AccountLimits()
 	}
 	if *replace {
 		acc.Gate = existing.Gate

@@ -165,9 +165,7 @@ func limitsOfKind(t *testing.T, name string) post.Limits {
 	if !ok {
 		t.Fatalf("no platform %s", name)
 	}
-	l := k.Limits()
-	l.MaxTextWithMedia = 0 // the platform's, not stored with an account
-	return l
+	return k.AccountLimits()
 }
 
 // Bluesky against the reference PDS: the app password is read from a file

@@ -123,6 +123,15 @@ func (k Kind) Limits() post.Limits {
 	return post.Limits{MaxTextGraphemes: k.Capabilities.MaxTextGraphemes, MaxTextWithMedia: k.Capabilities.MaxTextWithMedia, MaxMedia: k.Capabilities.MaxMedia}
 }
 
+// AccountLimits are the limits stored with an account of the kind: Limits
+// without MaxTextWithMedia, which validation reads from the catalog
+// (post.Limits.Or), so a change of it reaches accounts added before.
+func (k Kind) AccountLimits() post.Limits {
+	l := k.Limits()
+	l.MaxTextWithMedia = 0
+	return l
+}
+
 // sample is an account of each kind, only to build a client whose
 // Capabilities describe the platform: nothing is sent with it.
 var samples = []struct {

@@ -80,6 +80,9 @@ func TestTextLimitWithMedia(t *testing.T) {
 	if got, want := tg.Limits(), (post.Limits{MaxTextGraphemes: 4096, MaxTextWithMedia: 1024, MaxMedia: 1}); got != want {
 		t.Errorf("telegram limits = %+v, want %+v", got, want)
 	}
+	if got, want := tg.AccountLimits(), (post.Limits{MaxTextGraphemes: 4096, MaxMedia: 1}); got != want {
+		t.Errorf("telegram account limits = %+v, want %+v (the with-media limit stays the catalog's)", got, want)
+	}
 	if got := tg.TextLimit(); got != "4096 (1024 with media)" {
 		t.Errorf("telegram TextLimit = %q", got)
 	}
