@@ -75,11 +75,12 @@ func newImportedMedia(data []byte, ct, ext, alt string) importedMedia {
 // fitMedia fits every imported image to the image limits of each
 // platform the post goes to (mediafit: resized and re-encoded,
 // deterministically, only when over a limit), before anything is stored.
-// A fitted version is recorded on the post's attachment (media, in the
-// order of the files' index) for its platform (post.Media.Fitted): those bytes are what is stored, hashed,
-// fingerprinted and uploaded on every attempt there, while platforms that
-// take the original get it untouched. It returns the files to store, the
-// originals and each distinct fitted version, and a note per change.
+// A fitted version is recorded on the post's attachment (media, indexed
+// as the files are) for its platform (post.Media.Fitted): those bytes are
+// what is stored, hashed, fingerprinted and uploaded on every attempt
+// there, while platforms that take the original get it untouched. It
+// returns the files to store, the originals and each distinct fitted
+// version, and a note per change.
 func fitMedia(media []post.Media, files []importedMedia, limits map[string]fitLimits) ([]importedMedia, []string, error) {
 	var notes []string
 	stored := slices.Clone(files)

@@ -107,9 +107,9 @@ func (e *redactedError) Unwrap() error { return e.cause }
 
 // URLSecrets are the parts of a signed URL (a presigned S3 URL's
 // X-Amz-Signature, X-Amz-Credential and X-Amz-Security-Token, an upload
-// URL's token) that no error may carry, for Redact: the URL, without its
-// scheme, its query, and each query value of 8 bytes or more, raw and
-// decoded, each also form-encoded (as a request body carries it, which an
+// URL's token) that no error may carry, for Redact: the URL as given and
+// without its scheme, its query, and each query value of 8 bytes or more,
+// raw and decoded, each also form-encoded (as a request body carries it, which an
 // answer may echo). Shorter values ("0", "beta", "uploads") are ordinary
 // words, and replacing them would garble a message for nothing. A URL
 // that does not parse is a secret whole.
