@@ -8,6 +8,7 @@
 //	                      → publishing (the outcome was ambiguous; a confirm loop is reading the platform back)
 //	                      → waiting (the platform did not act, e.g. throttled; NextTry says when it is asked again)
 //	                      → failed | held
+//	publishing → waiting (looked for, not found, released; the re-send was not performed)
 //	scheduled|triggered|waiting → cancelled
 //	published → deleted (an operator deleted it from the platform)
 //
@@ -144,7 +145,9 @@ var targetMoves = map[TargetStatus][]TargetStatus{
 	Scheduled:  {Triggered, Publishing, Waiting, Published, Failed, Held, Cancelled},
 	Triggered:  {Triggered, Publishing, Waiting, Published, Failed, Held, Cancelled},
 	Waiting:    {Triggered, Publishing, Waiting, Published, Failed, Held, Cancelled},
-	Publishing: {Publishing, Published, Failed, Held},
+	// Publishing → waiting: the confirm loop did not find the post and
+	// released it, and the re-send was not performed (throttled).
+	Publishing: {Publishing, Waiting, Published, Failed, Held},
 	Held:       {Triggered, Publishing, Published, Failed, Cancelled},
 	Published:  {Deleted},
 }

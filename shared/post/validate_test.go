@@ -139,6 +139,7 @@ func TestTargetMoves(t *testing.T) {
 		{Triggered, Published, true},
 		{Triggered, Publishing, true},
 		{Publishing, Published, true},
+		{Publishing, Waiting, true},
 		{Triggered, Cancelled, true},
 		{Held, Published, true},
 		{Published, Published, false},

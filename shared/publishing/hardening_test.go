@@ -1042,3 +1042,39 @@ func TestCheckpointNotRecordedStopsBeforePublishing(t *testing.T) {
 		t.Errorf("entry %s checkpoint %q, want released without one", en.State, en.Checkpoint)
 	}
 }
+
+// After an ambiguous outcome the confirm loop looks, does not find the
+// post and releases it; the re-send is throttled. The target must then be
+// waiting with its next try, not left publishing: a publishing target
+// counts as stuck every sweep (StuckTargets pages for the whole throttle
+// window) and the sweeper re-enqueues it every minute.
+func TestThrottledResendAfterUnknownIsWaiting(t *testing.T) {
+	e := newEnv(t, sandbox.Options{DisableIdempotency: true})
+	e.sb.Script(sandbox.Fault{Kind: sandbox.Fault503}, sandbox.Fault{Kind: sandbox.Fault429, RetryAfter: 30 * time.Minute})
+	job := e.schedule("unknown-then-throttled", "Launch day.")
+	if out := e.publish(job); out.Result != publishing.Confirming {
+		t.Fatalf("first send = %+v, want confirming (a 503 on a write is ambiguous)", out)
+	}
+	if looks := e.runConfirm(publishing.ConfirmName(e.entry(job).Key, 1)); looks != 3+1 {
+		t.Fatalf("confirm made %d looks, want 4 (quick first look, then 3)", looks)
+	}
+	if en := e.entry(job); en.State != ledger.Released {
+		t.Fatalf("entry after the looks is %s, want released", en.State)
+	}
+	if out := e.publish(job); out.Result != publishing.Retry || out.RetryAfter < 29*time.Minute {
+		t.Fatalf("re-send = %+v, want retry in ~30 min (throttled)", out)
+	}
+	en := e.entry(job)
+	tg := e.target(job)
+	if tg.Status != post.Waiting || !tg.NextTry.Equal(en.RetryAt) {
+		t.Fatalf("target %s next try %v, want waiting until %v", tg.Status, tg.NextTry, en.RetryAt)
+	}
+	var metrics bytes.Buffer
+	sw := e.sweeper(&metrics)
+	e.clock.Advance(10 * time.Minute) // past StaleAfter, before the next try
+	rep, err := sw.Sweep(context.Background())
+	if err != nil || rep.StuckTargets != 0 || rep.Requeued != 0 || rep.WaitingTargets != 1 {
+		t.Errorf("sweep in the throttle window: stuck %d requeued %d waiting %d (err %v), want 0, 0, 1",
+			rep.StuckTargets, rep.Requeued, rep.WaitingTargets, err)
+	}
+}

@@ -233,6 +233,9 @@ func postsSequence(t testing.TB, s publishing.Posts) {
 		{"acct-a", post.Triggered, true},
 		{"acct-b", post.Cancelled, true},
 		{"acct-a", post.Publishing, true},
+		// Looked for, not found, released, and the re-send throttled.
+		{"acct-a", post.Waiting, true},
+		{"acct-a", post.Publishing, true},
 		{"acct-b", post.Triggered, false},
 		{"acct-a", post.Cancelled, false},
 		{"acct-a", post.Held, true},
