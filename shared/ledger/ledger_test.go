@@ -212,6 +212,17 @@ func TestBudgetDeferralsAndHolds(t *testing.T) {
 		t.Errorf("deferrals (-want +got):\n%s", diff)
 	}
 
+	// Postponed (our own budget or time): RetryAt is recorded, and the run
+	// of deferrals is neither started nor ended by it.
+	pp, err := e.Postpone("posting_limit", now.Add(time.Minute), now)
+	if err != nil || pp.State != Released || !pp.RetryAt.Equal(now.Add(time.Minute)) || !pp.DeferredSince.IsZero() {
+		t.Errorf("postpone a fresh entry: %s retry_at %v deferred_since %v (err %v), want released, +1m, zero", pp.State, pp.RetryAt, pp.DeferredSince, err)
+	}
+	p2b, _ := d2.Reacquire("w", now.Add(2*time.Hour), time.Minute)
+	if pd, _ := p2b.Postpone("posting_limit", now.Add(3*time.Hour), now.Add(2*time.Hour)); !pd.DeferredSince.Equal(now) {
+		t.Errorf("postpone during a run of deferrals: deferred_since %v, want %v kept", pd.DeferredSince, now)
+	}
+
 	// An ambiguous outcome spends the budget and ends the run of deferrals.
 	p3, _ := d2.Reacquire("w", now.Add(2*time.Hour), time.Minute)
 	u, err := p3.MarkUnknown("timeout", now.Add(2*time.Hour))

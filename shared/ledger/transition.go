@@ -81,6 +81,20 @@ func (e Entry) Defer(reason string, retryAt, now time.Time) (Entry, error) {
 	return n, nil
 }
 
+// Postpone records that this attempt was not sent for a reason of ours
+// (the account's posting budget, too little time left to send) and may be
+// sent from retryAt on: pending → released. Unlike Defer it neither
+// starts nor continues a run of deferrals: waiting for our own budget or
+// time never fails a post as throttled.
+func (e Entry) Postpone(reason string, retryAt, now time.Time) (Entry, error) {
+	n, err := e.Release(reason, now)
+	if err != nil {
+		return e, err
+	}
+	n.RetryAt = retryAt.UTC()
+	return n, nil
+}
+
 // Confirm records the platform's id: pending, unknown or held → confirmed.
 func (e Entry) Confirm(remoteID string, now time.Time) (Entry, error) {
 	if remoteID == "" {

@@ -141,12 +141,13 @@ func (s TargetStatus) Terminal() bool {
 	return s == Published || s == Failed || s == Cancelled || s == Deleted
 }
 
+// targetMoves are the allowed moves. Publishing → waiting: the confirm loop
+// did not find the post and released it, and the re-send was not
+// performed (throttled).
 var targetMoves = map[TargetStatus][]TargetStatus{
 	Scheduled:  {Triggered, Publishing, Waiting, Published, Failed, Held, Cancelled},
 	Triggered:  {Triggered, Publishing, Waiting, Published, Failed, Held, Cancelled},
 	Waiting:    {Triggered, Publishing, Waiting, Published, Failed, Held, Cancelled},
-	// Publishing → waiting: the confirm loop did not find the post and
-	// released it, and the re-send was not performed (throttled).
 	Publishing: {Publishing, Waiting, Published, Failed, Held},
 	Held:       {Triggered, Publishing, Published, Failed, Cancelled},
 	Published:  {Deleted},

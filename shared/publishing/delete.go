@@ -620,10 +620,12 @@ func (d *Deleter) send(ctx context.Context, cur ledger.Entry, res *DeleteResult)
 		return d.confirm(ctx, e, ReasonAlreadyGone)
 	}
 
-	// 2. The DELETE, once. The lease must outlast it and its recording.
+	// 2. The DELETE, once. The lease and the invocation must outlast it
+	// and its recording.
+	invocation := ctx
 	err = a.do(ctx, func(ctx context.Context, c platform.Client) error {
-		if left := e.LeaseUntil.Sub(d.now()); left < d.callTimeout()+d.recordMargin() {
-			return errLeaseTooShort
+		if err := roomToWrite(invocation, e.LeaseUntil, d.now(), d.callTimeout(), d.recordMargin()); err != nil {
+			return err
 		}
 		res.Sent++
 		return c.Delete(ctx, e.Subject)
@@ -654,6 +656,10 @@ func (d *Deleter) send(ctx context.Context, cur ledger.Entry, res *DeleteResult)
 		return d.moveTo(ctx, e, func(now time.Time) (ledger.Entry, error) { return e.MarkUnknown(reason, now) })
 	case errors.Is(err, errLeaseTooShort):
 		return d.moveTo(ctx, e, func(now time.Time) (ledger.Entry, error) { return e.Release(ReasonLeaseTooShort, now) })
+	case errors.Is(err, errNoTimeToWrite):
+		return d.moveTo(ctx, e, func(now time.Time) (ledger.Entry, error) {
+			return e.Postpone(ReasonNoTimeToSend, now.Add(NoTimeRetry), now)
+		})
 	case errors.As(err, &rej) && rej.Reason == rejectedNotFound:
 		// 404: not found, or not ours. Only a read back says which.
 		gone, there, rerr := d.readBack(ctx, a, e, d.readBacks())
@@ -702,7 +708,7 @@ func isClassified(err error) bool {
 		np  *platform.NotPerformed
 		ua  *platform.Unauthorized
 	)
-	return errors.As(err, &rej) || errors.As(err, &np) || errors.As(err, &ua) || errors.Is(err, errLeaseTooShort)
+	return errors.As(err, &rej) || errors.As(err, &np) || errors.As(err, &ua) || errors.Is(err, errLeaseTooShort) || errors.Is(err, errNoTimeToWrite)
 }
 
 // recordCheckFailed records a failed exists check: no DELETE was sent.

@@ -1035,3 +1035,28 @@ func TestDeleteOnUnreadablePlatform(t *testing.T) {
 		t.Errorf("%d DELETEs, want 1", n)
 	}
 }
+
+// A delete with too little of the invocation left is not sent: a DELETE
+// cut off after the platform acted is an unknown outcome of our own
+// making. The entry is postponed with its approval kept, and the next
+// run, with the time, deletes the post.
+func TestDeleteNotSentWithoutTheTimeToFinishIt(t *testing.T) {
+	de := newDeleteEnv(t)
+	de.request(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*unit)
+	defer cancel()
+	res, err := de.del.Run(ctx, de.key)
+	if err != nil || res.Outcome != publishing.DeleteRetry {
+		t.Fatalf("run with %s left = %+v, %v; want retry", 15*unit, res, err)
+	}
+	if n := de.tr.deletes.Load(); n != 0 {
+		t.Errorf("%d DELETEs sent with %s left, want none", n, 15*unit)
+	}
+	if en := de.entry(); en.State != ledger.Released || en.Reason != publishing.ReasonNoTimeToSend || en.MaybeSent != 0 {
+		t.Errorf("entry %s %q maybe_sent %d, want released %s, no attempt spent", en.State, en.Reason, en.MaybeSent, publishing.ReasonNoTimeToSend)
+	}
+	de.clock.Advance(time.Minute)
+	if res, err := de.run(); err != nil || res.Outcome != publishing.DeleteDone || de.onPlatform() {
+		t.Errorf("next run = %+v, %v (on platform: %v); want done, the approval kept", res, err, de.onPlatform())
+	}
+}

@@ -181,10 +181,30 @@ func (p *Publisher) upload(ctx context.Context, t target, client *authedClient, 
 		return "", &platform.Rejected{Reason: ReasonMediaUnreadable, Message: fmt.Sprintf("%s: %v", md.Ref, err)}
 	}
 	var rcpt platform.MediaReceipt
+	invocation := ctx
 	err = client.do(ctx, func(ctx context.Context, c platform.Client) (err error) {
+		if err := p.roomToWrite(invocation, e.LeaseUntil); err != nil {
+			return err
+		}
 		rcpt, err = c.UploadMedia(ctx, platform.MediaUpload{Handle: e.Handle, Filename: path.Base(md.Ref), ContentType: md.ContentType, Data: data, Alt: md.Alt})
 		return err
 	})
+	if _, stopped := notSentForTime(err); stopped {
+		// Nothing was sent: free the upload entry; the publish entry
+		// records why (see notSentForTime).
+		reason := ReasonNoTimeToSend
+		if errors.Is(err, errLeaseTooShort) {
+			reason = ReasonLeaseTooShort
+		}
+		rel, rerr := e.Release(reason, p.now())
+		if rerr != nil {
+			return "", rerr
+		}
+		if uerr := p.Ledger.Update(ctx, e, rel); uerr != nil {
+			return "", fmt.Errorf("release upload: %w", uerr)
+		}
+		return "", err
+	}
 	now := p.now()
 	var (
 		next ledger.Entry

@@ -37,7 +37,10 @@ const (
 	ReasonOperatorRejected          = "rejected_by_operator"
 	ReasonTooManyAttempts           = "too_many_attempts"
 	ReasonLeaseTooShort             = "lease_too_short_to_send"
-	ReasonAmbiguous                 = "ambiguous"
+	// ReasonNoTimeToSend: too little of the invocation was left to send
+	// and record a write; the job comes back (NoTimeRetry).
+	ReasonNoTimeToSend = "no_time_left_to_send"
+	ReasonAmbiguous    = "ambiguous"
 	// ReasonThrottled fails a post the platform kept refusing with 429 for
 	// longer than the throttle limit; ReasonUnavailable one it kept not
 	// performing for another reason (unreachable, reads failing).
@@ -265,9 +268,6 @@ func (p *Publisher) Publish(ctx context.Context, job Job) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	if out, paced, err := p.pace(ctx, t, a); err != nil || paced {
-		return out, err
-	}
 	acq, out, err := p.acquire(ctx, t, a)
 	if err != nil || out != nil {
 		if out != nil {
@@ -278,32 +278,28 @@ func (p *Publisher) Publish(ctx context.Context, job Job) (Outcome, error) {
 	return p.sendAcquired(ctx, t, a, acq)
 }
 
-// pace spends one send of the account's posting budget before anything is
-// written (the platform's own limits, Capabilities.PostingLimits, never
-// learned from its 429s). Without budget the job comes back when there is
-// some, the target waiting, and nothing of the ledger is touched: a wait
-// for the budget is not a failed attempt. Without a Pacer nothing is
-// paced.
-func (p *Publisher) pace(ctx context.Context, t target, a *authedClient) (Outcome, bool, error) {
+// pace spends one send of the account's posting budget (the platform's
+// own limits, Capabilities.PostingLimits, never learned from its 429s),
+// shared through the store by every worker. It runs once the entry is ours
+// and nothing but the send is left: a delivery that cannot send (its entry
+// is unknown, held, pending with another worker, or waits for its retry
+// time), a post held as a duplicate or cancelled, spends nothing. Without
+// budget it returns the time until there is some; the caller postpones
+// the entry (no attempt spent, no run of deferrals started). Without a
+// Pacer nothing is paced.
+func (p *Publisher) pace(ctx context.Context, t target, a *authedClient) (time.Duration, error) {
 	if p.Pacer == nil {
-		return Outcome{}, false, nil
+		return 0, nil
 	}
 	rates := a.client.Capabilities().PostingLimits
 	if len(rates) == 0 {
-		return Outcome{}, false, nil
+		return 0, nil
 	}
-	now := p.now()
-	wait, err := p.Pacer.Pace(ctx, t.account.ID, rates, now)
+	wait, err := p.Pacer.Pace(ctx, t.account.ID, rates, p.now())
 	if err != nil {
-		return Outcome{}, false, fmt.Errorf("posting budget of %s: %w", t.account.ID, err)
+		return 0, fmt.Errorf("posting budget of %s: %w", t.account.ID, err)
 	}
-	if wait <= 0 {
-		return Outcome{}, false, nil
-	}
-	if err := p.setTargetNext(ctx, t, post.Waiting, "", ReasonPaced, now.Add(wait)); err != nil {
-		p.log().WarnContext(ctx, "could not mark the target waiting for the posting budget", "post", t.post.ID, "account", t.account.ID, "err", err)
-	}
-	return Outcome{Result: Retry, Key: t.key, Reason: ReasonPaced, RetryAfter: wait}, true, nil
+	return wait, nil
 }
 
 // checkBlocklist holds the target when the post names a blocked term and
@@ -471,8 +467,53 @@ func lookAfter(recent []platform.RemotePost) string {
 	return recent[0].RemoteID
 }
 
-// errLeaseTooShort stops a create whose lease cannot outlast it.
+// errLeaseTooShort stops a write whose lease cannot outlast it: another
+// worker could take the entry over while the call is in flight.
 var errLeaseTooShort = errors.New("the lease cannot outlast the call")
+
+// errNoTimeToWrite stops a write whose call and recording do not fit in
+// what is left of the invocation (the context's deadline).
+var errNoTimeToWrite = errors.New("too little time left to send and record the outcome")
+
+// NoTimeRetry is how soon a job stopped by errNoTimeToWrite comes back:
+// on a new invocation, with its time.
+const NoTimeRetry = time.Second
+
+// roomToWrite is checked right before every platform write (create,
+// upload, delete): the call (CallTimeout) and the recording of its
+// outcome (RecordMargin) must fit both in the entry's lease and in what is
+// left of the invocation. A write sent with less is cut off after the
+// platform may have acted: an unknown outcome of our own making, which on
+// a platform that cannot be read back is a hold for a person. Deadlines
+// are wall-clock time; the lease is the store's clock (Now).
+func roomToWrite(ctx context.Context, leaseUntil, now time.Time, callTimeout, recordMargin time.Duration) error {
+	need := callTimeout + recordMargin
+	if leaseUntil.Sub(now) < need {
+		return errLeaseTooShort
+	}
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < need {
+		return errNoTimeToWrite
+	}
+	return nil
+}
+
+func (p *Publisher) roomToWrite(ctx context.Context, leaseUntil time.Time) error {
+	return roomToWrite(ctx, leaseUntil, p.now(), orDefault(p.CallTimeout, 10*time.Second), orDefault(p.RecordMargin, 2*time.Second))
+}
+
+// notSentForTime is the outcome of a write stopped by roomToWrite: nothing
+// was sent. Too little of the invocation left postpones the entry briefly
+// (the job comes back on a new invocation, no attempt spent); a lease too
+// short releases it.
+func notSentForTime(err error) (outcome, bool) {
+	switch {
+	case errors.Is(err, errNoTimeToWrite):
+		return outcomePostponed(ReasonNoTimeToSend, NoTimeRetry), true
+	case errors.Is(err, errLeaseTooShort):
+		return outcomeNotSent(ReasonLeaseTooShort), true
+	}
+	return outcome{}, false
+}
 
 // sendAcquired runs the steps after a successful acquire: budget, dedup,
 // re-read, media, send, record. Every exit moves the pending entry out of
@@ -524,6 +565,14 @@ func (p *Publisher) sendAcquired(ctx context.Context, t target, a *authedClient,
 		return p.record(ctx, t, e, outcomeNotSent(ReasonRescheduled))
 	}
 
+	wait, err := p.pace(ctx, t, a)
+	switch {
+	case err != nil:
+		return p.recordBeforeSend(ctx, t, e, err)
+	case wait > 0:
+		return p.record(ctx, t, e, outcomePostponed(ReasonPaced, wait))
+	}
+
 	var (
 		mediaIDs []string
 		inline   []platform.MediaUpload
@@ -534,6 +583,9 @@ func (p *Publisher) sendAcquired(ctx context.Context, t target, a *authedClient,
 		mediaIDs, err = p.uploadAll(ctx, t, a)
 	}
 	if err != nil {
+		if o, ok := notSentForTime(err); ok {
+			return p.record(ctx, t, e, o)
+		}
 		return p.recordBeforeSend(ctx, t, e, err)
 	}
 
@@ -550,23 +602,22 @@ func (p *Publisher) sendAcquired(ctx context.Context, t target, a *authedClient,
 		return nil
 	}
 	var rcpt platform.Receipt
+	invocation := ctx
 	err = a.do(ctx, func(ctx context.Context, c platform.Client) (err error) {
-		// The lease must outlast the call and its recording, or another
-		// worker may take the entry over while our create is in flight.
 		// Checked before every create: a 401 and a slow refresh come
 		// between the first create and its repetition.
-		if left := e.LeaseUntil.Sub(p.now()); left < orDefault(p.CallTimeout, 10*time.Second)+orDefault(p.RecordMargin, 2*time.Second) {
-			return errLeaseTooShort
+		if err := p.roomToWrite(invocation, e.LeaseUntil); err != nil {
+			return err
 		}
 		// A repeat after a 401 resumes from what the first call recorded.
 		req.Resume = e.Checkpoint
 		rcpt, err = c.Publish(ctx, req)
 		return err
 	})
-	switch {
-	case errors.Is(err, errLeaseTooShort):
-		return p.record(ctx, t, e, outcomeNotSent(ReasonLeaseTooShort))
-	case err != nil:
+	if o, ok := notSentForTime(err); ok {
+		return p.record(ctx, t, e, o)
+	}
+	if err != nil {
 		return p.record(ctx, t, e, classify(err))
 	}
 	return p.record(ctx, t, e, outcome{state: ledger.Confirmed, remoteID: rcpt.RemoteID})
@@ -591,7 +642,10 @@ type outcome struct {
 	reason   string
 	// deferral: released because the platform did not act (retry after
 	// retryAfter); a plain release (cancelled, lease too short) is not.
-	deferral   bool
+	deferral bool
+	// postponed: released unsent for a reason of ours (posting budget,
+	// time left), to be sent again after retryAfter; no deferral.
+	postponed  bool
 	retryAfter time.Duration
 	// status is the platform's HTTP status, when it answered.
 	status int
@@ -605,6 +659,10 @@ func holdOutcome(remoteID string) outcome {
 
 func outcomeNotSent(reason string) outcome {
 	return outcome{state: ledger.Released, reason: reason}
+}
+
+func outcomePostponed(reason string, wait time.Duration) outcome {
+	return outcome{state: ledger.Released, reason: reason, postponed: true, retryAfter: wait}
 }
 
 // lookSignal reports whether a Rejected reason is evidence that the post
@@ -680,6 +738,10 @@ func (p *Publisher) next(e ledger.Entry, o outcome, now time.Time) (ledger.Entry
 		n, err := e.Confirm(o.remoteID, now)
 		return n, Published, post.Published, err
 	case ledger.Released:
+		if o.postponed {
+			n, err := e.Postpone(o.reason, now.Add(o.retryAfter), now)
+			return n, Retry, post.Waiting, err
+		}
 		if !o.deferral {
 			n, err := e.Release(o.reason, now)
 			return n, Retry, "", err

@@ -698,9 +698,9 @@ func (l limitedClient) Capabilities() platform.Capabilities {
 }
 
 // Sends are spaced to the platform's declared posting limits, through the
-// store, before anything is written: the post over the budget waits
-// (target waiting, no ledger entry, nothing sent) and goes once the
-// budget allows.
+// store, once the entry is ours and only the send is left: the post over
+// the budget waits (target waiting, its entry released until the budget
+// allows, no attempt spent, nothing sent) and goes once the budget allows.
 func TestPostingLimitsSpaceSends(t *testing.T) {
 	e := newEnv(t, sandbox.Options{})
 	e.pub.Platforms = limitedPlatforms{Platforms: mastodonPlatforms, rates: []platform.Rate{{Count: 1, Per: time.Minute}}}
@@ -715,8 +715,10 @@ func TestPostingLimitsSpaceSends(t *testing.T) {
 	if tg := e.target(second); tg.Status != post.Waiting || tg.Reason != publishing.ReasonPaced {
 		t.Errorf("second target %s %q, want waiting %s", tg.Status, tg.Reason, publishing.ReasonPaced)
 	}
-	if _, err := e.store.Get(context.Background(), out.Key); !errors.Is(err, ledger.ErrNotFound) {
-		t.Errorf("a paced send wrote a ledger entry (%v)", err)
+	if en, err := e.store.Get(context.Background(), out.Key); err != nil || en.State != ledger.Released || en.MaybeSent != 0 ||
+		!en.DeferredSince.IsZero() || !en.RetryAt.Equal(e.clock.Now().Add(time.Minute)) {
+		t.Errorf("paced entry %s maybe_sent %d deferred_since %v retry_at %v (err %v), want released until the budget allows, no attempt spent",
+			en.State, en.MaybeSent, en.DeferredSince, en.RetryAt, err)
 	}
 	if n := e.sb.Stats().CreateRequests; n != 1 {
 		t.Errorf("%d creates sent, want 1", n)
