@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -572,13 +573,19 @@ func (i confirmInvoker) Invoke(ctx context.Context, function string, payload jso
 // inside it.
 type dirMedia struct{ dir string }
 
+// ReadMedia translates at the edge: a ref outside the directory is
+// publishing.ErrMediaInvalid, a missing file post.ErrNotFound; any other
+// error (a disk that does not answer now) is transient.
 func (d dirMedia) ReadMedia(_ context.Context, ref string) ([]byte, error) {
 	if !filepath.IsLocal(ref) {
-		return nil, fmt.Errorf("media ref %q must be a relative path inside the media directory", ref)
+		return nil, fmt.Errorf("media ref %q must be a relative path inside the media directory: %w", ref, publishing.ErrMediaInvalid)
 	}
 	b, err := os.ReadFile(filepath.Join(d.dir, ref))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read media %s: %w", ref, post.ErrNotFound)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("read media: %w", err)
+		return nil, fmt.Errorf("read media %s: %w", ref, err)
 	}
 	return b, nil
 }

@@ -13,8 +13,34 @@ import (
 	"oncepost/shared/post"
 )
 
-// ReasonMediaUnreadable fails a post whose attachment cannot be read.
+// ReasonMediaUnreadable fails a post whose attachment cannot be read as
+// the post names it (missing, other bytes), or whose reads kept failing
+// for longer than the throttle limit.
 const ReasonMediaUnreadable = "media_unreadable"
+
+// ErrMediaInvalid marks an attachment that cannot be read as the post
+// names it, whatever the store's health: a ref that names no attachment
+// the store could hold, bytes over the limit, bytes whose hash is not the
+// one the post names. MediaStore adapters wrap it (or post.ErrNotFound,
+// for an attachment that is not there); reading again changes neither.
+var ErrMediaInvalid = errors.New("attachment cannot be read as named")
+
+// errMediaUnavailable marks a read of an attachment that did not work
+// this time (the store's 503 after its retries, a reset mid-body, the
+// deadline): not a refusal. The post waits, as for a platform that did
+// not act; a run of them longer than the throttle limit fails it with
+// ReasonMediaUnreadable. Its text is the waiting target's reason code.
+var errMediaUnavailable = errors.New("media_unavailable")
+
+// mediaReadError classifies a failed read of an attachment (what names
+// it): missing or invalid fails the post, anything else waits.
+func mediaReadError(what string, err error) error {
+	msg := what + ": " + err.Error()
+	if errors.Is(err, post.ErrNotFound) || errors.Is(err, ErrMediaInvalid) {
+		return &platform.Rejected{Reason: ReasonMediaUnreadable, Message: msg}
+	}
+	return fmt.Errorf("%w: %w", errMediaUnavailable, &platform.NotPerformed{Message: msg})
+}
 
 // ReasonMediaNeedsURL fails a post with media to a platform that fetches
 // attachments from a public URL (Threads) in a runtime that cannot give
@@ -53,7 +79,7 @@ func (p *Publisher) inlineMedia(ctx context.Context, t target, byURL bool) ([]pl
 		default:
 			data, err := p.readMedia(ctx, md)
 			if err != nil {
-				return nil, &platform.Rejected{Reason: ReasonMediaUnreadable, Message: fmt.Sprintf("media[%d] %s: %v", i, md.Ref, err)}
+				return nil, mediaReadError(fmt.Sprintf("media[%d] %s", i, md.Ref), err)
 			}
 			m.Data = data
 		}
@@ -93,7 +119,11 @@ func uploadError(i int, md post.Media, err error) error {
 	case errors.As(err, &rej):
 		return &platform.Rejected{Status: rej.Status, Reason: rej.Reason, Message: what + ": " + rej.Message}
 	case errors.As(err, &np):
-		return &platform.NotPerformed{Status: np.Status, RetryAfter: np.RetryAfter, Message: what + ": " + np.Message}
+		out := &platform.NotPerformed{Status: np.Status, RetryAfter: np.RetryAfter, Message: what + ": " + np.Message}
+		if errors.Is(err, errMediaUnavailable) {
+			return fmt.Errorf("%w: %w", errMediaUnavailable, out)
+		}
+		return out
 	default:
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -171,14 +201,20 @@ func (p *Publisher) upload(ctx context.Context, t target, client *authedClient, 
 	}
 	data, err := p.readMedia(ctx, md)
 	if err != nil {
-		// Nothing was sent: free the upload entry, and fail the post with
-		// the reason; retrying cannot make a missing file appear.
-		if rel, rerr := e.Release(ReasonMediaUnreadable, p.now()); rerr == nil {
+		// Nothing was sent: free the upload entry. A missing file fails the
+		// post (retrying cannot make it appear); a read that did not work
+		// this time makes it wait.
+		rerr := mediaReadError(md.Ref, err)
+		reason := ReasonMediaUnreadable
+		if errors.Is(rerr, errMediaUnavailable) {
+			reason = errMediaUnavailable.Error()
+		}
+		if rel, terr := e.Release(reason, p.now()); terr == nil {
 			if uerr := p.Ledger.Update(ctx, e, rel); uerr != nil {
 				return "", fmt.Errorf("release upload: %w", uerr)
 			}
 		}
-		return "", &platform.Rejected{Reason: ReasonMediaUnreadable, Message: fmt.Sprintf("%s: %v", md.Ref, err)}
+		return "", rerr
 	}
 	var rcpt platform.MediaReceipt
 	invocation := ctx
@@ -247,14 +283,14 @@ func (p *Publisher) upload(ctx context.Context, t target, client *authedClient, 
 // for as another.
 func (p *Publisher) readMedia(ctx context.Context, md post.Media) ([]byte, error) {
 	if p.Media == nil {
-		return nil, errors.New("no media store is configured")
+		return nil, fmt.Errorf("no media store is configured: %w", ErrMediaInvalid)
 	}
 	data, err := p.Media.ReadMedia(ctx, md.Ref)
 	if err != nil {
 		return nil, err
 	}
 	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != md.SHA256 {
-		return nil, fmt.Errorf("the stored bytes' SHA-256 is %s, not the %s the post names", hex.EncodeToString(sum[:]), md.SHA256)
+		return nil, fmt.Errorf("the stored bytes' SHA-256 is %s, not the %s the post names: %w", hex.EncodeToString(sum[:]), md.SHA256, ErrMediaInvalid)
 	}
 	return data, nil
 }

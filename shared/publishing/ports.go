@@ -254,7 +254,10 @@ type Pacer interface {
 	Pace(ctx context.Context, account post.AccountID, rates []platform.Rate, now time.Time) (time.Duration, error)
 }
 
-// MediaStore reads attachment bytes by reference.
+// MediaStore reads attachment bytes by reference. An error wrapping
+// post.ErrNotFound (no such attachment) or ErrMediaInvalid (the ref cannot
+// name one) fails the post; any other error is a read that did not work
+// this time, and the post waits.
 type MediaStore interface {
 	ReadMedia(ctx context.Context, ref string) ([]byte, error)
 }

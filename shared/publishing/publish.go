@@ -649,6 +649,9 @@ type outcome struct {
 	retryAfter time.Duration
 	// status is the platform's HTTP status, when it answered.
 	status int
+	// limitReason fails a deferral past the throttle limit (default:
+	// throttled for 429s, platform_unavailable otherwise).
+	limitReason string
 	// quick: an ambiguous outcome answered fast (a 5xx): look soon.
 	quick bool
 }
@@ -700,7 +703,11 @@ func classify(err error) outcome {
 		}
 		return outcome{state: ledger.Failed, reason: reason, status: rej.Status}
 	case errors.As(err, &np):
-		return outcome{state: ledger.Released, deferral: true, reason: err.Error(), retryAfter: np.RetryAfter, status: np.Status}
+		o := outcome{state: ledger.Released, deferral: true, reason: err.Error(), retryAfter: np.RetryAfter, status: np.Status}
+		if errors.Is(err, errMediaUnavailable) {
+			o.limitReason = ReasonMediaUnreadable
+		}
+		return o
 	case errors.As(err, &ua):
 		return outcome{state: ledger.Held, reason: ReasonReconnectNeeded}
 	case errors.As(err, &amb):
@@ -748,7 +755,10 @@ func (p *Publisher) next(e ledger.Entry, o outcome, now time.Time) (ledger.Entry
 		}
 		if limit := orDefault(p.ThrottleLimit, defaultThrottleLimit); !e.DeferredSince.IsZero() && now.Sub(e.DeferredSince) >= limit {
 			reason := ReasonUnavailable
-			if o.status == http.StatusTooManyRequests {
+			switch {
+			case o.limitReason != "":
+				reason = o.limitReason
+			case o.status == http.StatusTooManyRequests:
 				reason = ReasonThrottled
 			}
 			n, err := e.Fail(fmt.Sprintf("%s: not performed for %s (limit %s): %s", reason, now.Sub(e.DeferredSince).Round(time.Second), limit, o.reason), now)

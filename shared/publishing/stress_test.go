@@ -2,6 +2,8 @@ package publishing_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -114,5 +116,80 @@ func TestRedeliveryThatCannotSendSpendsNoBudget(t *testing.T) {
 	next := e.schedule("next", "The next post.")
 	if out := e.publish(next); out.Result != publishing.Published {
 		t.Errorf("next post = %+v, want published: the redelivery spent the budget", out)
+	}
+}
+
+// flakyMedia fails the first reads with err, then reads from m.
+type flakyMedia struct {
+	m     mapMedia
+	err   error
+	fails atomic.Int32
+}
+
+func (f *flakyMedia) ReadMedia(ctx context.Context, ref string) ([]byte, error) {
+	if f.fails.Add(-1) >= 0 {
+		return nil, f.err
+	}
+	return f.m.ReadMedia(ctx, ref)
+}
+
+// A read of an attachment that did not work this time (S3's 503 SlowDown
+// after the SDK's retries, a connection reset mid-body, the deadline) is
+// not a refusal: the target waits with the reason, no attempt is spent,
+// and the post goes once the read works. Only a missing attachment or
+// other bytes than the post names fail it (TestMissingMediaFailsWithoutSending,
+// TestMediaThatCannotBeSentAsNamedFailsUnsent). A run of failed reads is
+// bounded like throttling: past the limit the post fails, media_unreadable.
+func TestTransientMediaReadWaits(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		platforms func(*[]platform.MediaUpload) publishing.Platforms
+	}{
+		{"upload", func(*[]platform.MediaUpload) publishing.Platforms { return mastodonPlatforms }},
+		{"inline", func(got *[]platform.MediaUpload) publishing.Platforms {
+			return inlinePlatforms{Platforms: mastodonPlatforms, got: got}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, sandbox.Options{})
+			var inline []platform.MediaUpload
+			e.pub.Platforms = tc.platforms(&inline)
+			img := []byte("\x89PNG read again later")
+			flaky := &flakyMedia{m: mapMedia{"later.png": img}, err: errors.New("read media later.png from s3://media: SlowDown: please reduce your request rate (503)")}
+			flaky.fails.Store(2)
+			e.pub.Media = flaky
+			e.pub.ThrottleLimit = time.Hour
+			job := e.schedule("media-later", "A photo, read again.", post.Media{Ref: "later.png", SHA256: sha256hex(img), ContentType: "image/png"})
+			out := e.publish(job)
+			if out.Result != publishing.Retry || out.RetryAfter <= 0 {
+				t.Fatalf("publish with the store failing = %+v, want retry after a delay", out)
+			}
+			en := e.entry(job)
+			if tg := e.target(job); tg.Status != post.Waiting || !strings.Contains(tg.Reason, "SlowDown") || !tg.NextTry.Equal(en.RetryAt) {
+				t.Errorf("target %s %q next try %v, want waiting with the read's reason until %v", tg.Status, tg.Reason, tg.NextTry, en.RetryAt)
+			}
+			if en.State != ledger.Released || en.MaybeSent != 0 {
+				t.Errorf("entry %s maybe_sent %d, want released, no attempt spent", en.State, en.MaybeSent)
+			}
+			e.clock.Advance(time.Minute)
+			if out := e.publish(job); out.Result != publishing.Retry {
+				t.Fatalf("second try, the store still failing = %+v, want retry", out)
+			}
+			e.clock.Advance(time.Minute)
+			if out := e.publish(job); out.Result != publishing.Published {
+				t.Fatalf("once the read works = %+v, want published", out)
+			}
+
+			// A read that keeps failing is bounded.
+			flaky.fails.Store(1 << 20)
+			stuck := e.schedule("media-never", "Another photo.", post.Media{Ref: "later.png", SHA256: sha256hex(img), ContentType: "image/png"})
+			for range 3 {
+				out = e.publish(stuck)
+				e.clock.Advance(31 * time.Minute)
+			}
+			if out.Result != publishing.Failed || !strings.HasPrefix(out.Reason, publishing.ReasonMediaUnreadable) {
+				t.Errorf("after an hour of failed reads = %+v, want failed %s", out, publishing.ReasonMediaUnreadable)
+			}
+		})
 	}
 }

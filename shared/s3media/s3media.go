@@ -106,13 +106,16 @@ func (s *Store) Bucket() string { return s.bucket }
 
 func checkRef(ref string) error {
 	if !refPattern.MatchString(ref) {
-		return fmt.Errorf("media ref %q is not a SHA-256 with an image extension", ref)
+		return fmt.Errorf("media ref %q is not a SHA-256 with an image extension: %w", ref, publishing.ErrMediaInvalid)
 	}
 	return nil
 }
 
-// ReadMedia reads an attachment's bytes; a missing object is an error
-// wrapping post.ErrNotFound.
+// ReadMedia reads an attachment's bytes. A missing object is an error
+// wrapping post.ErrNotFound, a ref that is no content hash or an object
+// over MaxBytes one wrapping publishing.ErrMediaInvalid; any other error
+// (S3's 503 SlowDown past the SDK's retries, a body cut mid-way, the
+// deadline) is transient and wraps neither.
 func (s *Store) ReadMedia(ctx context.Context, ref string) ([]byte, error) {
 	if err := checkRef(ref); err != nil {
 		return nil, err
@@ -130,7 +133,7 @@ func (s *Store) ReadMedia(ctx context.Context, ref string) ([]byte, error) {
 		return nil, fmt.Errorf("read media %s from s3://%s: %w", ref, s.bucket, err)
 	}
 	if len(b) > MaxBytes {
-		return nil, fmt.Errorf("media %s in s3://%s is over %d bytes", ref, s.bucket, MaxBytes)
+		return nil, fmt.Errorf("media %s in s3://%s is over %d bytes: %w", ref, s.bucket, MaxBytes, publishing.ErrMediaInvalid)
 	}
 	return b, nil
 }

@@ -7,8 +7,11 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -16,6 +19,7 @@ import (
 
 	"oncepost/shared/emulatortest"
 	"oncepost/shared/post"
+	"oncepost/shared/publishing"
 )
 
 // TestStoreOnFauxqs writes and reads attachments in fauxqs's S3: the same
@@ -106,5 +110,79 @@ func TestMediaURLOnFauxqs(t *testing.T) {
 	noSigner, _ := New(client, nil, "b")
 	if _, err := noSigner.MediaURL(t.Context(), ref); err == nil {
 		t.Error("a store without a signer gave a URL")
+	}
+}
+
+// ReadMedia translates S3's errors at its edge: a missing object is
+// post.ErrNotFound and a ref that cannot name an attachment is
+// publishing.ErrMediaInvalid (the post fails); a read that did not work
+// this time — 503 SlowDown past the SDK's retries, a body cut mid-way —
+// is neither, so the publisher waits and reads again instead of failing
+// the post for good.
+func TestReadMediaTransientErrorsAreNotRefusals(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs against fauxqs")
+	}
+	fauxqs, err := url.Parse(emulatortest.Fauxqs(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mode atomic.Value
+	mode.Store("pass")
+	proxy := httputil.NewSingleHostReverseProxy(fauxqs)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch m := mode.Load().(string); {
+		case m == "slowdown" && r.Method == http.MethodGet:
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>`)
+		case m == "cut" && r.Method == http.MethodGet:
+			// The headers promise 4,000 bytes; the connection ends after 10.
+			w.Header().Set("Content-Length", "4000")
+			w.WriteHeader(http.StatusOK)
+			w.Write(bytes.Repeat([]byte{0x89}, 10))
+			if hj, ok := w.(http.Hijacker); ok {
+				if c, _, err := hj.Hijack(); err == nil {
+					c.Close()
+				}
+			}
+		default:
+			proxy.ServeHTTP(w, r)
+		}
+	}))
+	defer srv.Close()
+	client := s3.NewFromConfig(emulatortest.AWSConfig(t, srv.URL), func(o *s3.Options) { o.UsePathStyle = true })
+	if _, err := client.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String("media-flaky")}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := New(client, nil, "media-flaky")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte{0x89, 'P', 'N', 'G'}, 1000)
+	sum := sha256.Sum256(data)
+	ref := hex.EncodeToString(sum[:]) + ".png"
+	if err := st.PutMedia(t.Context(), ref, "image/png", data); err != nil {
+		t.Fatal(err)
+	}
+	refusal := func(err error) bool {
+		return errors.Is(err, post.ErrNotFound) || errors.Is(err, publishing.ErrMediaInvalid)
+	}
+	for _, m := range []string{"slowdown", "cut"} {
+		mode.Store(m)
+		if _, err := st.ReadMedia(t.Context(), ref); err == nil || refusal(err) {
+			t.Errorf("%s: ReadMedia = %v, want an error that is not a refusal", m, err)
+		}
+	}
+	mode.Store("pass")
+	if got, err := st.ReadMedia(t.Context(), ref); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("ReadMedia once S3 answers = %d bytes, %v", len(got), err)
+	}
+	missing := hex.EncodeToString(make([]byte, 32)) + ".png"
+	if _, err := st.ReadMedia(t.Context(), missing); !errors.Is(err, post.ErrNotFound) {
+		t.Errorf("ReadMedia of a ref never stored = %v, want post.ErrNotFound", err)
+	}
+	if _, err := st.ReadMedia(t.Context(), "../etc/passwd"); !errors.Is(err, publishing.ErrMediaInvalid) {
+		t.Errorf("ReadMedia of a ref that is no content hash = %v, want publishing.ErrMediaInvalid", err)
 	}
 }
