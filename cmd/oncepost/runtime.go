@@ -333,7 +333,8 @@ func (rt *runtime) run(ctx context.Context) error {
 
 // newLoop is one publisher worker.
 func (rt *runtime) newLoop() *publishing.Loop {
-	return &publishing.Loop{Queue: rt.ports.queue, Publisher: rt.publisher, Batch: 1, Visibility: rt.cfg.Visibility, Idle: 250 * time.Millisecond, Logger: rt.cfg.Logger}
+	return &publishing.Loop{Queue: rt.ports.queue, Publisher: rt.publisher, Batch: 1, Visibility: rt.cfg.Visibility, Idle: 250 * time.Millisecond, Logger: rt.cfg.Logger,
+		MaxReceives: rt.cfg.QueueMaxReceives}
 }
 
 func (rt *runtime) sweepLoop(ctx context.Context) error {

@@ -27,6 +27,9 @@ type handler struct {
 	// that before the invocation's deadline is not started (it comes back
 	// after its visibility timeout) rather than cut off mid-send.
 	need time.Duration
+	// maxReceives is the queue's maxReceiveCount (0: the default): the
+	// redeliveries of a job that cannot reach the store are spread over it.
+	maxReceives int
 }
 
 // handle publishes every job of the batch concurrently and answers with
@@ -37,7 +40,7 @@ type handler struct {
 // event source mapping.
 func (h handler) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	d := h.batches.NewDelivery(ctx, ev.Records)
-	loop := &publishing.Loop{Queue: d, Publisher: h.publisher, Logger: h.log}
+	loop := &publishing.Loop{Queue: d, Publisher: h.publisher, Logger: h.log, MaxReceives: h.maxReceives}
 	var wg sync.WaitGroup
 	for _, m := range d.Messages() {
 		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < h.need {

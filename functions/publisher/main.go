@@ -23,6 +23,6 @@ func main() {
 		if err != nil {
 			return nil, err
 		}
-		return handler{batches: q, publisher: pub, log: rt.Logger, need: 3 * callTimeout}.handle, nil
+		return handler{batches: q, publisher: pub, log: rt.Logger, need: 3 * callTimeout, maxReceives: rt.Env.MaxReceives}.handle, nil
 	})
 }

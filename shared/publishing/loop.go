@@ -36,6 +36,52 @@ func Backoff(n int, retryAfter time.Duration, jitter func(time.Duration) time.Du
 	return max(d, retryAfter)
 }
 
+// Store retry schedule: a delivery that could not reach the store or the
+// workflow service comes back after StoreRetryBase, doubling up to
+// StoreRetryCap, and the last receive the queue allows covers whatever of
+// the outage to ride out is left (never over SQS's 12 h visibility).
+const (
+	StoreRetryBase = 15 * time.Second
+	StoreRetryCap  = 15 * time.Minute
+	// DefaultOutage is how long a store or workflow outage the receives
+	// of a job ride out before it is dead-lettered.
+	DefaultOutage = time.Hour
+	// DefaultMaxReceives is SQS's maxReceiveCount in the template.
+	DefaultMaxReceives = 10
+	maxVisibility      = 12 * time.Hour
+)
+
+// StoreRetryDelay is the delay before delivery n+1 of a job that could
+// not reach the store or the workflow service (n ≥ 1 deliveries so far),
+// on a queue that dead-letters after maxReceives deliveries: 15 s, 30 s,
+// … doubling up to 15 min, and the last allowed redelivery late enough
+// that the delays add up to at least outage. Unlike Backoff (a few
+// seconds, for a lost race), it is spread so that a job survives the
+// outage of a dependency instead of spending its receives in a minute.
+// jitter, if not nil, adds up to half of the delay.
+func StoreRetryDelay(n, maxReceives int, outage time.Duration, jitter func(time.Duration) time.Duration) time.Duration {
+	retries := max(maxReceives-1, 1)
+	n = min(max(n, 1), retries)
+	step := func(k int) time.Duration {
+		if k-1 >= 16 {
+			return StoreRetryCap
+		}
+		return min(StoreRetryBase<<(k-1), StoreRetryCap)
+	}
+	d := step(n)
+	if n == retries {
+		var before time.Duration
+		for k := 1; k < retries; k++ {
+			before += step(k)
+		}
+		d = min(max(d, outage-before), maxVisibility)
+	}
+	if jitter != nil {
+		d = min(d+jitter(d/2), maxVisibility)
+	}
+	return d
+}
+
 // MaxIDBytes bounds the post and account ids a job may carry: a longer id
 // is refused before it reaches a log line, a dead-letter reason or a page.
 const MaxIDBytes = 256
@@ -99,6 +145,14 @@ type Loop struct {
 	// (SQS's DelaySeconds stops at 15 minutes); a job back too early is
 	// put back again. Default 15 min.
 	MaxDelay time.Duration
+	// MaxReceives is how many deliveries the queue makes before it
+	// dead-letters a job (SQS's maxReceiveCount); default 10. With Outage
+	// it spreads the redeliveries of a job that cannot reach the store
+	// (StoreRetryDelay).
+	MaxReceives int
+	// Outage is how long a store or workflow outage a job rides out before
+	// its receives are spent; default 1 h.
+	Outage time.Duration
 }
 
 func (l *Loop) log() *slog.Logger { return loggerOr(l.Logger) }
@@ -154,9 +208,10 @@ func (l *Loop) Handle(ctx context.Context, m Message) error {
 		return l.deadLetter(ctx, m, err.Error())
 	case err != nil:
 		// The store or the workflow service could not be reached: the
-		// delivery comes back with backoff and spends a receive, so a
-		// message that always fails ends in the dead-letter queue.
-		delay := Backoff(m.ReceiveCount, 0, l.jitter)
+		// delivery comes back later and spends a receive, spread so that
+		// the receives ride out an outage of Outage, and a message that
+		// always fails still ends in the dead-letter queue.
+		delay := StoreRetryDelay(m.ReceiveCount, orDefault(l.MaxReceives, DefaultMaxReceives), orDefault(l.Outage, DefaultOutage), l.jitter)
 		l.log().ErrorContext(ctx, "publish failed; delivery retried", "message_id", m.ID, "post", job.Post, "account", job.Account, "err", err, "retry_in", delay.String())
 		return l.retry(ctx, m, delay)
 	case out.Result == Retry && out.RetryAfter > 0:

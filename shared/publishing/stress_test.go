@@ -2,7 +2,9 @@ package publishing_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"oncepost/shared/platform/sandbox"
 	"oncepost/shared/post"
 	"oncepost/shared/publishing"
+	"oncepost/shared/sqlitestore"
 )
 
 // writeCounting counts the platform writes its clients make.
@@ -191,5 +194,90 @@ func TestTransientMediaReadWaits(t *testing.T) {
 				t.Errorf("after an hour of failed reads = %+v, want failed %s", out, publishing.ReasonMediaUnreadable)
 			}
 		})
+	}
+}
+
+// unreachablePosts fails every read of a post until the clock reaches
+// back: the store is down.
+type unreachablePosts struct {
+	*sqlitestore.Store
+	now  func() time.Time
+	back time.Time
+}
+
+var errStoreDown = errors.New("dial tcp: connect: connection refused (store down)")
+
+func (u unreachablePosts) GetPost(ctx context.Context, id post.ID) (post.Post, error) {
+	if u.now().Before(u.back) {
+		return post.Post{}, errStoreDown
+	}
+	return u.Store.GetPost(ctx, id)
+}
+
+// An hour without the store (or the workflow service) costs no post and
+// no dead letter: the redeliveries of a job that cannot reach the store
+// are spread so that its receives (SQS's maxReceiveCount, 10 in the
+// template) ride out at least an hour. Driven through the loop and a
+// queue on the test's clock, delivery by delivery.
+func TestStoreOutageOfAnHourDeadLettersNothing(t *testing.T) {
+	const maxReceives = 10
+	e := newEnv(t, sandbox.Options{})
+	qs, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "queue.db"), sqlitestore.Options{Now: e.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { qs.Close() })
+	queue := qs.Queue("publish", maxReceives)
+	outage := time.Hour
+	e.pub.Posts = unreachablePosts{Store: e.store, now: e.clock.Now, back: e.clock.Now().Add(outage)}
+	loop := &publishing.Loop{Queue: queue, Publisher: e.pub, Visibility: time.Minute, Logger: e.pub.Logger,
+		MaxReceives: maxReceives, Jitter: func(time.Duration) time.Duration { return 0 }}
+	job := e.schedule("through-the-outage", "Published after the store came back.")
+	body, _ := json.Marshal(job)
+	if _, err := queue.Send(context.Background(), body, 0); err != nil {
+		t.Fatal(err)
+	}
+	start := e.clock.Now()
+	for e.clock.Now().Sub(start) < 3*outage {
+		if _, err := loop.RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if e.target(job).Status == post.Published {
+			break
+		}
+		e.clock.Advance(10 * time.Second)
+	}
+	dls, err := queue.DeadLetters(context.Background(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dls) != 0 {
+		t.Fatalf("dead-lettered %s into a %s outage: %q", dls[0].At.Sub(start).Round(time.Second), outage, dls[0].Reason)
+	}
+	if tg := e.target(job); tg.Status != post.Published {
+		t.Fatalf("target %s %s after the store came back, want published", tg.Status, e.clock.Now().Sub(start))
+	}
+}
+
+// The schedule itself: over the receives a queue allows, the delays of a
+// job that cannot reach the store add up to at least the outage to ride
+// out, the first is short (a blip is retried soon), and none is over
+// SQS's 12 h visibility limit.
+func TestStoreRetryScheduleCoversTheOutage(t *testing.T) {
+	for _, maxReceives := range []int{2, 5, 10, 20} {
+		var sum time.Duration
+		for n := 1; n < maxReceives; n++ {
+			d := publishing.StoreRetryDelay(n, maxReceives, time.Hour, nil)
+			if d <= 0 || d > 12*time.Hour {
+				t.Errorf("max receives %d: delay %d = %s, want in (0, 12h]", maxReceives, n, d)
+			}
+			sum += d
+		}
+		if sum < time.Hour {
+			t.Errorf("max receives %d: delays add up to %s, want ≥ 1h", maxReceives, sum)
+		}
+		if first := publishing.StoreRetryDelay(1, maxReceives, time.Hour, nil); maxReceives > 2 && first > 30*time.Second {
+			t.Errorf("max receives %d: first delay %s, want ≤ 30s", maxReceives, first)
+		}
 	}
 }
