@@ -221,7 +221,7 @@ func openRuntime(ctx context.Context, cfg config) (*runtime, error) {
 		return nil, fmt.Errorf("load confirm workflow: %w", err)
 	}
 	rt.flows, err = localflow.New(ctx, store.DB(), machine, localflow.Options{
-		Invoker: confirmInvoker{c: rt.confirmer}, Logger: cfg.Logger, Now: cfg.Now,
+		Invoker: confirmInvoker{c: rt.confirmer, timeout: confirmFunctionTimeout}, Logger: cfg.Logger, Now: cfg.Now,
 		Owner: rt.owner, OwnerGone: gone, Concurrency: cfg.Workers,
 	})
 	if err != nil {
@@ -247,8 +247,8 @@ func openRuntime(ctx context.Context, cfg config) (*runtime, error) {
 		Owner: rt.owner, CallTimeout: cfg.CallTimeout, RecordMargin: cfg.RecordMargin, Lease: cfg.Lease, Logger: cfg.Logger, Now: cfg.Now,
 	}
 	rt.sweeper = &publishing.Sweeper{
-		Ledger: p.ledger, Posts: p.posts, Queue: p.queue, Trigger: rt.trigger, Publisher: rt.publisher, Deleter: rt.deleter, Metrics: metrics,
-		StaleAfter: cfg.StaleAfter, MissedAfter: cfg.MissedAfter, Logger: cfg.Logger, Now: cfg.Now,
+		Ledger: p.ledger, Posts: p.posts, Queue: p.queue, Trigger: rt.trigger, Publisher: rt.publisher, Deleter: rt.deleter, Operator: rt.operator,
+		Metrics: metrics, StaleAfter: cfg.StaleAfter, MissedAfter: cfg.MissedAfter, Logger: cfg.Logger, Now: cfg.Now,
 	}
 	return rt, nil
 }
@@ -547,13 +547,36 @@ func (f flowTasks) SendTaskSuccess(ctx context.Context, token string, output jso
 	return err
 }
 
+// confirmFunctionTimeout is the confirm function's timeout in
+// template.yaml: one step may take that long here too.
+const confirmFunctionTimeout = 60 * time.Second
+
 // confirmInvoker binds the workflow's lambda:invoke of the confirm
-// function to the confirm steps, as the confirm Lambda will.
+// function to the confirm steps, as the confirm Lambda will. A step that
+// runs out of the function's time fails as Lambda names it
+// (publishing.ErrNameFunctionTimeout), so the workflow's Retry and Catch
+// treat it as on AWS.
 type confirmInvoker struct {
-	c *publishing.Confirmer
+	c       *publishing.Confirmer
+	timeout time.Duration
 }
 
 func (i confirmInvoker) Invoke(ctx context.Context, function string, payload json.RawMessage) (json.RawMessage, error) {
+	if i.timeout > 0 {
+		parent := ctx
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, i.timeout)
+		defer cancel()
+		out, err := i.invoke(ctx, function, payload)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) && parent.Err() == nil {
+			return nil, &publishing.StepError{Name: publishing.ErrNameFunctionTimeout, Err: fmt.Errorf("task timed out after %s", i.timeout)}
+		}
+		return out, err
+	}
+	return i.invoke(ctx, function, payload)
+}
+
+func (i confirmInvoker) invoke(ctx context.Context, function string, payload json.RawMessage) (json.RawMessage, error) {
 	if function != confirmFunction {
 		return nil, &publishing.StepError{Name: publishing.ErrNameInvalidStep, Err: fmt.Errorf("no function %q", function)}
 	}

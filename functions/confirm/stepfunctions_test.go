@@ -136,7 +136,13 @@ func TestConfirmStateMachineEndsTheSameOnAWSLocalStepFunctionsAndLocalflow(t *te
 		// answer, if set, is sent to the waiting task instead of a decision
 		// (an operator's tool that does not speak the workflow's language).
 		answer string
-		want   scenarioEnd
+		// failStep fails every call of that step with the error failWith
+		// (the function never runs it); the sweeper then makes the
+		// operator's recorded decision converge, and wantAfterSweep is
+		// what it leaves.
+		failStep, failWith string
+		wantAfterSweep     *scenarioEnd
+		want               scenarioEnd
 	}{
 		{
 			name: "found at the first look", policy: publishing.PolicyAuto, appearsBeforeLook: 1,
@@ -203,6 +209,45 @@ func TestConfirmStateMachineEndsTheSameOnAWSLocalStepFunctionsAndLocalflow(t *te
 			},
 		},
 		{
+			// The decision reached the workflow; its Release step then
+			// failed past the store retries: the execution fails with the
+			// entry held and decided, and the sweeper applies the decision.
+			name: "the operator releases, the Release step's store retries run out: the sweeper applies it", policy: publishing.PolicyManual,
+			decision: publishing.DecisionRelease, failStep: publishing.ActionRelease, failWith: publishing.ErrNameStoreUnavailable,
+			want: scenarioEnd{
+				Status: "FAILED", Error: "ConfirmStepFailed", Cause: "StoreUnavailable: ",
+				States:     states(begin, looks(3), []string{"NotFound", "Hold", "Decided", "Release", "Failed"}),
+				Steps:      append([]string{"look", "look", "look", "hold"}, repeat("release", 1+5)...),
+				HoldReason: "not found after 3 looks",
+				Ledger:     ledger.Held, LedgerReason: "not found after 3 looks", Target: post.Held,
+			},
+			wantAfterSweep: &scenarioEnd{Ledger: ledger.Released, LedgerReason: publishing.ReasonOperatorReleased, Target: post.Triggered, Enqueued: 1},
+		},
+		{
+			name: "the operator releases, the Release step times out: the sweeper applies it", policy: publishing.PolicyManual,
+			decision: publishing.DecisionRelease, failStep: publishing.ActionRelease, failWith: "Sandbox.Timedout",
+			want: scenarioEnd{
+				Status: "FAILED", Error: "ConfirmStepFailed", Cause: "Sandbox.Timedout: ",
+				States:     states(begin, looks(3), []string{"NotFound", "Hold", "Decided", "Release", "Failed"}),
+				Steps:      append([]string{"look", "look", "look", "hold"}, repeat("release", 1+2)...),
+				HoldReason: "not found after 3 looks",
+				Ledger:     ledger.Held, LedgerReason: "not found after 3 looks", Target: post.Held,
+			},
+			wantAfterSweep: &scenarioEnd{Ledger: ledger.Released, LedgerReason: publishing.ReasonOperatorReleased, Target: post.Triggered, Enqueued: 1},
+		},
+		{
+			name: "the operator rejects, the Reject step fails with Lambda.Unknown: the sweeper applies it", policy: publishing.PolicyUnreadable,
+			decision: publishing.DecisionReject, failStep: publishing.ActionReject, failWith: "Lambda.Unknown",
+			want: scenarioEnd{
+				Status: "FAILED", Error: "ConfirmStepFailed", Cause: "Lambda.Unknown: ",
+				States:     []string{"Readable", "Unreadable", "Hold", "Decided", "Reject", "Failed"},
+				Steps:      append([]string{"hold"}, repeat("reject", 1+2)...),
+				HoldReason: "the platform cannot be read back; an operator decides",
+				Ledger:     ledger.Held, LedgerReason: "the platform cannot be read back; an operator decides", Target: post.Held,
+			},
+			wantAfterSweep: &scenarioEnd{Ledger: ledger.Failed, LedgerReason: publishing.ReasonOperatorRejected, Target: post.Failed},
+		},
+		{
 			name: "no ledger entry: the step error fails the workflow", policy: publishing.PolicyAuto, noEntry: true,
 			want: scenarioEnd{
 				Status: "FAILED", Error: "ConfirmStepFailed",
@@ -220,6 +265,9 @@ func TestConfirmStateMachineEndsTheSameOnAWSLocalStepFunctionsAndLocalflow(t *te
 				// An account, post and ledger entry of its own per scenario and engine.
 				account := post.AccountID(fmt.Sprintf("scenario%d-%s", i, map[string]string{engineLocalflow: "lf", engineNode: "sfn"}[engine]))
 				fx := setUpEntry(t, store, sb, account, tt.policy, tt.down, tt.noEntry, tt.appearsBeforeLook == 1)
+				if tt.failStep != "" {
+					proxy.fail(fx.key, tt.failStep, tt.failWith)
+				}
 				if tt.appearsBeforeLook > 1 {
 					proxy.before(fx.key, func(req publishing.StepRequest, n int) {
 						if req.Action == publishing.ActionLook && n == tt.appearsBeforeLook {
@@ -270,6 +318,27 @@ func TestConfirmStateMachineEndsTheSameOnAWSLocalStepFunctionsAndLocalflow(t *te
 				}
 				t.Logf("%s: %s in %s", engine, end.Status, time.Since(started).Round(time.Millisecond))
 				ends[engine] = observe(t, store, sb, proxy, queue, fx, end)
+				if tt.wantAfterSweep == nil {
+					continue
+				}
+				// The execution is over: nothing waits on the entry's token
+				// (the engine's SendTaskSuccess says so: localflow's, or, for
+				// the finished runner, Step Functions' TaskTimedOut).
+				var tasks publishing.Tasks = notWaitingTasks{}
+				if engine == engineLocalflow {
+					tasks = local
+				}
+				sw := &publishing.Sweeper{Ledger: store, Now: func() time.Time { return time.Now().Add(3 * time.Minute) }, Logger: slog.New(slog.DiscardHandler),
+					Operator: &publishing.Operator{Ledger: store, Tasks: tasks, Logger: slog.New(slog.DiscardHandler),
+						Confirmer: &publishing.Confirmer{Ledger: store, Posts: store, Accounts: store, Platforms: mastodon.Connector{}, Queue: queue, Tasks: tasks}}}
+				if _, err := sw.ConvergeDecisions(ctx); err != nil {
+					t.Errorf("%s: the sweeper's decisions: %v", engine, err)
+				}
+				after := observe(t, store, sb, proxy, queue, fx, end)
+				got := scenarioEnd{Ledger: after.Ledger, LedgerReason: after.LedgerReason, RemoteID: after.RemoteID, Target: after.Target, Enqueued: after.Enqueued}
+				if diff := cmp.Diff(*tt.wantAfterSweep, got); diff != "" {
+					t.Errorf("%s: after the sweep (-want +got):\n%s", engine, diff)
+				}
 			}
 			localEnd, nodeEnd := ends[engineLocalflow], ends[engineNode]
 			ignorePrefixes := cmpopts.IgnoreFields(scenarioEnd{}, "Cause", "HoldReason")
@@ -416,18 +485,40 @@ func observe(t *testing.T, store *dynamostore.Store, sb *sandbox.Server, proxy *
 	return got
 }
 
+// notWaitingTasks is Step Functions' SendTaskSuccess for the token of an
+// execution that has stopped: TaskTimedOut, as sfnflow reports it.
+type notWaitingTasks struct{}
+
+func (notWaitingTasks) SendTaskSuccess(context.Context, string, json.RawMessage) error {
+	return fmt.Errorf("TaskTimedOut: %w", publishing.ErrTaskNotWaiting)
+}
+
 // functionProxy sits between both engines and the function's endpoint:
 // it records every step request by ledger key, runs a scenario's hook
-// before forwarding (the platform changing between two looks), and
-// forwards the request and the answer unchanged.
+// before forwarding (the platform changing between two looks), fails the
+// steps a scenario says with the error it names (the function never runs
+// them), and forwards the request and the answer unchanged.
 type functionProxy struct {
 	target string
 	client *http.Client
 	server *httptest.Server
 
-	mu    sync.Mutex
-	steps map[ledger.Key][]publishing.StepRequest
-	hooks map[ledger.Key]func(req publishing.StepRequest, n int)
+	mu       sync.Mutex
+	steps    map[ledger.Key][]publishing.StepRequest
+	hooks    map[ledger.Key]func(req publishing.StepRequest, n int)
+	failures map[ledger.Key]map[string]string
+}
+
+// fail answers every call of action for key with a function error named
+// errorType, as the RIE answers a function error: 200 and the error
+// document, which both engines throw under that name.
+func (p *functionProxy) fail(key ledger.Key, action, errorType string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.failures[key] == nil {
+		p.failures[key] = map[string]string{}
+	}
+	p.failures[key][action] = errorType
 }
 
 // newFunctionProxy serves a proxy to target on a free port of 127.0.0.1
@@ -435,7 +526,8 @@ type functionProxy struct {
 func newFunctionProxy(t *testing.T, target string) *functionProxy {
 	t.Helper()
 	p := &functionProxy{target: target, client: &http.Client{Timeout: time.Minute},
-		steps: map[ledger.Key][]publishing.StepRequest{}, hooks: map[ledger.Key]func(publishing.StepRequest, int){}}
+		steps: map[ledger.Key][]publishing.StepRequest{}, hooks: map[ledger.Key]func(publishing.StepRequest, int){},
+		failures: map[ledger.Key]map[string]string{}}
 	p.server = httptest.NewServer(http.HandlerFunc(p.forward))
 	t.Cleanup(p.server.Close)
 	return p
@@ -478,9 +570,16 @@ func (p *functionProxy) forward(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		hook := p.hooks[req.Key]
+		failWith := p.failures[req.Key][req.Action]
 		p.mu.Unlock()
 		if hook != nil {
 			hook(req, n)
+		}
+		if failWith != "" {
+			doc, _ := json.Marshal(map[string]string{"errorType": failWith, "errorMessage": "injected: the " + req.Action + " step failed"})
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(doc)
+			return
 		}
 	}
 	out, err := http.NewRequestWithContext(r.Context(), http.MethodPost, p.target, bytes.NewReader(body))

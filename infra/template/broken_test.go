@@ -235,7 +235,7 @@ func TestBrokenTemplatesAreCaught(t *testing.T) {
 		}, `permissions: TriggerFunction.Policies[0].Statement[1]: resource "*" is not one of the stack's own`},
 		{"a call the store never makes", func(d map[string]any) {
 			addStatement(d, "SweeperFunction", map[string]any{"Effect": "Allow", "Action": "dynamodb:Scan", "Resource": getAtt("LedgerTable", "Arn")})
-		}, "permissions: SweeperFunction.Policies[0].Statement[6]: grants dynamodb:Scan, a call the store never makes"},
+		}, "permissions: SweeperFunction.Policies[0].Statement[7]: grants dynamodb:Scan, a call the store never makes"},
 		{"the trigger reads credentials", func(d map[string]any) {
 			s := asMap(statements(d, "TriggerFunction")[0])
 			s["Resource"] = append(asList(s["Resource"]), getAtt("CredentialsTable", "Arn"))

@@ -257,9 +257,15 @@ func (rt *Runtime) Trigger() (*publishing.Trigger, error) {
 const SweeperMissedAfter = 2 * time.Minute
 
 // Sweeper finds what is not progressing and repairs it by re-enqueueing
-// or starting confirm workflows; stale delete entries are read back.
+// or starting confirm workflows; stale delete entries are read back, and
+// operators' recorded decisions that did not take effect are delivered
+// again or applied.
 func (rt *Runtime) Sweeper(callTimeout time.Duration) (*publishing.Sweeper, error) {
 	pub, err := rt.Publisher(callTimeout)
+	if err != nil {
+		return nil, err
+	}
+	conf, err := rt.Confirmer(callTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -273,6 +279,7 @@ func (rt *Runtime) Sweeper(callTimeout time.Duration) (*publishing.Sweeper, erro
 	}
 	return &publishing.Sweeper{
 		Ledger: rt.Store, Posts: rt.Store, Queue: tr.Queue, Trigger: tr, Publisher: pub, Deleter: del, Metrics: rt.Metrics,
+		Operator:    &publishing.Operator{Ledger: rt.Store, Confirmer: conf, Tasks: conf.Tasks, Logger: rt.Logger},
 		MissedAfter: SweeperMissedAfter, Logger: rt.Logger,
 	}, nil
 }

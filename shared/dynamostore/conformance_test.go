@@ -95,6 +95,9 @@ func (p *ledgerPair) Update(ctx context.Context, prev, next ledger.Entry) error 
 func (p *ledgerPair) Open(ctx context.Context, before time.Time, limit int) ([]ledger.Entry, error) {
 	return p.pick().Open(ctx, before, limit)
 }
+func (p *ledgerPair) Held(ctx context.Context, limit int) ([]ledger.Entry, error) {
+	return p.pick().Held(ctx, limit)
+}
 func (p *ledgerPair) History(ctx context.Context, key ledger.Key) ([]ledger.Transition, error) {
 	return p.pick().History(ctx, key)
 }

@@ -29,6 +29,11 @@ const (
 	// ErrNameLookupInconclusive: the platform was read but the post could
 	// not be proven absent; not retried, an operator decides.
 	ErrNameLookupInconclusive = "LookupInconclusive"
+	// ErrNameFunctionTimeout is how Lambda names a function that ran out
+	// of its time (Step Functions has also reported it as Lambda.Unknown;
+	// the workflow matches both): the embedded runtime names a step that
+	// overran the confirm function's timeout the same.
+	ErrNameFunctionTimeout = "Sandbox.Timedout"
 )
 
 // StepRequest is the payload the confirm workflow sends to each step (the

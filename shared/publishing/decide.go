@@ -67,8 +67,10 @@ type DecideResult struct {
 // workflow task that waits for it, through the latest task token the
 // entry holds; if no task waits on it, the decision is applied to the
 // ledger directly (the confirm steps are idempotent, and a Hold step that
-// runs later finds the entry settled and answers itself). Deciding twice
-// is a no-op; deciding otherwise after a decision is refused.
+// runs later finds the entry settled and answers itself). A recorded
+// decision always converges: deciding the same again, or the sweeper once
+// the workflow has had its time (Converge), delivers it to a task still
+// waiting or applies it. Deciding otherwise after a decision is refused.
 //
 // A delete entry (held for approval by Deleter.Request) has no workflow:
 // release and reject are applied to it directly (released_by_operator,
@@ -179,24 +181,73 @@ func settled(e ledger.Entry, d Decision) (DecideResult, error) {
 }
 
 // decidedBefore answers a decision on an entry that carries one already:
-// the same decision is a no-op (delivered again if its task still waits),
-// another is refused.
+// the same decision is made to converge (Converge), another is refused.
 func (o *Operator) decidedBefore(ctx context.Context, e ledger.Entry, d Decision) (DecideResult, error) {
 	var prev Decision
 	if err := json.Unmarshal([]byte(e.Decision), &prev); err != nil || prev.Action != d.Action || prev.RemoteID != d.RemoteID {
 		return DecideResult{Entry: e}, fmt.Errorf("entry %s: decision %s recorded first: %w", e.Key, e.Decision, ErrDecidedOtherwise)
 	}
+	return o.Converge(ctx, e)
+}
+
+// Converge makes the decision recorded on a held entry take effect, when
+// its first delivery did not: the task still waiting on the entry's token
+// gets it (the delivery had failed); if no task waits — the workflow took
+// it and then failed (its store retries spent, a function timeout,
+// Lambda.Unknown), timed out, or was never there — it is applied to the
+// ledger directly. The confirm steps are conditional writes, so applying
+// while a slow workflow applies it too is safe: one of them moves the
+// entry, the other finds it moved. A second `approve` and the sweeper call
+// it; an entry without a recorded decision is refused with ErrNotHeld.
+func (o *Operator) Converge(ctx context.Context, e ledger.Entry) (DecideResult, error) {
+	var d Decision
+	if e.State != ledger.Held || e.Decision == "" || json.Unmarshal([]byte(e.Decision), &d) != nil {
+		return DecideResult{Entry: e}, fmt.Errorf("entry %s is %s without a readable decision: %w", e.Key, e.State, ErrNotHeld)
+	}
 	if e.Action == ledger.Delete {
 		// Recorded, not applied (Decide stopped in between): apply it now.
-		return o.applyDelete(ctx, e, prev)
+		return o.applyDelete(ctx, e, d)
 	}
 	if e.TaskToken != "" && o.Tasks != nil {
-		// The first delivery may have failed; a task still waiting gets it now.
-		if err := o.Tasks.SendTaskSuccess(ctx, e.TaskToken, json.RawMessage(e.Decision)); err == nil {
+		err := o.Tasks.SendTaskSuccess(ctx, e.TaskToken, json.RawMessage(e.Decision))
+		switch {
+		case err == nil:
 			return DecideResult{How: DecisionDelivered, Entry: e, Message: "decision delivered to the waiting confirm workflow"}, nil
+		case !errors.Is(err, ErrTaskNotWaiting):
+			return DecideResult{Entry: e}, fmt.Errorf("decision recorded on %s, not delivered (%w); run the command again", e.Key, err)
 		}
 	}
-	return DecideResult{How: DecisionAlready, Entry: e, Message: fmt.Sprintf("already decided (%s); it is applied when the runtime runs", prev.Action)}, nil
+	return o.apply(ctx, e, d)
+}
+
+// apply moves the held entry as the decision says, without the workflow
+// (the confirm steps Release, Confirm, Reject). Lost to a workflow that
+// applied it at the same time, it reports the entry as decided.
+func (o *Operator) apply(ctx context.Context, e ledger.Entry, d Decision) (DecideResult, error) {
+	in := ConfirmInput{Key: e.Key, Attempt: e.Attempt}
+	var err error
+	switch d.Action {
+	case DecisionRelease:
+		err = o.Confirmer.Release(ctx, in)
+	case DecisionConfirm:
+		err = o.Confirmer.Confirm(ctx, in, d.RemoteID)
+	case DecisionReject:
+		err = o.Confirmer.Reject(ctx, in, "")
+	}
+	cur, gerr := o.Ledger.Get(ctx, e.Key)
+	if gerr != nil {
+		return DecideResult{Entry: e}, fmt.Errorf("decide %s: %w", e.Key, errors.Join(err, gerr))
+	}
+	if err != nil {
+		if errors.Is(err, ledger.ErrConflict) && cur.State != ledger.Held {
+			if res, serr := settled(cur, d); serr == nil {
+				return res, nil
+			}
+		}
+		return DecideResult{Entry: cur}, fmt.Errorf("apply decision on %s: %w", e.Key, err)
+	}
+	o.log().InfoContext(ctx, "operator decision applied without the workflow", "key", e.Key, "attempt", e.Attempt, "decision", d.Action, "state", cur.State)
+	return DecideResult{How: DecisionApplied, Entry: cur, Message: fmt.Sprintf("no workflow waited; decision applied: the entry is %s", cur.State)}, nil
 }
 
 // deliver hands the recorded decision to the task waiting on the entry's
@@ -215,24 +266,7 @@ func (o *Operator) deliver(ctx context.Context, e ledger.Entry, d Decision, raw 
 			return DecideResult{Entry: e}, fmt.Errorf("decision recorded on %s but not delivered (%w); run the command again", e.Key, err)
 		}
 	}
-	in := ConfirmInput{Key: e.Key, Attempt: e.Attempt}
-	var err error
-	switch d.Action {
-	case DecisionRelease:
-		err = o.Confirmer.Release(ctx, in)
-	case DecisionConfirm:
-		err = o.Confirmer.Confirm(ctx, in, d.RemoteID)
-	case DecisionReject:
-		err = o.Confirmer.Reject(ctx, in, "")
-	}
-	if err != nil {
-		return DecideResult{Entry: e}, fmt.Errorf("apply decision on %s: %w", e.Key, err)
-	}
-	cur, err := o.Ledger.Get(ctx, e.Key)
-	if err != nil {
-		return DecideResult{Entry: e}, fmt.Errorf("decide %s: %w", e.Key, err)
-	}
-	return DecideResult{How: DecisionApplied, Entry: cur, Message: fmt.Sprintf("no workflow waited; decision applied: the entry is %s", cur.State)}, nil
+	return o.apply(ctx, e, d)
 }
 
 // checkExists refuses to confirm a remote id the platform does not have.

@@ -706,8 +706,8 @@ func (r *recordingTasks) SendTaskSuccess(_ context.Context, token string, output
 }
 
 // A Hold step retried by the workflow waits on a new token; the entry
-// records it, and an operator's decision reaches that one. Deciding twice
-// is a no-op; deciding otherwise is refused.
+// records it, and an operator's decision reaches that one. Deciding the
+// same twice makes it converge; deciding otherwise is refused.
 func TestHeldDecisionReachesTheCurrentToken(t *testing.T) {
 	e := newEnv(t, sandbox.Options{DisableIdempotency: true})
 	e.account.Gate = post.GateManual
@@ -740,10 +740,6 @@ func TestHeldDecisionReachesTheCurrentToken(t *testing.T) {
 	if got := tasks.got["token-2"]; got != `{"decision":"release"}` {
 		t.Errorf("task token-2 got %q, want the release decision", got)
 	}
-	again, err := op.Decide(ctx, out.Key, publishing.Decision{Action: publishing.DecisionRelease})
-	if err != nil || again.How != publishing.DecisionAlready {
-		t.Errorf("second approve = %+v, %v; want a no-op", again, err)
-	}
 	if _, err := op.Decide(ctx, out.Key, publishing.Decision{Action: publishing.DecisionReject, Reason: "changed my mind"}); !errors.Is(err, publishing.ErrDecidedOtherwise) {
 		t.Errorf("reject after approve: %v, want ErrDecidedOtherwise", err)
 	}
@@ -754,6 +750,19 @@ func TestHeldDecisionReachesTheCurrentToken(t *testing.T) {
 	}
 	if got := tasks.got["token-3"]; got != `{"decision":"release"}` {
 		t.Errorf("retried hold answered %q, want the recorded decision", got)
+	}
+	// Approved again while nothing waits on the token (the workflow took
+	// the decision and is applying it, or failed): applied directly, which
+	// the workflow's own Release finds done.
+	again, err := op.Decide(ctx, out.Key, publishing.Decision{Action: publishing.DecisionRelease})
+	if err != nil || again.How != publishing.DecisionApplied || again.Entry.State != ledger.Released {
+		t.Errorf("second approve = %+v, %v; want the recorded decision applied", again, err)
+	}
+	if err := e.conf.Release(ctx, in); err != nil {
+		t.Errorf("the workflow's Release step after the second approve: %v", err)
+	}
+	if _, err := op.Decide(ctx, out.Key, publishing.Decision{Action: publishing.DecisionReject, Reason: "changed my mind"}); !errors.Is(err, publishing.ErrDecidedOtherwise) {
+		t.Errorf("reject after the approval was applied: %v, want ErrDecidedOtherwise", err)
 	}
 }
 

@@ -27,6 +27,11 @@ type Ledger interface {
 	Update(ctx context.Context, prev, next ledger.Entry) error
 	// Open lists pending and unknown entries open since before t, oldest first.
 	Open(ctx context.Context, before time.Time, limit int) ([]ledger.Entry, error)
+	// Held lists held entries, least recently updated first (ties by key):
+	// the operator's decisions to take, and the sweeper's recorded
+	// decisions to make converge. Its cost follows the held entries, never
+	// the ledger. A limit ≤ 0 means no limit.
+	Held(ctx context.Context, limit int) ([]ledger.Entry, error)
 	// History lists an entry's transitions, oldest first.
 	History(ctx context.Context, key ledger.Key) ([]ledger.Transition, error)
 	// RecordCheckpoint stores checkpoint (a handle the platform made in

@@ -1,6 +1,7 @@
 package publishing_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -279,5 +280,71 @@ func TestStoreRetryScheduleCoversTheOutage(t *testing.T) {
 		if first := publishing.StoreRetryDelay(1, maxReceives, time.Hour, nil); maxReceives > 2 && first > 30*time.Second {
 			t.Errorf("max receives %d: first delay %s, want ≤ 30s", maxReceives, first)
 		}
+	}
+}
+
+// An operator's decision reached the waiting workflow (SendTaskSuccess),
+// and the workflow's next step then failed for good (store retries spent,
+// a function timeout, Lambda.Unknown): the execution is over, the entry
+// still held with the decision recorded, and nothing would ever apply it.
+// The sweeper applies it once the workflow has had its time, and so does
+// the operator approving again; either way the post goes out once.
+func TestRecordedDecisionConverges(t *testing.T) {
+	for _, by := range []string{"sweeper", "second approve"} {
+		t.Run(by, func(t *testing.T) {
+			e := newEnv(t, sandbox.Options{DisableIdempotency: true})
+			e.account.Gate = post.GateManual
+			if err := e.store.PutAccount(context.Background(), e.account); err != nil {
+				t.Fatal(err)
+			}
+			tasks := &recordingTasks{}
+			e.conf.Tasks = tasks
+			op := &publishing.Operator{Ledger: e.store, Confirmer: e.conf, Tasks: tasks, Now: e.clock.Now, Logger: e.pub.Logger}
+			// The platform never stores the first send: looked for, not found, held.
+			e.sb.Script(sandbox.Fault{Kind: sandbox.FaultDropRequest})
+			job := e.schedule("decided", "Town hall at noon.")
+			out := e.publish(job)
+			if out.Result != publishing.Confirming {
+				t.Fatalf("first send = %+v, want confirming", out)
+			}
+			name := publishing.ConfirmName(out.Key, 1)
+			tasks.waiting = "token-" + name
+			e.runConfirm(name)
+			if en := e.entry(job); en.State != ledger.Held {
+				t.Fatalf("entry %s after the looks, want held", en.State)
+			}
+			ctx := context.Background()
+			res, err := op.Decide(ctx, out.Key, publishing.Decision{Action: publishing.DecisionRelease})
+			if err != nil || res.How != publishing.DecisionDelivered {
+				t.Fatalf("approve = %+v, %v; want delivered", res, err)
+			}
+			// The workflow's Release step failed past its retries: nobody
+			// waits on the token any more, and nothing was applied.
+			e.clock.Advance(3 * time.Minute)
+			switch by {
+			case "sweeper":
+				sw := e.sweeper(&bytes.Buffer{})
+				sw.Operator = op
+				rep, err := sw.Sweep(ctx)
+				if err != nil || rep.DecisionsApplied != 1 {
+					t.Errorf("sweep applied %d decisions (err %v), want 1", rep.DecisionsApplied, err)
+				}
+			case "second approve":
+				again, err := op.Decide(ctx, out.Key, publishing.Decision{Action: publishing.DecisionRelease})
+				if err != nil || again.How != publishing.DecisionApplied {
+					t.Errorf("second approve = %+v, %v; want the recorded decision applied", again, err)
+				}
+			}
+			if en := e.entry(job); en.State != ledger.Released || en.Reason != publishing.ReasonOperatorReleased {
+				t.Fatalf("entry %s %q, want released by the operator", en.State, en.Reason)
+			}
+			e.drain()
+			if tg := e.target(job); tg.Status != post.Published {
+				t.Errorf("target %s, want published", tg.Status)
+			}
+			if got := e.ourStatuses("Town hall at noon."); len(got) != 1 {
+				t.Errorf("%d copies on the platform, want 1", len(got))
+			}
+		})
 	}
 }

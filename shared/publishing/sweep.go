@@ -37,7 +37,15 @@ type Sweeper struct {
 	// (Deleter.ResolveStale: never a send, never a confirm workflow); nil
 	// leaves them counted and alarming only.
 	Deleter *Deleter
-	Metrics MetricsEmitter
+	// Operator makes recorded decisions converge (Operator.Converge): a
+	// held entry carrying an operator's decision for longer than
+	// DecisionGrace had its workflow fail after the decision reached it, or
+	// the delivery fail. nil leaves them held (and HeldTargets alarming).
+	Operator *Operator
+	// DecisionGrace is how long a recorded decision is left to its
+	// workflow, whose own retries take about two minutes; default 2 min.
+	DecisionGrace time.Duration
+	Metrics       MetricsEmitter
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Limit bounds each query; default 1000.
@@ -75,6 +83,9 @@ type SweepReport struct {
 	ConfirmsStarted int `json:"confirms_started"`
 	Triggered       int `json:"triggered"`
 	DeletesResolved int `json:"deletes_resolved"`
+	// DecisionsApplied counts recorded decisions the sweeper delivered
+	// again or applied (Operator.Converge).
+	DecisionsApplied int `json:"decisions_applied"`
 	// Errors counts what failed: reads of the store (then no gauge is
 	// emitted, so the gauges' alarms fire) and repairs.
 	Errors int `json:"errors"`
@@ -183,6 +194,14 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 		}
 	}
 
+	if s.Operator != nil {
+		n, err := s.ConvergeDecisions(ctx)
+		rep.DecisionsApplied = n
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+
 	// Triggered or publishing targets not finished, and waiting targets
 	// past their next try: the job was lost. A waiting target is never
 	// re-enqueued before its next try.
@@ -262,6 +281,40 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 			"requeued", rep.Requeued, "confirms_started", rep.ConfirmsStarted, "triggered", rep.Triggered, "deletes_resolved", rep.DeletesResolved)
 	}
 	return rep, errors.Join(errs...)
+}
+
+// ConvergeDecisions is the part of a sweep that makes every decision
+// recorded longer than DecisionGrace ago on a still held entry take effect
+// (Operator.Converge), and reports how many it delivered again or
+// applied. A held entry's UpdatedAt is when its decision was recorded: a
+// Hold step retried after a decision answers itself and writes nothing.
+// It needs only Ledger, Operator and Now.
+func (s *Sweeper) ConvergeDecisions(ctx context.Context) (int, error) {
+	if s.Operator == nil {
+		return 0, nil
+	}
+	now := s.now()
+	held, err := s.Ledger.Held(ctx, orDefault(s.Limit, 1000))
+	if err != nil {
+		return 0, fmt.Errorf("held entries: %w", err)
+	}
+	grace := orDefault(s.DecisionGrace, 2*time.Minute)
+	n := 0
+	var errs []error
+	for _, e := range held {
+		if e.Decision == "" || now.Sub(e.UpdatedAt) < grace {
+			continue
+		}
+		res, err := s.Operator.Converge(ctx, e)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+		s.log().WarnContext(ctx, "recorded decision made to converge", "key", e.Key, "attempt", e.Attempt, "decision", e.Decision,
+			"how", res.How, "state", res.Entry.State, "decided_at", e.UpdatedAt.Format(time.RFC3339))
+	}
+	return n, errors.Join(errs...)
 }
 
 func (s *Sweeper) enqueue(ctx context.Context, j Job) error {

@@ -85,6 +85,7 @@ func ledgerChecks() []check[publishing.Ledger] {
 		{"Lease/expired_moves_to_unknown", ledgerLeaseExpired},
 		{"Lease/live_lease_waits", ledgerLeaseLive},
 		{"Open/pending_and_unknown_oldest_first", ledgerOpen},
+		{"Held/least_recently_updated_first", ledgerHeld},
 		{"History/transitions_in_order", ledgerHistory},
 		{"RecordCheckpoint/stored_kept_no_history", ledgerCheckpointKept},
 		{"RecordCheckpoint/refused_unless_pending_owner", ledgerCheckpointRefused},
@@ -860,6 +861,57 @@ func ledgerOpen(t testing.TB, l publishing.Ledger) {
 		}
 		if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("Open(base%+v, %d) mismatch (-want +got):\n%s", tc.before.Sub(base), tc.limit, diff)
+		}
+	}
+}
+
+// Held lists held entries only, least recently updated first (a recorded
+// decision is an update), with their decisions, up to the limit.
+func ledgerHeld(t testing.TB, l publishing.Ledger) {
+	at := func(d time.Duration) time.Time { return base.Add(d) }
+	move := func(prev ledger.Entry, to ledger.State, now time.Time) ledger.Entry {
+		next, err := step(prev, to, now)
+		if err != nil {
+			t.Fatalf("suite bug: %v", err)
+		}
+		mustUpdate(t, l, prev, next)
+		return next
+	}
+	create := func(subject string, now time.Time) ledger.Entry {
+		e := pendingEntry(subject, now)
+		mustCreate(t, l, e)
+		return e
+	}
+	b := move(create("held-b", at(-50*time.Minute)), ledger.Held, at(-30*time.Minute))
+	a := move(create("held-a", at(-40*time.Minute)), ledger.Held, at(-35*time.Minute))
+	// Held first of all, decided last: listed after the others.
+	c := move(create("held-c", at(-60*time.Minute)), ledger.Held, at(-45*time.Minute))
+	decided, err := c.WithDecision(`{"decision":"release"}`, at(-10*time.Minute))
+	if err != nil {
+		t.Fatalf("suite bug: %v", err)
+	}
+	mustUpdate(t, l, c, decided)
+	create("open-pending", at(-70*time.Minute))
+	move(create("open-unknown", at(-70*time.Minute)), ledger.Unknown, at(-69*time.Minute))
+	move(move(create("was-held", at(-80*time.Minute)), ledger.Held, at(-79*time.Minute)), ledger.Released, at(-78*time.Minute))
+	for _, tc := range []struct {
+		limit int
+		want  []ledger.Entry
+	}{
+		{0, []ledger.Entry{a, b, decided}},
+		{100, []ledger.Entry{a, b, decided}},
+		{2, []ledger.Entry{a, b}},
+	} {
+		got, err := l.Held(t.Context(), tc.limit)
+		if err != nil {
+			t.Errorf("Held(%d) = %v", tc.limit, err)
+			continue
+		}
+		for i, e := range got {
+			checkUTC(t, fmt.Sprintf("Held()[%d]", i), entryTimes(e))
+		}
+		if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("Held(%d) mismatch (-want +got):\n%s", tc.limit, diff)
 		}
 	}
 }

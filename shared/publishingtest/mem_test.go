@@ -48,6 +48,8 @@ type ledgerBugs struct {
 	heldStaleAccepted    bool // the condition is state and attempt only
 	checkpointAnyOwner   bool // RecordCheckpoint conditions on the key only
 	checkpointAsMove     bool // RecordCheckpoint records a history transition
+	heldNewestFirst      bool
+	heldIncludesOpen     bool
 }
 
 type memLedger struct {
@@ -183,6 +185,27 @@ func (m *memLedger) Open(_ context.Context, before time.Time, limit int) ([]ledg
 		return cmp.Or(a.OpenSince.Compare(b.OpenSince), cmp.Compare(a.Key, b.Key))
 	})
 	if len(out) > limit && !m.bugs.openIgnoresLimit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+func (m *memLedger) Held(_ context.Context, limit int) ([]ledger.Entry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []ledger.Entry
+	for _, e := range m.entries {
+		if e.State == ledger.Held || m.bugs.heldIncludesOpen && e.State.Open() {
+			out = append(out, m.read(e))
+		}
+	}
+	slices.SortFunc(out, func(a, b ledger.Entry) int {
+		if m.bugs.heldNewestFirst {
+			a, b = b, a
+		}
+		return cmp.Or(a.UpdatedAt.Compare(b.UpdatedAt), cmp.Compare(a.Key, b.Key))
+	})
+	if limit > 0 && len(out) > limit {
 		out = out[:limit]
 	}
 	return out, nil

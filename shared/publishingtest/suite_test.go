@@ -172,6 +172,10 @@ func TestLedgerSuiteCatchesBrokenAdapters(t *testing.T) {
 			[]string{"RecordCheckpoint/refused_unless_pending_owner"}},
 		{"RecordCheckpoint records a transition", l(ledgerBugs{checkpointAsMove: true}),
 			[]string{"RecordCheckpoint/stored_kept_no_history"}},
+		{"Held lists newest first", l(ledgerBugs{heldNewestFirst: true}),
+			[]string{"Held/least_recently_updated_first"}},
+		{"Held lists open entries too", l(ledgerBugs{heldIncludesOpen: true}),
+			[]string{"Held/least_recently_updated_first"}},
 	}, false)
 }
 

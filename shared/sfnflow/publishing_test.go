@@ -188,11 +188,14 @@ func TestOperatorDecides(t *testing.T) {
 		wantTask   func(t *testing.T, exec string) fakeTask
 	}{
 		{
-			name:       "delivered once through the waiting task; the same decision again is a no-op",
+			// The fake does not run the workflow's Release step: as if it had
+			// failed after the decision reached it. The same decision again
+			// finds no task waiting and applies it.
+			name:       "delivered once through the waiting task; the same decision again makes it converge",
 			decisions:  []publishing.Decision{release, release},
-			want:       []result{{publishing.DecisionDelivered, "ok"}, {publishing.DecisionAlready, "ok"}},
-			wantState:  ledger.Held, // the fake does not run the workflow's Release step
-			wantTarget: post.Held,
+			want:       []result{{publishing.DecisionDelivered, "ok"}, {publishing.DecisionApplied, "ok"}},
+			wantState:  ledger.Released,
+			wantTarget: post.Triggered,
 			wantLog:    []string{"SendTaskSuccess 200", "SendTaskSuccess 400 TaskTimedOut"},
 			wantTask: func(t *testing.T, exec string) fakeTask {
 				return fakeTask{Exec: exec, Answer: "success", Output: decisionJSON(t, release)}

@@ -165,6 +165,12 @@ func (s *Store) ByState(ctx context.Context, state ledger.State, limit int) ([]l
 	return out, nil
 }
 
+// Held lists held entries, least recently updated first (ties by key),
+// through the partial index ledger_held (publishing.Ledger).
+func (s *Store) Held(ctx context.Context, limit int) ([]ledger.Entry, error) {
+	return s.ByState(ctx, ledger.Held, limit)
+}
+
 // History lists an entry's transitions, oldest first. A key without
 // history has an empty history, not an error.
 func (s *Store) History(ctx context.Context, key ledger.Key) ([]ledger.Transition, error) {

@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"oncepost/shared/ledger"
+	"oncepost/shared/localflow"
 	"oncepost/shared/post"
 	"oncepost/shared/publishing"
 )
@@ -43,5 +48,25 @@ func TestDirMediaErrors(t *testing.T) {
 		case tc.want == nil && (errors.Is(err, post.ErrNotFound) || errors.Is(err, publishing.ErrMediaInvalid)):
 			t.Errorf("ReadMedia(%q) = %v, a refusal; want a transient error", tc.ref, err)
 		}
+	}
+}
+
+// blockingLedger never answers a read before its context ends.
+type blockingLedger struct{ publishing.Ledger }
+
+func (blockingLedger) Get(ctx context.Context, _ ledger.Key) (ledger.Entry, error) {
+	<-ctx.Done()
+	return ledger.Entry{}, ctx.Err()
+}
+
+// A confirm step that runs out of the confirm function's time fails, on
+// the embedded runtime too, under the name Lambda gives a function timeout:
+// the workflow's Retry and Catch then treat it as on AWS.
+func TestEmbeddedConfirmStepTimeoutIsNamedAsLambdaNamesIt(t *testing.T) {
+	inv := confirmInvoker{c: &publishing.Confirmer{Ledger: blockingLedger{}}, timeout: 50 * time.Millisecond}
+	payload := json.RawMessage(`{"action":"release","key":"k","attempt":1}`)
+	_, err := inv.Invoke(t.Context(), confirmFunction, payload)
+	if got := localflow.ErrorName(err); got != publishing.ErrNameFunctionTimeout {
+		t.Errorf("a step past the function's timeout failed as %q (%v), want %q", got, err, publishing.ErrNameFunctionTimeout)
 	}
 }
