@@ -167,6 +167,22 @@ type Queue interface {
 	DeadLetter(ctx context.Context, receipt, reason string) error
 	// DeadLetters lists dead-lettered messages, oldest first.
 	DeadLetters(ctx context.Context, limit int) ([]DeadLetter, error)
+	// Depth counts the queue's messages (not its dead letters) without
+	// receiving any: SQS's approximate counts, exact on one machine.
+	Depth(ctx context.Context) (QueueDepth, error)
+}
+
+// QueueDepth is how many messages a queue holds, by where they stand.
+type QueueDepth struct {
+	// Visible messages wait to be received: more than none means the
+	// consumers are behind (a backlog).
+	Visible int `json:"visible"`
+	// Delayed messages were sent with a delay that has not passed and
+	// were never received.
+	Delayed int `json:"delayed"`
+	// InFlight messages were received and are neither deleted nor visible
+	// again (being handled, or retried later).
+	InFlight int `json:"in_flight"`
 }
 
 // Outgoing is one message of a batch send: a body and its delay, as

@@ -75,6 +75,9 @@ type SweepReport struct {
 	FailedTargets int `json:"failed_targets"`
 	// WaitingTargets wait for their next try (throttled, unreachable).
 	WaitingTargets int `json:"waiting_targets"`
+	// QueueVisible is how many jobs wait to be received (a backlog when
+	// more than none): stuck targets are not re-enqueued into one.
+	QueueVisible int `json:"queue_visible"`
 	// Requeued, ConfirmsStarted, Triggered and DeletesResolved are the
 	// repairs made. DeletesResolved counts stale delete entries settled by
 	// reading back (confirmed, released for the next run, or held for
@@ -210,10 +213,25 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 		readFailed(fmt.Errorf("unfinished targets: %w", err))
 	}
 	rep.StuckTargets = len(stuck)
-	for _, ref := range stuck {
-		// Publish decides from the ledger what the target needs: a re-send
-		// only if the entry is released (and due) or absent.
-		requeue(ref)
+	if len(stuck) > 0 {
+		// Jobs waiting to be received (the top of the hour's line) are
+		// probably these targets' own: a copy would only lengthen the
+		// line. Re-enqueue only when nothing waits, i.e. when a job may
+		// really have been lost; they are counted (and alarm) either way.
+		depth, err := s.Queue.Depth(ctx)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("queue depth: %w", err))
+		case depth.Visible > 0:
+			rep.QueueVisible = depth.Visible
+			s.log().InfoContext(ctx, "stuck targets not re-enqueued: the queue has a backlog", "stuck_targets", len(stuck), "queue_visible", depth.Visible)
+		default:
+			for _, ref := range stuck {
+				// Publish decides from the ledger what the target needs: a
+				// re-send only if the entry is released (and due) or absent.
+				requeue(ref)
+			}
+		}
 	}
 
 	missed, err := s.Posts.Due(ctx, now.Add(-missedAfter), limit)

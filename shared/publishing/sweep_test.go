@@ -202,3 +202,38 @@ func TestSweepAlarmsOnHeld(t *testing.T) {
 		t.Errorf("metric line %s lacks HeldTargets 1", metrics.String())
 	}
 }
+
+// At the top of the hour thousands of jobs wait their turn on the queue;
+// their targets are triggered and, five minutes on, look stuck. Jobs that
+// are in line must not be sent again (each copy lengthens the line): the
+// sweeper re-enqueues stuck targets only when nothing waits to be
+// received, i.e. when a job really may have been lost. They are counted
+// either way.
+func TestSweepDoesNotRequeueIntoABacklog(t *testing.T) {
+	e := newEnv(t, sandbox.Options{})
+	ctx := context.Background()
+	inLine := e.schedule("in-line", "Waiting its turn.")
+	e.enqueue(inLine)
+	lost := e.schedule("lost", "Its job was lost.")
+	e.clock.Advance(10 * time.Minute)
+	var metrics bytes.Buffer
+	sw := e.sweeper(&metrics)
+	rep, err := sw.Sweep(ctx)
+	if err != nil || rep.StuckTargets != 2 || rep.Requeued != 0 {
+		t.Fatalf("sweep with a backlog: stuck %d requeued %d (err %v), want 2 counted and none re-enqueued", rep.StuckTargets, rep.Requeued, err)
+	}
+	if rep.QueueVisible != 1 {
+		t.Errorf("sweep saw %d visible jobs, want 1", rep.QueueVisible)
+	}
+	e.drain() // the line moves: in-line is published
+	if tg := e.target(inLine); tg.Status != post.Published {
+		t.Fatalf("in-line target %s, want published", tg.Status)
+	}
+	rep, err = sw.Sweep(ctx)
+	if err != nil || rep.StuckTargets != 1 || rep.Requeued != 1 {
+		t.Fatalf("sweep with nothing in line: stuck %d requeued %d (err %v), want the lost one re-enqueued", rep.StuckTargets, rep.Requeued, err)
+	}
+	if jobs := e.queued(); len(jobs) != 1 || jobs[0] != lost {
+		t.Errorf("queue holds %v, want the lost job once", jobs)
+	}
+}

@@ -588,6 +588,7 @@ type queueBugs struct {
 	redriveKeepsCount bool // the redriven message keeps its receive count
 	redriveKeepsDead  bool // Redrive leaves the dead letter listed
 	dropKeeps         bool // Drop answers nil and deletes nothing
+	depthCountsAll    bool // every message counted visible
 }
 
 type memMsg struct {
@@ -668,6 +669,24 @@ func (q *memQueue) Receive(_ context.Context, max int, visibility time.Duration)
 	}
 	q.msgs = keep
 	return out, nil
+}
+
+func (q *memQueue) Depth(context.Context) (publishing.QueueDepth, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := time.Now()
+	var d publishing.QueueDepth
+	for _, m := range q.msgs {
+		switch {
+		case !now.Before(m.visibleAt) || q.bugs.depthCountsAll:
+			d.Visible++
+		case m.count == 0:
+			d.Delayed++
+		default:
+			d.InFlight++
+		}
+	}
+	return d, nil
 }
 
 func (q *memQueue) bury(m *memMsg, reason string, now time.Time) {

@@ -103,7 +103,44 @@ func queueChecks(opts QueueOptions) []check[queueFactory] {
 		{"DeadLetterAdmin/redrive", with(queueRedrive)},
 		{"DeadLetterAdmin/drop", with(queueDrop)},
 		{"DeadLetterAdmin/not_found", with(queueAdminNotFound)},
+		{"Depth/visible_delayed_in_flight", with(queueDepth)},
 	}
+}
+
+// queueDepth: Depth counts messages by where they stand, and only the
+// queue's own: visible, delayed (never received), in flight (received,
+// hidden). SQS's counts are approximate and may lag, so each expected
+// count is awaited for a few units.
+func queueDepth(x *qt) {
+	x.queue(defaultMaxReceives)
+	want := func(d publishing.QueueDepth, what string) {
+		x.t.Helper()
+		end := time.Now().Add(6 * x.u)
+		for {
+			got, err := x.q.Depth(x.t.Context())
+			if err != nil {
+				x.t.Fatalf("%s: Depth = %v", what, err)
+			}
+			if got == d {
+				return
+			}
+			if time.Now().After(end) {
+				x.t.Fatalf("%s: Depth = %+v, want %+v", what, got, d)
+			}
+			time.Sleep(x.poll())
+		}
+	}
+	want(publishing.QueueDepth{}, "empty queue")
+	x.send([]byte("first"), 0)
+	x.send([]byte("second"), 0)
+	x.send([]byte("later"), 60*x.u)
+	want(publishing.QueueDepth{Visible: 2, Delayed: 1}, "two sent, one delayed")
+	m := x.await(1, 1, 30*x.u, 5*x.u, "one of the two").msgs[0]
+	want(publishing.QueueDepth{Visible: 1, Delayed: 1, InFlight: 1}, "one received")
+	if err := x.q.DeadLetter(x.t.Context(), m.Receipt, "bad"); err != nil {
+		x.t.Fatal(err)
+	}
+	want(publishing.QueueDepth{Visible: 1, Delayed: 1}, "the received one dead-lettered (dead letters are not counted)")
 }
 
 // qt is one queue check: the queue and the time unit.

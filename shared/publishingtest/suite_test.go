@@ -271,6 +271,7 @@ func TestQueueSuiteCatchesBrokenAdapters(t *testing.T) {
 		{"Redrive keeps the receive count", q(queueBugs{redriveKeepsCount: true}), []string{"DeadLetterAdmin/redrive"}},
 		{"Redrive keeps the dead letter", q(queueBugs{redriveKeepsDead: true}), []string{"DeadLetterAdmin/redrive"}},
 		{"Drop deletes nothing", q(queueBugs{dropKeeps: true}), []string{"DeadLetterAdmin/drop"}},
+		{"Depth counts every message visible", q(queueBugs{depthCountsAll: true}), []string{"Depth/visible_delayed_in_flight"}},
 	}
 	testBroken(t, checks, cases, true)
 }

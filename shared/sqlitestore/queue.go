@@ -83,6 +83,18 @@ func (q *Queue) Send(ctx context.Context, body []byte, delay time.Duration) (str
 	return id, nil
 }
 
+// Depth counts the queue's messages by where they stand (publishing.Queue):
+// visible now, delayed and never received, received and hidden (in
+// flight). One read of the queue's rows, from a read connection.
+func (q *Queue) Depth(ctx context.Context) (publishing.QueueDepth, error) {
+	var d publishing.QueueDepth
+	err := q.s.rs.queueDepth.QueryRowContext(ctx, q.name, sqltime.Encode(q.s.now())).Scan(&d.Visible, &d.Delayed, &d.InFlight)
+	if err != nil {
+		return d, fmt.Errorf("queue %s depth: %w", q.name, err)
+	}
+	return d, nil
+}
+
 // visible is a message picked by Receive, decoded as far as it can be.
 type visible struct {
 	seq          int64

@@ -112,6 +112,7 @@ type readStmts struct {
 	accountGet, accountList, credential   *sql.Stmt
 	blocked                               *sql.Stmt
 	deadLetters, queueAnyVisible          *sql.Stmt
+	queueDepth                            *sql.Stmt
 }
 
 func (r *readStmts) all() []*sql.Stmt {
@@ -119,7 +120,7 @@ func (r *readStmts) all() []*sql.Stmt {
 		r.ledgerGet, r.ledgerOpen, r.ledgerHistory, r.ledgerHeld, r.ledgerByState,
 		r.postGet, r.due, r.unfinished, r.unscheduled, r.countAll,
 		r.accountGet, r.accountList, r.credential, r.blocked,
-		r.deadLetters, r.queueAnyVisible,
+		r.deadLetters, r.queueAnyVisible, r.queueDepth,
 	}
 	for _, st := range r.count {
 		out = append(out, st)
@@ -262,6 +263,8 @@ func (s *Store) prepare(ctx context.Context) error {
 			SELECT queue, id, body, ?1, ?1, 0, '' FROM dead_letters WHERE seq = ?2`},
 		{&w.deadDelete, s.w, `DELETE FROM dead_letters WHERE seq = ?`},
 		{&r.queueAnyVisible, s.r, `SELECT 1 FROM queue_messages WHERE queue = ? AND visible_at <= ? LIMIT 1`},
+		{&r.queueDepth, s.r, `SELECT COALESCE(SUM(visible_at <= ?2), 0), COALESCE(SUM(visible_at > ?2 AND receive_count = 0), 0),
+			COALESCE(SUM(visible_at > ?2 AND receive_count > 0), 0) FROM queue_messages WHERE queue = ?1`},
 		{&r.deadLetters, s.r, `SELECT id, body, receive_count, reason, at FROM dead_letters
 			WHERE queue = ? ORDER BY seq LIMIT ?`},
 	}

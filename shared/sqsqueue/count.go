@@ -49,3 +49,38 @@ func (q *Queue) CountDeadLetters(ctx context.Context) (int, error) {
 	}
 	return total, nil
 }
+
+// Depth reads the publish queue's approximate counts with one
+// GetQueueAttributes (publishing.Queue): ApproximateNumberOfMessages
+// (visible), ...Delayed and ...NotVisible (in flight). SQS's counts lag by
+// up to a minute.
+func (q *Queue) Depth(ctx context.Context) (publishing.QueueDepth, error) {
+	out, err := q.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(q.url),
+		AttributeNames: []types.QueueAttributeName{
+			types.QueueAttributeNameApproximateNumberOfMessages,
+			types.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+		},
+	})
+	if err != nil {
+		return publishing.QueueDepth{}, fmt.Errorf("sqsqueue %s depth: %w", q.name, translate(err))
+	}
+	var d publishing.QueueDepth
+	for name, into := range map[types.QueueAttributeName]*int{
+		types.QueueAttributeNameApproximateNumberOfMessages:           &d.Visible,
+		types.QueueAttributeNameApproximateNumberOfMessagesDelayed:    &d.Delayed,
+		types.QueueAttributeNameApproximateNumberOfMessagesNotVisible: &d.InFlight,
+	} {
+		v, ok := out.Attributes[string(name)]
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return publishing.QueueDepth{}, fmt.Errorf("sqsqueue %s depth: %s %q is not a count", q.name, name, v)
+		}
+		*into = n
+	}
+	return d, nil
+}

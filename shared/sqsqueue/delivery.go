@@ -127,6 +127,9 @@ func (d *Delivery) Receive(context.Context, int, time.Duration) ([]publishing.Me
 	return nil, nil
 }
 
+// Depth is the queue's Depth.
+func (d *Delivery) Depth(ctx context.Context) (publishing.QueueDepth, error) { return d.q.Depth(ctx) }
+
 // DeadLetters lists the queue's dead letters (Queue.DeadLetters).
 func (d *Delivery) DeadLetters(ctx context.Context, limit int) ([]publishing.DeadLetter, error) {
 	return d.q.DeadLetters(ctx, limit)
