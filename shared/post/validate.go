@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/rivo/uniseg"
+	"oncepost/shared/graphemes"
 )
 
 // FieldError is a refused input: which field, what is wrong, how to fix it.
@@ -211,7 +211,7 @@ func (d Draft) Validate(r Rules) (Post, error) {
 					text, field = tx, "texts."+acc.Platform
 					usedTexts[acc.Platform] = true
 				}
-				length := uniseg.GraphemeClusterCount(text)
+				length := graphemes.Count(text)
 				if r.Measure != nil {
 					length = r.Measure(acc.Platform, text)
 				}

@@ -37,8 +37,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rivo/uniseg"
-
+	"oncepost/shared/graphemes"
 	"oncepost/shared/platform"
 	"oncepost/shared/platform/httpcall"
 )
@@ -371,7 +370,7 @@ func sameMedia(a, b []string) bool {
 }
 
 func checkText(text string) error {
-	if n := uniseg.GraphemeClusterCount(text); n > maxGraphemes {
+	if n := graphemes.Count(text); n > maxGraphemes {
 		return &platform.Rejected{Reason: "text_too_long", Message: fmt.Sprintf("bluesky: %d characters; a post takes at most %d", n, maxGraphemes)}
 	}
 	if len(text) > maxTextBytes {

@@ -15,8 +15,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/rivo/uniseg"
-
+	"oncepost/shared/graphemes"
 	"oncepost/shared/platform"
 	"oncepost/shared/platform/bluesky"
 	"oncepost/shared/platform/discord"
@@ -115,7 +114,7 @@ func (k Kind) Measure(text string) int {
 	if k.measure != nil {
 		return k.measure(text)
 	}
-	return uniseg.GraphemeClusterCount(text)
+	return graphemes.Count(text)
 }
 
 // Limits are the platform's default content limits.
