@@ -136,6 +136,7 @@ func (c *Client) Capabilities() platform.Capabilities {
 		LookupByHandle:    true,
 		ReadableHistory:   true,
 		MaxTextGraphemes:  maxGraphemes,
+		MaxTextBytes:      maxTextBytes,
 		MaxMedia:          maxImages,
 		MaxMediaBytes:     maxImageBytes,
 		Handle:            "record key (a TID derived from the handle); putRecord with swapRecord null creates only if absent",
