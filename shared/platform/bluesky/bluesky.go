@@ -13,8 +13,9 @@
 //
 // The record is the same bytes on every attempt: its createdAt is the
 // ledger entry's time (PublishRequest.CreatedAt), its facets (links,
-// mentions, hashtags; richtext.go) are computed from the text, and its
-// images are content-addressed blobs (UploadMedia).
+// mentions, hashtags and cashtags, found as the reference client finds
+// them; richtext.go) are computed from the text, and its images are
+// content-addressed blobs (UploadMedia).
 //
 // The session is created once, when the account is added, from an app
 // password (CreateSession): only its tokens are stored. A 400/401
