@@ -17,6 +17,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
 	github.com/aws/smithy-go v1.28.9
 	github.com/awslabs/goformation/v7 v7.14.9
+	github.com/clipperhouse/uax29/v2 v2.7.0
 	github.com/google/go-cmp v0.7.0
 	github.com/rivo/uniseg v0.4.7
 	golang.org/x/image v0.47.0

@@ -201,6 +201,9 @@ type Capabilities struct {
 	// MaxTextWithMedia is the text limit of a post that carries media, when
 	// it is lower (Telegram's photo caption); 0 means MaxTextGraphemes.
 	MaxTextWithMedia int
+	// MaxTextBytes is a limit on the text's length in UTF-8 bytes that
+	// applies besides MaxTextGraphemes (Bluesky's 3,000); 0: none.
+	MaxTextBytes int
 	// MaxMedia is the largest number of attachments on one post.
 	MaxMedia int
 	// MaxMediaBytes and MaxMediaPixels are the largest image the platform

@@ -7,11 +7,12 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/rivo/uniseg"
 	"golang.org/x/text/cases"
 	"golang.org/x/text/language"
 	"golang.org/x/text/search"
 	"golang.org/x/text/unicode/norm"
+
+	"oncepost/shared/graphemes"
 )
 
 // BlockedTerm is one word or phrase of the workspace's blocklist.
@@ -34,7 +35,7 @@ func NewBlockedTerm(term string, at time.Time) (BlockedTerm, error) {
 		return BlockedTerm{}, &FieldError{Field: "term", Problem: fmt.Sprintf("byte %d is not valid UTF-8", off), Fix: "write the word as UTF-8 text"}
 	}
 	key := NormalizeTerm(term)
-	switch n := uniseg.GraphemeClusterCount(key); {
+	switch n := graphemes.Count(key); {
 	case key == "":
 		return BlockedTerm{}, &FieldError{Field: "term", Problem: "is empty", Fix: "give the word or phrase to block"}
 	case n > MaxTermGraphemes:

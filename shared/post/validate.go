@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/rivo/uniseg"
+	"oncepost/shared/graphemes"
 )
 
 // FieldError is a refused input: which field, what is wrong, how to fix it.
@@ -63,7 +63,11 @@ type Limits struct {
 	// (Telegram's photo caption); 0 means MaxTextGraphemes applies. It is
 	// the platform's: the stores do not keep it with an account.
 	MaxTextWithMedia int `json:"max_characters_with_media,omitempty"`
-	MaxMedia         int `json:"max_media,omitempty"`
+	// MaxTextBytes limits the text's UTF-8 bytes besides its characters
+	// (Bluesky's 3,000); 0 means none. It is the platform's, like
+	// MaxTextWithMedia.
+	MaxTextBytes int `json:"max_text_bytes,omitempty"`
+	MaxMedia     int `json:"max_media,omitempty"`
 	// MaxMediaBytes is the largest image the instance accepts; 0 = unknown.
 	MaxMediaBytes int64 `json:"max_media_bytes,omitempty"`
 }
@@ -75,6 +79,9 @@ func (l Limits) Or(def Limits) Limits {
 	}
 	if l.MaxTextWithMedia == 0 {
 		l.MaxTextWithMedia = def.MaxTextWithMedia
+	}
+	if l.MaxTextBytes == 0 {
+		l.MaxTextBytes = def.MaxTextBytes
 	}
 	if l.MaxMedia == 0 {
 		l.MaxMedia = def.MaxMedia
@@ -211,7 +218,7 @@ func (d Draft) Validate(r Rules) (Post, error) {
 					text, field = tx, "texts."+acc.Platform
 					usedTexts[acc.Platform] = true
 				}
-				length := uniseg.GraphemeClusterCount(text)
+				length := graphemes.Count(text)
 				if r.Measure != nil {
 					length = r.Measure(acc.Platform, text)
 				}
@@ -225,6 +232,13 @@ func (d Draft) Validate(r Rules) (Post, error) {
 						fix += fmt.Sprintf(", or give %s a text of its own (texts.%s)", acc.Platform, acc.Platform)
 					}
 					bad(field, fmt.Sprintf("is %d characters as %s counts them, over its limit of %d%s for %s", length, acc.Platform, limit, which, t.Account), fix)
+				}
+				if n := len(text); lim.MaxTextBytes > 0 && n > lim.MaxTextBytes {
+					fix := fmt.Sprintf("shorten it by %d bytes", n-lim.MaxTextBytes)
+					if field == "body" {
+						fix += fmt.Sprintf(", or give %s a text of its own (texts.%s)", acc.Platform, acc.Platform)
+					}
+					bad(field, fmt.Sprintf("is %d bytes of UTF-8, over %s's limit of %d bytes for %s", n, acc.Platform, lim.MaxTextBytes, t.Account), fix)
 				}
 				if len(d.Media) > lim.MaxMedia {
 					bad("media", fmt.Sprintf("has %d attachments, over %s's limit of %d for %s", len(d.Media), acc.Platform, lim.MaxMedia, t.Account),

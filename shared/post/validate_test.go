@@ -244,3 +244,50 @@ func TestDraftTextLimitWithMedia(t *testing.T) {
 		})
 	}
 }
+
+// A platform that limits the text's UTF-8 bytes besides its characters
+// (Bluesky: 300 characters and 3,000 bytes) refuses a text over the bytes
+// at validation, naming the field, the platform and the limit. The limit
+// is the platform's: an account's stored limits (which do not carry it)
+// take it from the platform's.
+func TestDraftTextBytes(t *testing.T) {
+	r := Rules{
+		Accounts: map[AccountID]Account{
+			"sky":  {ID: "sky", Platform: "bluesky", Limits: Limits{MaxTextGraphemes: 300, MaxMedia: 4}},
+			"news": {ID: "news", Platform: "mastodon"},
+		},
+		Limits: func(p string) (Limits, bool) {
+			return map[string]Limits{
+				"bluesky":  {MaxTextGraphemes: 300, MaxTextBytes: 3000, MaxMedia: 4},
+				"mastodon": {MaxTextGraphemes: 500, MaxMedia: 4},
+			}[p], true
+		},
+		Now: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC),
+	}
+	at := "2026-12-01T09:00:00Z"
+	family := "👨‍👩‍👧‍👦"                 // one character, 25 bytes
+	over := strings.Repeat(family, 121) // 121 characters, 3025 bytes
+	tests := []struct {
+		name    string
+		draft   Draft
+		wantErr string
+	}{
+		{"3000 bytes", Draft{ID: "p1", Body: strings.Repeat(family, 120), Targets: []DraftTarget{{Account: "sky", At: at}}}, ""},
+		{"3025 bytes", Draft{ID: "p2", Body: over, Targets: []DraftTarget{{Account: "sky", At: at}}},
+			"body: is 3025 bytes of UTF-8, over bluesky's limit of 3000 bytes for sky; shorten it by 25 bytes, or give bluesky a text of its own (texts.bluesky)"},
+		{"3025 bytes in bluesky's own text", Draft{ID: "p3", Body: "hi", Texts: map[string]string{"bluesky": over}, Targets: []DraftTarget{{Account: "sky", At: at}}},
+			"texts.bluesky: is 3025 bytes of UTF-8, over bluesky's limit of 3000 bytes for sky; shorten it by 25 bytes"},
+		{"another platform counts no bytes", Draft{ID: "p4", Body: over, Targets: []DraftTarget{{Account: "news", At: at}}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.draft.Validate(r)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -13,8 +13,9 @@
 //
 // The record is the same bytes on every attempt: its createdAt is the
 // ledger entry's time (PublishRequest.CreatedAt), its facets (links,
-// mentions, hashtags; richtext.go) are computed from the text, and its
-// images are content-addressed blobs (UploadMedia).
+// mentions, hashtags and cashtags, found as the reference client finds
+// them; richtext.go) are computed from the text, and its images are
+// content-addressed blobs (UploadMedia).
 //
 // The session is created once, when the account is added, from an app
 // password (CreateSession): only its tokens are stored. A 400/401
@@ -37,8 +38,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rivo/uniseg"
-
+	"oncepost/shared/graphemes"
 	"oncepost/shared/platform"
 	"oncepost/shared/platform/httpcall"
 )
@@ -137,6 +137,7 @@ func (c *Client) Capabilities() platform.Capabilities {
 		LookupByHandle:    true,
 		ReadableHistory:   true,
 		MaxTextGraphemes:  maxGraphemes,
+		MaxTextBytes:      maxTextBytes,
 		MaxMedia:          maxImages,
 		MaxMediaBytes:     maxImageBytes,
 		Handle:            "record key (a TID derived from the handle); putRecord with swapRecord null creates only if absent",
@@ -371,7 +372,7 @@ func sameMedia(a, b []string) bool {
 }
 
 func checkText(text string) error {
-	if n := uniseg.GraphemeClusterCount(text); n > maxGraphemes {
+	if n := graphemes.Count(text); n > maxGraphemes {
 		return &platform.Rejected{Reason: "text_too_long", Message: fmt.Sprintf("bluesky: %d characters; a post takes at most %d", n, maxGraphemes)}
 	}
 	if len(text) > maxTextBytes {

@@ -291,6 +291,30 @@ func TestPDSFacetsResolve(t *testing.T) {
 	}
 }
 
+// The PDS takes every text of the rich-text corpus that fits the limits
+// with the facets the adapter writes: none of them breaks
+// app.bsky.richtext.facet's lexicon, which the PDS checks on putRecord
+// (the deviations from the reference client are for that).
+func TestPDSTakesTheRichTextCorpus(t *testing.T) {
+	pds := pdstest.Start(t)
+	pds.CreateAccount(t, "bob.test", "pw-bob")
+	acc := newPDSAccount(t, "", pds, "gina.test")
+	ctx := ctxFor(t)
+	sent := 0
+	for _, c := range richTextCorpus {
+		if checkText(c.text) != nil {
+			continue
+		}
+		sent++
+		if _, err := acc.client.Publish(ctx, platform.PublishRequest{Handle: ledger.NewHandle(), Text: c.text, CreatedAt: time.Now().UTC()}); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+	if got := len(pds.ListPosts(t, acc.account.DID)); got != sent {
+		t.Errorf("%d records, want %d", got, sent)
+	}
+}
+
 // refreshSession on the PDS rotates the refresh token; the new session
 // works, and an unknown refresh token is refused as reconnect_needed.
 func TestPDSRefreshRotates(t *testing.T) {

@@ -15,8 +15,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/rivo/uniseg"
-
+	"oncepost/shared/graphemes"
 	"oncepost/shared/platform"
 	"oncepost/shared/platform/bluesky"
 	"oncepost/shared/platform/discord"
@@ -115,20 +114,22 @@ func (k Kind) Measure(text string) int {
 	if k.measure != nil {
 		return k.measure(text)
 	}
-	return uniseg.GraphemeClusterCount(text)
+	return graphemes.Count(text)
 }
 
 // Limits are the platform's default content limits.
 func (k Kind) Limits() post.Limits {
-	return post.Limits{MaxTextGraphemes: k.Capabilities.MaxTextGraphemes, MaxTextWithMedia: k.Capabilities.MaxTextWithMedia, MaxMedia: k.Capabilities.MaxMedia}
+	c := k.Capabilities
+	return post.Limits{MaxTextGraphemes: c.MaxTextGraphemes, MaxTextWithMedia: c.MaxTextWithMedia, MaxTextBytes: c.MaxTextBytes, MaxMedia: c.MaxMedia}
 }
 
 // AccountLimits are the limits stored with an account of the kind: Limits
-// without MaxTextWithMedia, which validation reads from the catalog
-// (post.Limits.Or), so a change of it reaches accounts added before.
+// without MaxTextWithMedia and MaxTextBytes, which validation reads from
+// the catalog (post.Limits.Or), so a change of them reaches accounts added
+// before.
 func (k Kind) AccountLimits() post.Limits {
 	l := k.Limits()
-	l.MaxTextWithMedia = 0
+	l.MaxTextWithMedia, l.MaxTextBytes = 0, 0
 	return l
 }
 
@@ -194,14 +195,22 @@ func Names() []string {
 	return names
 }
 
-// TextLimit describes the platform's text limit: "500", or "4096 (1024
-// with media)" where a post with media has a lower one.
+// TextLimit describes the platform's text limit: "500"; "4096 (1024
+// with media)" where a post with media has a lower one; "300 (and 3000
+// bytes)" where the UTF-8 bytes are limited too.
 func (k Kind) TextLimit() string {
 	c := k.Capabilities
+	var also []string
 	if c.MaxTextWithMedia > 0 && c.MaxTextWithMedia < c.MaxTextGraphemes {
-		return fmt.Sprintf("%d (%d with media)", c.MaxTextGraphemes, c.MaxTextWithMedia)
+		also = append(also, fmt.Sprintf("%d with media", c.MaxTextWithMedia))
 	}
-	return strconv.Itoa(c.MaxTextGraphemes)
+	if c.MaxTextBytes > 0 {
+		also = append(also, fmt.Sprintf("and %d bytes", c.MaxTextBytes))
+	}
+	if len(also) == 0 {
+		return strconv.Itoa(c.MaxTextGraphemes)
+	}
+	return fmt.Sprintf("%d (%s)", c.MaxTextGraphemes, strings.Join(also, ", "))
 }
 
 // Table is the guarantee table in Markdown, one row per platform.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"oncepost/shared/platform"
 	"oncepost/shared/post"
@@ -89,5 +90,64 @@ func TestTextLimitWithMedia(t *testing.T) {
 	m, _ := Lookup(Mastodon)
 	if got := m.TextLimit(); got != "500" {
 		t.Errorf("mastodon TextLimit = %q, want 500", got)
+	}
+}
+
+// Bluesky limits the text's UTF-8 bytes besides its characters: the
+// limits validation reads carry both, an account's stored limits only the
+// characters (the bytes stay the catalog's), and the table says so.
+func TestTextLimitInBytes(t *testing.T) {
+	b, _ := Lookup(Bluesky)
+	if got, want := b.Limits(), (post.Limits{MaxTextGraphemes: 300, MaxTextBytes: 3000, MaxMedia: 4}); got != want {
+		t.Errorf("bluesky limits = %+v, want %+v", got, want)
+	}
+	if got, want := b.AccountLimits(), (post.Limits{MaxTextGraphemes: 300, MaxMedia: 4}); got != want {
+		t.Errorf("bluesky account limits = %+v, want %+v", got, want)
+	}
+	if got := b.TextLimit(); got != "300 (and 3000 bytes)" {
+		t.Errorf("bluesky TextLimit = %q", got)
+	}
+}
+
+// Validation reads Bluesky's text limits from the catalog: 300
+// characters as the platform counts them (an Indic conjunct such as "क्षि"
+// is one, Unicode 15.1's rule) and 3,000 bytes of UTF-8. A text over
+// either is refused at `post add`, naming the field and the limit, instead
+// of failing at its slot.
+func TestBlueskyTextLimitsAtValidation(t *testing.T) {
+	rules := post.Rules{
+		Accounts: map[post.AccountID]post.Account{"sky": {ID: "sky", Platform: Bluesky}},
+		Limits: func(p string) (post.Limits, bool) {
+			k, ok := Lookup(p)
+			return k.Limits(), ok
+		},
+		Measure: func(p, text string) int {
+			k, _ := Lookup(p)
+			return k.Measure(text)
+		},
+		Now: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC),
+	}
+	family := "👨‍👩‍👧‍👦" // one character, 25 bytes
+	tests := []struct {
+		name, text, wantErr string
+	}{
+		{"300 letters", strings.Repeat("a", 300), ""},
+		{"301 letters", strings.Repeat("a", 301), "body: is 301 characters as bluesky counts them, over its limit of 300 for sky"},
+		{"300 characters of conjuncts", strings.Repeat("क्षि ", 150), ""},
+		{"120 families, 3000 bytes", strings.Repeat(family, 120), ""},
+		{"121 families, 3025 bytes", strings.Repeat(family, 121), "body: is 3025 bytes of UTF-8, over bluesky's limit of 3000 bytes for sky; shorten it by 25 bytes"},
+		{"300 conjuncts, 3600 bytes", strings.Repeat("क्षि", 300), "body: is 3600 bytes of UTF-8, over bluesky's limit of 3000 bytes for sky"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := post.Draft{ID: "p1", Body: tt.text, Targets: []post.DraftTarget{{Account: "sky", At: "2026-12-01T09:00:00Z"}}}
+			_, err := d.Validate(rules)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("err = %v, want it to contain %q", err, tt.wantErr)
+			}
+		})
 	}
 }

@@ -13,8 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rivo/uniseg"
-
+	"oncepost/shared/graphemes"
 	"oncepost/shared/platform"
 	"oncepost/shared/platform/httpcall"
 )
@@ -377,7 +376,7 @@ type distribution struct {
 // not UploadMedia's are refused before sending.
 func (c *Client) Publish(ctx context.Context, req platform.PublishRequest) (platform.Receipt, error) {
 	const op = "create post"
-	if n := uniseg.GraphemeClusterCount(req.Text); n > maxTextGraphemes {
+	if n := graphemes.Count(req.Text); n > maxTextGraphemes {
 		return platform.Receipt{}, &platform.Rejected{Reason: ReasonTextTooLong, Message: fmt.Sprintf("%s: the text has %d characters, LinkedIn allows %d", op, n, maxTextGraphemes)}
 	}
 	content, err := contentOf(op, req.MediaIDs)

@@ -7,7 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/rivo/uniseg"
+	"oncepost/shared/graphemes"
 )
 
 // This file turns a status's text into the HTML Mastodon serves as
@@ -858,5 +858,5 @@ func countCharacters(text string) int {
 		last = e.end
 	}
 	b.WriteString(text[last:])
-	return uniseg.GraphemeClusterCount(b.String())
+	return graphemes.Count(b.String())
 }
