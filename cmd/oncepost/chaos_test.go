@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"oncepost/shared/emulatortest"
-	"oncepost/shared/pdstest"
+	"oncepost/shared/localpds"
 )
 
 var chaosLine = regexp.MustCompile(`^rounds=(\d+) published=(\d+) duplicates=(\d+) confirm-branch=(\d+) leaked-pending=(\d+) lost=(\d+) held=(\d+) failed=(\d+) unexplained=(\d+) elapsed=\S+\n$`)
@@ -67,7 +67,7 @@ func TestChaosNaiveDuplicates(t *testing.T) {
 func requirePDS(t *testing.T) {
 	t.Helper()
 	if _, err := os.Stat("../../infra/pds/node_modules/@atproto/pds/package.json"); err != nil {
-		emulatortest.Unavailable(t, "the Bluesky reference PDS is not installed: run `"+pdstest.InstallCommand+"`")
+		emulatortest.Unavailable(t, "the Bluesky reference PDS is not installed: run `"+localpds.InstallCommand+"`")
 	}
 }
 

@@ -123,7 +123,9 @@ func TestEverySampleEventThroughItsFunction(t *testing.T) {
 	t.Run("trigger-slot.json", func(t *testing.T) {
 		covered["trigger-slot.json"] = true
 		var res struct{ Sent int }
+		s.Calls.Reset()
 		invoke(t, "trigger", "trigger-slot.json", &res)
+		noStoreWrites(t, s.Calls.Snapshot())
 		if diff := cmp.Diff([]string{"launch", "slot-a", "slot-b"}, queued(t)); diff != "" || res.Sent != 3 {
 			t.Errorf("sent %d; queued (-want +got):\n%s", res.Sent, diff)
 		}
@@ -131,7 +133,9 @@ func TestEverySampleEventThroughItsFunction(t *testing.T) {
 	t.Run("trigger-target.json", func(t *testing.T) {
 		covered["trigger-target.json"] = true
 		var res struct{ Sent int }
+		s.Calls.Reset()
 		invoke(t, "trigger", "trigger-target.json", &res)
+		noStoreWrites(t, s.Calls.Snapshot())
 		if diff := cmp.Diff([]string{"launch"}, queued(t)); diff != "" || res.Sent != 1 {
 			t.Errorf("sent %d; queued (-want +got):\n%s", res.Sent, diff)
 		}
@@ -213,6 +217,18 @@ func TestEverySampleEventThroughItsFunction(t *testing.T) {
 	for _, f := range files {
 		if !covered[filepath.Base(f)] {
 			t.Errorf("events/%s is not run through its function by this test", filepath.Base(f))
+		}
+	}
+}
+
+// noStoreWrites fails t if calls hold a DynamoDB write: the trigger reads
+// posts and enqueues their jobs, and the stack's policy lets it write
+// nothing (infra/template's least-privilege rules).
+func noStoreWrites(t *testing.T, calls map[string]int) {
+	t.Helper()
+	for _, op := range []string{"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"} {
+		if n := calls["dynamodb."+op]; n > 0 {
+			t.Errorf("the trigger made %d dynamodb.%s call(s); it may only read posts (calls: %v)", n, op, calls)
 		}
 	}
 }

@@ -11,9 +11,10 @@ import (
 	"oncepost/shared/publishing"
 )
 
-// trigger enqueues due targets (publishing.Trigger).
+// trigger enqueues due targets (publishing.Trigger). Neither call writes
+// a post: the function's IAM policy lets it read posts only.
 type trigger interface {
-	Fire(ctx context.Context, ref publishing.TargetRef) (bool, error)
+	Enqueue(ctx context.Context, ref publishing.TargetRef) (bool, error)
 	FireSlot(ctx context.Context, slot time.Time) (int, error)
 }
 
@@ -52,7 +53,7 @@ func (h handler) handle(ctx context.Context, event json.RawMessage) (Response, e
 		}
 		return res, nil
 	}
-	sent, err := h.trigger.Fire(ctx, in.TargetRef)
+	sent, err := h.trigger.Enqueue(ctx, in.TargetRef)
 	if err != nil {
 		return res, fmt.Errorf("fire %s/%s: %w", in.Post, in.Account, err)
 	}

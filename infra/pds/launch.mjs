@@ -1,9 +1,9 @@
-// Test-only launcher of the Bluesky reference PDS for shared/pdstest: an
+// Launcher of the Bluesky reference PDS for shared/localpds (tests, the drill): an
 // in-memory PLC directory and a PDS in this one Node process, both on
 // 127.0.0.1, configured entirely from the environment the Go side sets
 // (PDS_PORT, PLC_PORT, the PDS_* secrets and folders). Prints
 // "oncepost-pds-listening pds=URL plc=URL" once both answer, and exits
-// when stdin closes (the test process holding the other end is gone) or
+// when stdin closes (the Go process holding the other end is gone) or
 // on SIGTERM.
 import { createRequire } from 'node:module'
 import fs from 'node:fs'

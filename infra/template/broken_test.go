@@ -42,6 +42,16 @@ func alarmOn(doc map[string]any, metric string) map[string]any {
 	return nil
 }
 
+// operatorStatement is the operators' policy statement with the Sid.
+func operatorStatement(doc map[string]any, sid string) map[string]any {
+	for _, s := range asList(asMap(properties(doc, "OperatorPolicy")["PolicyDocument"])["Statement"]) {
+		if asMap(s)["Sid"] == sid {
+			return asMap(s)
+		}
+	}
+	panic("OperatorPolicy has no statement " + sid)
+}
+
 func ref(name string) map[string]any { return map[string]any{"Ref": name} }
 
 func getAtt(id, attr string) map[string]any {
@@ -267,6 +277,53 @@ func TestBrokenTemplatesAreCaught(t *testing.T) {
 		{"a key open to everyone", func(d map[string]any) {
 			asMap(asList(asMap(properties(d, "CredentialsKey")["KeyPolicy"])["Statement"])[0])["Principal"] = map[string]any{"AWS": "*"}
 		}, "permissions: CredentialsKey.KeyPolicy.Statement[0]: opens the key to every principal"},
+
+		// Least privilege.
+		{"a function deletes ledger rows", func(d map[string]any) {
+			s := asMap(statements(d, "PublisherFunction")[0])
+			s["Action"] = append(asList(s["Action"]), "dynamodb:DeleteItem")
+		}, "least privilege: PublisherFunction.Policies[0].Statement[0]: PublisherFunction may dynamodb:DeleteItem on LedgerTable"},
+		{"the operators delete ledger rows", func(d map[string]any) {
+			s := operatorStatement(d, "Ledger")
+			s["Action"] = append(asList(s["Action"]), "dynamodb:DeleteItem")
+		}, "least privilege: OperatorPolicy.PolicyDocument.Statement[1]: OperatorPolicy may dynamodb:DeleteItem on LedgerTable"},
+		{"a function deletes credentials in a batch", func(d map[string]any) {
+			addStatement(d, "SweeperFunction", map[string]any{"Effect": "Allow", "Action": "dynamodb:BatchWriteItem", "Resource": getAtt("CredentialsTable", "Arn")})
+		}, "least privilege: SweeperFunction.Policies[0].Statement[7]: SweeperFunction may dynamodb:BatchWriteItem on CredentialsTable"},
+		{"the trigger writes posts", func(d map[string]any) {
+			s := asMap(statements(d, "TriggerFunction")[0])
+			s["Action"] = append(asList(s["Action"]), "dynamodb:UpdateItem")
+		}, "least privilege: TriggerFunction.Policies[0].Statement[0]: TriggerFunction may dynamodb:UpdateItem on PostsTable"},
+		{"the operators receive from the live queue", func(d map[string]any) {
+			s := operatorStatement(d, "SendJobs")
+			s["Action"] = append(asList(s["Action"]), "sqs:ReceiveMessage")
+		}, "OperatorPolicy may sqs:ReceiveMessage on PublishQueue"},
+		{"another function takes jobs from the live queue", func(d map[string]any) {
+			addStatement(d, "SweeperFunction", map[string]any{"Effect": "Allow", "Action": "sqs:DeleteMessage", "Resource": getAtt("PublishQueue", "Arn")})
+		}, "SweeperFunction may sqs:DeleteMessage on PublishQueue: only the publish queue's consumer (PublisherFunction"},
+		{"the operators write every schedule of the group", func(d map[string]any) {
+			operatorStatement(d, "ScheduleSlots")["Resource"] = map[string]any{"Fn::Sub": "arn:${AWS::Partition}:scheduler:${AWS::Region}:${AWS::AccountId}:schedule/${ScheduleGroup}/*"}
+		}, "OperatorPolicy may scheduler:CreateSchedule, scheduler:UpdateSchedule on {\"Fn::Sub\":\"arn:${AWS::Partition}:scheduler:${AWS::Region}:${AWS::AccountId}:schedule/${ScheduleGroup}/*\"}; want only the slot schedules"},
+		{"the operators delete schedules of another group", func(d map[string]any) {
+			operatorStatement(d, "ScheduleSlots")["Action"] = "scheduler:DeleteSchedule"
+			operatorStatement(d, "ScheduleSlots")["Resource"] = map[string]any{"Fn::Sub": "arn:${AWS::Partition}:scheduler:${AWS::Region}:${AWS::AccountId}:schedule/default/slot.*"}
+		}, "OperatorPolicy may scheduler:DeleteSchedule on"},
+		{"a schedule of the stack named like a slot's", func(d map[string]any) {
+			properties(d, "SweeperSchedule")["Name"] = "slot.sweeper"
+		}, "which names the stack's own schedule SweeperSchedule (slot.sweeper)"},
+		{"a bucket open to plain HTTP", func(d map[string]any) {
+			delete(asMap(d["Resources"]), "MediaBucketPolicy")
+		}, "least privilege: MediaBucket: no bucket policy denies s3:* to every principal"},
+		{"the TLS rule on the objects only", func(d map[string]any) {
+			s := asMap(asList(asMap(properties(d, "MediaBucketPolicy")["PolicyDocument"])["Statement"])[0])
+			s["Resource"] = map[string]any{"Fn::Sub": "${MediaBucket.Arn}/*"}
+		}, "least privilege: MediaBucket: no bucket policy denies"},
+		{"the operators cannot drop dead letters", func(d map[string]any) {
+			operatorStatement(d, "DeadLetters")["Action"] = []any{"sqs:ReceiveMessage", "sqs:ChangeMessageVisibility"}
+		}, "least privilege: OperatorPolicy may not sqs:DeleteMessage on PublishDeadLetterQueue"},
+		{"the trigger cannot enqueue", func(d map[string]any) {
+			asMap(statements(d, "TriggerFunction")[1])["Action"] = "sqs:GetQueueAttributes"
+		}, "least privilege: TriggerFunction may not sqs:SendMessage on PublishQueue"},
 
 		// Outputs.
 		{"an output the CLI reads is missing", func(d map[string]any) {

@@ -138,6 +138,7 @@ var checks = []check{
 	{"state machine", checkStateMachine},
 	{"alarms and dashboard", checkAlarms},
 	{"permissions", checkPermissions},
+	{"least privilege", checkLeastPrivilege},
 	{"outputs", checkOutputs},
 }
 

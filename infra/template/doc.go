@@ -19,7 +19,11 @@
 //   - least privilege: no wildcard actions on DynamoDB, SQS, Step
 //     Functions or Scheduler, resources scoped to the stack's own, the
 //     credentials table and key only for the functions that act with
-//     tokens;
+//     tokens; no one deletes ledger rows and no function credentials, the
+//     trigger writes no post, only the publisher takes jobs from the
+//     publish queue, schedule writes are scoped to the slot schedules
+//     (never the sweeper's), buckets deny requests without TLS; and the
+//     grants the code's calls need are there;
 //   - the build: `make build-<LogicalId> ARTIFACTS_DIR=…`, what `sam build`
 //     runs, makes a linux/arm64 bootstrap of the function's package
 //     (skipped under -short).

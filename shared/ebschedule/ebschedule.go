@@ -318,8 +318,8 @@ func checkRecurringName(name string) error {
 	if !validName(name) {
 		return fmt.Errorf("ebschedule: name %q is not 1-%d of [0-9a-zA-Z-_.]: %w", name, MaxNameLen, ErrInvalid)
 	}
-	if strings.HasPrefix(name, readablePrefix) || strings.HasPrefix(name, hashedPrefix) || strings.HasPrefix(name, slotPrefix) {
-		return fmt.Errorf("ebschedule: name %q starts like a target or slot schedule's (%q, %q, %q): %w", name, readablePrefix, hashedPrefix, slotPrefix, ErrInvalid)
+	if strings.HasPrefix(name, readablePrefix) || strings.HasPrefix(name, hashedPrefix) || strings.HasPrefix(name, SlotPrefix) {
+		return fmt.Errorf("ebschedule: name %q starts like a target or slot schedule's (%q, %q, %q): %w", name, readablePrefix, hashedPrefix, SlotPrefix, ErrInvalid)
 	}
 	return nil
 }

@@ -13,10 +13,12 @@ import (
 	"oncepost/shared/post"
 )
 
-// slotPrefix starts the name of a slot schedule: one schedule per distinct
+// SlotPrefix starts the name of a slot schedule: one schedule per distinct
 // slot, firing the trigger for every target due at it. Recurring schedules
-// may not use it either.
-const slotPrefix = "slot."
+// may not use it either. The operators' IAM policy scopes their schedule
+// writes to it, so that they cannot touch the stack's own schedules in the
+// same group (the sweeper's).
+const SlotPrefix = "slot."
 
 // SlotName is the schedule name of a slot: slot.<yyyymmddThhmmssZ> for a
 // whole-second slot, slot.<yyyymmddThhmmssZ>.<32 hex digits of SHA-256 of
@@ -29,10 +31,10 @@ func SlotName(slot time.Time) string {
 		stamp = "x"
 	}
 	if slot.Nanosecond() == 0 && stamp != "x" {
-		return slotPrefix + stamp
+		return SlotPrefix + stamp
 	}
 	h := sha256.Sum256([]byte(slot.Format(time.RFC3339Nano)))
-	return slotPrefix + stamp + "." + hex.EncodeToString(h[:16])
+	return SlotPrefix + stamp + "." + hex.EncodeToString(h[:16])
 }
 
 // PutSlot creates the one-time schedule that fires the trigger for every

@@ -36,7 +36,6 @@
 package emulatortest
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -58,6 +57,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"oncepost/shared/awsclient"
+	"oncepost/shared/childproc"
 )
 
 // EnvRequired names the environment variable that, set to "required",
@@ -271,7 +271,7 @@ func startEmulator(e emulator) (*proc, error) {
 	if err != nil {
 		return nil, missing(fmt.Sprintf("%s needs Node.js (node on PATH): %v", e.name, err))
 	}
-	return OnFreePorts(1, FreePort, func(ports []int) (*proc, error) {
+	return childproc.OnFreePorts(1, childproc.FreePort, func(ports []int) (*proc, error) {
 		return launch(node, dir, e, ports[0])
 	})
 }
@@ -347,57 +347,13 @@ func moduleRoot(dir string) (string, bool) {
 	}
 }
 
-// FreePort returns a TCP port of 127.0.0.1 that was free a moment ago
-// (for a child process that needs its port on its command line).
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// ErrPortTaken marks a start that failed because a port was taken between
-// picking it and the child's listen (by another process's connection: the
-// tests of many packages run side by side).
-var ErrPortTaken = errors.New("port taken")
-
-// OnFreePorts calls start with n ports from pick (FreePort, or a test's),
-// and again with new ones, up to 3 times in all, while start fails with
-// an error wrapping ErrPortTaken. It is for a child process that must be
-// given its ports on its command line, so cannot be handed a listener.
-func OnFreePorts[T any](n int, pick func() (int, error), start func(ports []int) (T, error)) (T, error) {
-	var zero T
-	var last error
-	for range 3 {
-		ports := make([]int, n)
-		for i := range ports {
-			port, err := pick()
-			if err != nil {
-				return zero, fmt.Errorf("pick a port: %w", err)
-			}
-			ports[i] = port
-		}
-		v, err := start(ports)
-		if err == nil {
-			return v, nil
-		}
-		last = err
-		if !errors.Is(err, ErrPortTaken) {
-			break
-		}
-	}
-	return zero, last
-}
-
 // proc is one running emulator.
 type proc struct {
 	name     string
 	endpoint string
 	cmd      *exec.Cmd
 	stdin    io.Closer
-	output   *Output
+	output   *childproc.Output
 	exited   chan struct{} // closed when cmd.Wait returned
 	waitErr  error         // cmd.Wait's result, set before exited is closed
 	stopOnce sync.Once
@@ -411,7 +367,7 @@ func launch(node, dir string, e emulator, port int) (*proc, error) {
 	}
 	cmd := exec.Command(node, "-e", script, e.name, strconv.Itoa(port))
 	cmd.Dir = dir
-	out := NewOutput(64 << 10)
+	out := childproc.NewOutput(64 << 10)
 	cmd.Stdout, cmd.Stderr = out, out
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -439,12 +395,12 @@ func launch(node, dir string, e emulator, port int) (*proc, error) {
 		case <-p.exited:
 			err := fmt.Errorf("%s (pid %d) exited before answering on %s: %v\n%s", e.name, cmd.Process.Pid, p.endpoint, p.waitErr, out.String())
 			if strings.Contains(out.String(), "EADDRINUSE") {
-				err = fmt.Errorf("%w: %w", ErrPortTaken, err)
+				err = fmt.Errorf("%w: %w", childproc.ErrPortTaken, err)
 			}
 			return nil, err
 		default:
 		}
-		if out.contains(readyMarker) && e.ready(client, p.endpoint) {
+		if out.Contains(readyMarker) && e.ready(client, p.endpoint) {
 			return p, nil
 		}
 		if time.Now().After(deadline) {
@@ -495,61 +451,6 @@ func (p *proc) kill() {
 	p.stdin.Close()
 }
 
-// Output keeps the last bytes a child process writes (its stdout and
-// stderr), for its readiness line and for errors; safe for concurrent use.
-type Output struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-	cut bool
-}
-
-func (w *Output) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf = append(w.buf, b...)
-	if over := len(w.buf) - w.max; over > 0 {
-		w.buf = bytes.Clone(w.buf[over:])
-		w.cut = true
-	}
-	return len(b), nil
-}
-
-// NewOutput keeps the last max bytes.
-func NewOutput(max int) *Output { return &Output{max: max} }
-
-// Line returns the first kept line that starts with prefix.
-func (w *Output) Line(prefix string) (string, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, l := range strings.Split(string(w.buf), "\n") {
-		if strings.HasPrefix(l, prefix) {
-			return strings.TrimRight(l, "\r"), true
-		}
-	}
-	return "", false
-}
-
-// contains reports whether s was written (and is still kept).
-func (w *Output) contains(s string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return bytes.Contains(w.buf, []byte(s))
-}
-
-func (w *Output) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	s := strings.TrimSpace(string(w.buf))
-	switch {
-	case s == "":
-		return "(no output)"
-	case w.cut:
-		return "… " + s
-	}
-	return s
-}
-
 // TakenPortFirst is a port picker for tests of a launcher's retry: its
 // pick number taken (0 for the first) is a port a listener of t holds and
 // never answers on; every other pick is FreePort's. picked counts the
@@ -570,7 +471,7 @@ func TakenPortFirst(t testing.TB, taken int) (pick func() (int, error), picked f
 		if n == taken+1 {
 			return occupied.Addr().(*net.TCPAddr).Port, nil
 		}
-		return FreePort()
+		return childproc.FreePort()
 	}
 	picked = func() int {
 		mu.Lock()

@@ -23,6 +23,8 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/google/go-cmp/cmp"
+
+	"oncepost/shared/childproc"
 )
 
 // Each emulator starts on 127.0.0.1, answers its service through the SDK
@@ -186,7 +188,7 @@ func installed(t *testing.T, pkg string) (dir, node string) {
 // output.
 func TestDeathDuringTestFailsIt(t *testing.T) {
 	dir, node := installed(t, "fauxqs")
-	port, err := FreePort()
+	port, err := childproc.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +213,7 @@ func TestExitsWhenTestProcessGoes(t *testing.T) {
 	for _, e := range []emulator{fauxqs, dynalite} {
 		t.Run(e.name, func(t *testing.T) {
 			dir, node := installed(t, e.name)
-			port, err := FreePort()
+			port, err := childproc.FreePort()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -247,7 +249,7 @@ require('http').createServer((q, s) => s.end('ok')).listen(Number(process.argv[2
 			return true
 		},
 	}
-	port, err := FreePort()
+	port, err := childproc.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +295,7 @@ func TestTakenPortIsRecognised(t *testing.T) {
 				p.stop(t)
 				t.Fatalf("launch on a taken port succeeded")
 			}
-			if !errors.Is(err, ErrPortTaken) {
+			if !errors.Is(err, childproc.ErrPortTaken) {
 				t.Errorf("launch on a taken port = %v, want ErrPortTaken", err)
 			}
 		})
@@ -476,49 +478,6 @@ func TestStartLambdaAvoidsATakenPort(t *testing.T) {
 			}
 			if n := picked(); n < 4 {
 				t.Errorf("%d ports picked, want a second pair after the taken one", n)
-			}
-		})
-	}
-}
-
-// OnFreePorts starts again only after a taken port, at most 3 times, with
-// new ports each time.
-func TestOnFreePorts(t *testing.T) {
-	other := errors.New("bootstrap missing")
-	for _, tc := range []struct {
-		name      string
-		fails     []error // start's error on each call; nil succeeds
-		wantCalls int
-		wantErr   error
-	}{
-		{"first start", []error{nil}, 1, nil},
-		{"taken, then started", []error{ErrPortTaken, nil}, 2, nil},
-		{"taken every time", []error{ErrPortTaken, ErrPortTaken, ErrPortTaken, nil}, 3, ErrPortTaken},
-		{"another failure is not retried", []error{other, nil}, 1, other},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var seen [][]int
-			next := 1000
-			pick := func() (int, error) { next++; return next, nil }
-			got, err := OnFreePorts(2, pick, func(ports []int) (string, error) {
-				seen = append(seen, ports)
-				if e := tc.fails[len(seen)-1]; e != nil {
-					return "", fmt.Errorf("start: %w", e)
-				}
-				return "up", nil
-			})
-			if !errors.Is(err, tc.wantErr) || (err == nil) != (tc.wantErr == nil) {
-				t.Errorf("error = %v, want %v", err, tc.wantErr)
-			}
-			if err == nil && got != "up" {
-				t.Errorf("value = %q, want up", got)
-			}
-			var want [][]int
-			for i := range tc.wantCalls {
-				want = append(want, []int{1001 + 2*i, 1002 + 2*i})
-			}
-			if diff := cmp.Diff(want, seen); diff != "" {
-				t.Errorf("ports per start (-want +got):\n%s", diff)
 			}
 		})
 	}

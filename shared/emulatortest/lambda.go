@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"oncepost/shared/childproc"
 )
 
 // RIEInstallCommand installs the Lambda Runtime Interface Emulator where
@@ -91,7 +93,7 @@ func Lambda(t testing.TB, bootstrap string, env map[string]string) (invoke func(
 type Function struct {
 	cmd      *exec.Cmd
 	url      string
-	output   *Output
+	output   *childproc.Output
 	client   *http.Client
 	exited   chan struct{} // closed when cmd.Wait returned
 	stopOnce sync.Once
@@ -104,7 +106,7 @@ type Function struct {
 // RIE answers on both ports. The working directory must be inside the
 // module; a RIE that is not installed is an error wrapping ErrUnavailable.
 func StartLambda(bootstrap string, env map[string]string) (*Function, error) {
-	return startLambda(bootstrap, env, FreePort)
+	return startLambda(bootstrap, env, childproc.FreePort)
 }
 
 // startLambda is StartLambda with its ports from pick. A port was free
@@ -124,7 +126,7 @@ func startLambda(bootstrap string, env map[string]string, pick func() (int, erro
 	if _, err := os.Stat(rie); err != nil {
 		return nil, missing(fmt.Sprintf("the Lambda Runtime Interface Emulator is not installed at %s: run `%s` in %s", rie, RIEInstallCommand, root))
 	}
-	return OnFreePorts(2, pick, func(ports []int) (*Function, error) {
+	return childproc.OnFreePorts(2, pick, func(ports []int) (*Function, error) {
 		return launchRIE(rie, bootstrap, env, ports[0], ports[1])
 	})
 }
@@ -132,7 +134,7 @@ func startLambda(bootstrap string, env map[string]string, pick func() (int, erro
 // launchRIE starts the RIE on the two ports and waits until it answers on
 // both: an HTTP answer on the invoke port, "pong" from the Runtime API's
 // ping. An RIE that exits first because a port was taken is an error
-// wrapping ErrPortTaken.
+// wrapping childproc.ErrPortTaken.
 func launchRIE(rie, bootstrap string, env map[string]string, invokePort, apiPort int) (*Function, error) {
 	cmd := exec.Command(rie,
 		"--runtime-interface-emulator-address", "127.0.0.1:"+strconv.Itoa(invokePort),
@@ -142,7 +144,7 @@ func launchRIE(rie, bootstrap string, env map[string]string, invokePort, apiPort
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	out := NewOutput(64 << 10)
+	out := childproc.NewOutput(64 << 10)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the RIE starts bootstrap: stop both
 	if err := cmd.Start(); err != nil {
@@ -166,7 +168,7 @@ func launchRIE(rie, bootstrap string, env map[string]string, invokePort, apiPort
 			_ = f.Stop() // a process it left in its group
 			err := fmt.Errorf("aws-lambda-rie (pid %d) exited at start:\n%s", cmd.Process.Pid, out.String())
 			if strings.Contains(out.String(), "address already in use") {
-				err = fmt.Errorf("%w: %w", ErrPortTaken, err)
+				err = fmt.Errorf("%w: %w", childproc.ErrPortTaken, err)
 			}
 			return nil, err
 		default:

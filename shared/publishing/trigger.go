@@ -54,38 +54,60 @@ func (t *Trigger) now() time.Time { return nowFrom(t.Now) }
 func (t *Trigger) log() *slog.Logger { return loggerOr(t.Logger) }
 
 // Fire queues one target's job if the target is still scheduled for that
-// slot. It reports whether it sent a job. A target that is already
-// triggered, final, cancelled or rescheduled is left alone.
+// slot, then marks it triggered. It reports whether it sent a job. A
+// target that is already triggered, final, cancelled or rescheduled is
+// left alone. The sweeper (a missed target) and the CLI (a slot too close
+// to schedule) fire targets this way.
 func (t *Trigger) Fire(ctx context.Context, ref TargetRef) (bool, error) {
-	p, err := t.Posts.GetPost(ctx, ref.Post)
-	if errors.Is(err, post.ErrNotFound) {
-		t.log().WarnContext(ctx, "trigger for a post that does not exist", "post", ref.Post, "account", ref.Account)
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("trigger %s/%s: %w", ref.Post, ref.Account, err)
-	}
-	tg, ok := p.Target(ref.Account)
-	if !ok || tg.Status != post.Scheduled || !tg.Slot.Equal(ref.Slot) {
-		return false, nil
-	}
-	body, err := json.Marshal(Job{Post: p.ID, Account: tg.Account, Slot: tg.Slot})
-	if err != nil {
-		return false, fmt.Errorf("trigger %s/%s: encode job: %w", ref.Post, ref.Account, err)
-	}
-	if _, err := t.Queue.Send(ctx, body, DelayUntil(tg.Slot, t.now())); err != nil {
-		return false, fmt.Errorf("trigger %s/%s: enqueue: %w", ref.Post, ref.Account, err)
+	tg, sent, err := t.enqueue(ctx, ref)
+	if err != nil || !sent {
+		return sent, err
 	}
 	// Only a target still scheduled for this slot is marked: one held,
 	// cancelled or moved to another time meanwhile is left alone (its new
 	// schedule triggers it).
-	_, err = t.Posts.UpdateTarget(ctx, p.ID, tg.Account, post.TargetUpdate{Status: post.Triggered, From: []post.TargetStatus{post.Scheduled}, Slot: tg.Slot, At: t.now()})
+	_, err = t.Posts.UpdateTarget(ctx, ref.Post, tg.Account, post.TargetUpdate{Status: post.Triggered, From: []post.TargetStatus{post.Scheduled}, Slot: tg.Slot, At: t.now()})
 	if err != nil && !errors.Is(err, post.ErrConflict) {
 		// The job is queued; the publisher does not need the mark.
 		return true, fmt.Errorf("trigger %s/%s: mark triggered: %w", ref.Post, ref.Account, err)
 	}
-	t.log().InfoContext(ctx, "triggered", "post", p.ID, "account", tg.Account, "slot", tg.Slot.Format(time.RFC3339))
 	return true, nil
+}
+
+// Enqueue is Fire without the mark: a per-target schedule's firing on
+// AWS, where the trigger function only reads posts (its IAM policy allows
+// no write). As with FireSlot, the queued job is the record: a target
+// whose job was lost stays scheduled and the sweeper triggers it, and a
+// job sent twice is absorbed by the ledger.
+func (t *Trigger) Enqueue(ctx context.Context, ref TargetRef) (bool, error) {
+	_, sent, err := t.enqueue(ctx, ref)
+	return sent, err
+}
+
+// enqueue sends the target's job if the target is still scheduled for
+// ref's slot, and returns the target.
+func (t *Trigger) enqueue(ctx context.Context, ref TargetRef) (post.Target, bool, error) {
+	p, err := t.Posts.GetPost(ctx, ref.Post)
+	if errors.Is(err, post.ErrNotFound) {
+		t.log().WarnContext(ctx, "trigger for a post that does not exist", "post", ref.Post, "account", ref.Account)
+		return post.Target{}, false, nil
+	}
+	if err != nil {
+		return post.Target{}, false, fmt.Errorf("trigger %s/%s: %w", ref.Post, ref.Account, err)
+	}
+	tg, ok := p.Target(ref.Account)
+	if !ok || tg.Status != post.Scheduled || !tg.Slot.Equal(ref.Slot) {
+		return post.Target{}, false, nil
+	}
+	body, err := json.Marshal(Job{Post: p.ID, Account: tg.Account, Slot: tg.Slot})
+	if err != nil {
+		return post.Target{}, false, fmt.Errorf("trigger %s/%s: encode job: %w", ref.Post, ref.Account, err)
+	}
+	if _, err := t.Queue.Send(ctx, body, DelayUntil(tg.Slot, t.now())); err != nil {
+		return post.Target{}, false, fmt.Errorf("trigger %s/%s: enqueue: %w", ref.Post, ref.Account, err)
+	}
+	t.log().InfoContext(ctx, "triggered", "post", p.ID, "account", tg.Account, "slot", tg.Slot.Format(time.RFC3339))
+	return tg, true, nil
 }
 
 // FireDue triggers every target due at now, up to limit, and reports how

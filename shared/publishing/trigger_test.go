@@ -99,6 +99,66 @@ func TestFireSlotEnqueuesEveryDueTargetOnce(t *testing.T) {
 	}
 }
 
+// TestEnqueueSendsWithoutMarking: a per-target schedule's firing sends the
+// job of a target still scheduled at the slot, delayed until it, and
+// writes nothing (the target stays scheduled: the trigger function may
+// only read posts); a cancelled target, a stale slot and a missing post
+// send nothing.
+func TestEnqueueSendsWithoutMarking(t *testing.T) {
+	e := newEnv(t, sandbox.Options{})
+	ctx := context.Background()
+	now := e.clock.Now().Truncate(time.Second)
+	slot := now.Add(50 * time.Second)
+	job := e.scheduleAt("one", "One target, one schedule.", slot)
+	cancelled := e.scheduleAt("cancelled", "Never.", slot)
+	if _, err := e.store.UpdateTarget(ctx, cancelled.Post, cancelled.Account, post.TargetUpdate{Status: post.Cancelled, At: now}); err != nil {
+		t.Fatal(err)
+	}
+	q := &sendRecorder{Queue: e.queue}
+	tr := &publishing.Trigger{Posts: e.store, Queue: q, Now: func() time.Time { return now }}
+	for _, tt := range []struct {
+		name string
+		ref  publishing.TargetRef
+		want bool
+	}{
+		{"scheduled", job, true},
+		{"cancelled", cancelled, false},
+		{"stale slot", publishing.TargetRef{Post: job.Post, Account: job.Account, Slot: slot.Add(-time.Hour)}, false},
+		{"no such post", publishing.TargetRef{Post: "missing", Account: job.Account, Slot: slot}, false},
+	} {
+		if sent, err := tr.Enqueue(ctx, tt.ref); err != nil || sent != tt.want {
+			t.Errorf("%s: Enqueue = %v, %v; want %v, nil", tt.name, sent, err, tt.want)
+		}
+	}
+	if diff := cmp.Diff([]sentJob{{job, 50 * time.Second}}, q.sent); diff != "" {
+		t.Errorf("jobs sent and their delays (-want +got):\n%s", diff)
+	}
+	if got := e.target(job).Status; got != post.Scheduled {
+		t.Errorf("status %s after Enqueue, want scheduled (no write)", got)
+	}
+}
+
+// sentJob is a job a Send carried, and its delay.
+type sentJob struct {
+	Job   publishing.Job
+	Delay time.Duration
+}
+
+// sendRecorder is a queue that records every job Send carries.
+type sendRecorder struct {
+	publishing.Queue
+	sent []sentJob
+}
+
+func (q *sendRecorder) Send(ctx context.Context, body []byte, delay time.Duration) (string, error) {
+	j, err := publishing.DecodeJob(body)
+	if err != nil {
+		return "", err
+	}
+	q.sent = append(q.sent, sentJob{j, delay})
+	return q.Queue.Send(ctx, body, delay)
+}
+
 // TestDelayUntil: whole seconds, rounded up, never before the slot,
 // bounded by SQS's 900 s.
 func TestDelayUntil(t *testing.T) {

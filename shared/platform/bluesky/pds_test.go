@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"oncepost/shared/ledger"
+	"oncepost/shared/localpds"
 	"oncepost/shared/pdstest"
 	"oncepost/shared/platform"
 )
@@ -31,7 +32,7 @@ import (
 // optionally through a proxy.
 type pdsAccount struct {
 	pds     *pdstest.PDS
-	account pdstest.Account
+	account localpds.Account
 	client  *Client
 }
 

