@@ -125,7 +125,7 @@ func TestEverySampleEventThroughItsFunction(t *testing.T) {
 		var res struct{ Sent int }
 		s.Calls.Reset()
 		invoke(t, "trigger", "trigger-slot.json", &res)
-		noStoreWrites(t, s.Calls.Snapshot())
+		noStoreWrites(t, s.Calls.Snapshot(), 2) // the slot claimed, then recorded done
 		if diff := cmp.Diff([]string{"launch", "slot-a", "slot-b"}, queued(t)); diff != "" || res.Sent != 3 {
 			t.Errorf("sent %d; queued (-want +got):\n%s", res.Sent, diff)
 		}
@@ -135,7 +135,7 @@ func TestEverySampleEventThroughItsFunction(t *testing.T) {
 		var res struct{ Sent int }
 		s.Calls.Reset()
 		invoke(t, "trigger", "trigger-target.json", &res)
-		noStoreWrites(t, s.Calls.Snapshot())
+		noStoreWrites(t, s.Calls.Snapshot(), 0)
 		if diff := cmp.Diff([]string{"launch"}, queued(t)); diff != "" || res.Sent != 1 {
 			t.Errorf("sent %d; queued (-want +got):\n%s", res.Sent, diff)
 		}
@@ -224,12 +224,18 @@ func TestEverySampleEventThroughItsFunction(t *testing.T) {
 // noStoreWrites fails t if calls hold a DynamoDB write: the trigger reads
 // posts and enqueues their jobs, and the stack's policy lets it write
 // nothing (infra/template's least-privilege rules).
-func noStoreWrites(t *testing.T, calls map[string]int) {
+// noStoreWrites: the trigger reads posts and writes none, nor a ledger
+// row or a credential; it may only update its slot's firing record in
+// the workspace table (at most a claim and a record for a small slot).
+func noStoreWrites(t *testing.T, calls map[string]int, slotRecords int) {
 	t.Helper()
-	for _, op := range []string{"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"} {
+	for _, op := range []string{"PutItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"} {
 		if n := calls["dynamodb."+op]; n > 0 {
 			t.Errorf("the trigger made %d dynamodb.%s call(s); it may only read posts (calls: %v)", n, op, calls)
 		}
+	}
+	if n, ws := calls["dynamodb.UpdateItem"], calls["dynamodb.UpdateItem@workspace"]; n != ws || ws != slotRecords {
+		t.Errorf("the trigger made %d dynamodb.UpdateItem call(s), %d of them on its slot's record; want only the record's %d (calls: %v)", n, ws, slotRecords, calls)
 	}
 }
 

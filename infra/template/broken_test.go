@@ -243,6 +243,15 @@ func TestBrokenTemplatesAreCaught(t *testing.T) {
 		{"a resource that is not the stack's", func(d map[string]any) {
 			asMap(statements(d, "TriggerFunction")[1])["Resource"] = "*"
 		}, `permissions: TriggerFunction.Policies[0].Statement[1]: resource "*" is not one of the stack's own`},
+		{"a trigger whose failures Lambda drops", func(d map[string]any) {
+			delete(properties(d, "TriggerFunction"), "EventInvokeConfig")
+		}, "asynchronous invocation: TriggerFunction: no EventInvokeConfig"},
+		{"a trigger retried more than Lambda allows", func(d map[string]any) {
+			asMap(properties(d, "TriggerFunction")["EventInvokeConfig"])["MaximumRetryAttempts"] = 5
+		}, "asynchronous invocation: TriggerFunction: EventInvokeConfig.MaximumRetryAttempts 5, want 0-2"},
+		{"a failure queue nobody watches", func(d map[string]any) {
+			delete(asMap(d["Resources"]), "TriggerFailuresAlarm")
+		}, "asynchronous invocation: TriggerFunction: no alarm on TriggerFailureQueue's visible messages"},
 		{"a call the store never makes", func(d map[string]any) {
 			addStatement(d, "SweeperFunction", map[string]any{"Effect": "Allow", "Action": "dynamodb:Scan", "Resource": getAtt("LedgerTable", "Arn")})
 		}, "permissions: SweeperFunction.Policies[0].Statement[7]: grants dynamodb:Scan, a call the store never makes"},
@@ -252,7 +261,7 @@ func TestBrokenTemplatesAreCaught(t *testing.T) {
 		}, "permissions: TriggerFunction.Policies[0].Statement[0]: TriggerFunction is granted the credentials table"},
 		{"the trigger decrypts", func(d map[string]any) {
 			addStatement(d, "TriggerFunction", map[string]any{"Effect": "Allow", "Action": "kms:Decrypt", "Resource": getAtt("CredentialsKey", "Arn")})
-		}, "permissions: TriggerFunction.Policies[0].Statement[2]: TriggerFunction is granted the credentials key"},
+		}, "permissions: TriggerFunction.Policies[0].Statement[5]: TriggerFunction is granted the credentials key"},
 		{"the publisher cannot decrypt", func(d map[string]any) {
 			p := asMap(asList(properties(d, "PublisherFunction")["Policies"])[0])
 			p["Statement"] = append(asList(p["Statement"])[:1:1], asList(p["Statement"])[2:]...)

@@ -467,13 +467,14 @@ func checkQueues(c *contract, t *tmpl) []string {
 	if !ok || fn != "PublisherFunction" {
 		problems = append(problems, fmt.Sprintf("%s: FunctionName %s, want PublisherFunction", mappings[0], show(m["FunctionName"])))
 	}
-	if n, ok := number(m["BatchSize"]); !ok || n != 10 {
-		problems = append(problems, fmt.Sprintf("%s: BatchSize %s, want 10", mappings[0], show(m["BatchSize"])))
+	// Jobs of a batch run concurrently in one invocation: at most ten.
+	if lo, hi, ok := numberRange(t, m["BatchSize"]); !ok || lo < 1 || hi > 10 {
+		problems = append(problems, fmt.Sprintf("%s: BatchSize %s, want 1-10 (a number, or a Number parameter bounded so)", mappings[0], show(m["BatchSize"])))
 	}
 	if !slices.Contains(asList(m["FunctionResponseTypes"]), any("ReportBatchItemFailures")) {
 		problems = append(problems, fmt.Sprintf("%s: FunctionResponseTypes %s, want ReportBatchItemFailures (else one failed job returns the whole batch)", mappings[0], show(m["FunctionResponseTypes"])))
 	}
-	if n, ok := number(asMap(m["ScalingConfig"])["MaximumConcurrency"]); !ok || n < 2 || n > 1000 {
+	if lo, hi, ok := numberRange(t, asMap(m["ScalingConfig"])["MaximumConcurrency"]); !ok || lo < 2 || hi > 1000 {
 		problems = append(problems, fmt.Sprintf("%s: ScalingConfig.MaximumConcurrency %s, want 2-1000", mappings[0], show(m["ScalingConfig"])))
 	}
 	timeout, _ := number(effective(t, fn)["Timeout"])
@@ -967,6 +968,65 @@ func checkOutputs(c *contract, t *tmpl) []string {
 	}
 	if fn, attr, ok := getAttOf(value("TriggerFunctionArn")); outputs["TriggerFunctionArn"] != nil && (!ok || fn != "TriggerFunction" || attr != "Arn") {
 		problems = append(problems, fmt.Sprintf("output TriggerFunctionArn is %s, want TriggerFunction's Arn", show(value("TriggerFunctionArn"))))
+	}
+	return problems
+}
+
+// numberRange is the values v can take: a number itself, or the MinValue
+// to MaxValue of the Number parameter it refers to (both required).
+func numberRange(t *tmpl, v any) (lo, hi float64, ok bool) {
+	if n, isNumber := number(v); isNumber {
+		return n, n, true
+	}
+	name, isRef := refOf(v)
+	p := asMap(asMap(t.raw["Parameters"])[name])
+	if !isRef || p["Type"] != "Number" {
+		return 0, 0, false
+	}
+	lo, okLo := number(p["MinValue"])
+	hi, okHi := number(p["MaxValue"])
+	return lo, hi, okLo && okHi && lo <= hi
+}
+
+// checkAsyncInvocation: the function the schedules invoke (output
+// TriggerFunctionArn) is invoked asynchronously by EventBridge Scheduler,
+// so its failures are Lambda's to retry and then drop: it must have an
+// EventInvokeConfig with at most two retries, a bounded event age, and an
+// on-failure destination that is a queue of the stack with an alarm on
+// its visible messages. Without one, a firing that failed three times
+// would be discarded unseen (Scheduler's dead-letter queue never sees it).
+func checkAsyncInvocation(c *contract, t *tmpl) []string {
+	fn, _, ok := getAttOf(asMap(asMap(t.raw["Outputs"])["TriggerFunctionArn"])["Value"])
+	if !ok {
+		return []string{"output TriggerFunctionArn is not Fn::GetAtt of a function"}
+	}
+	cfg := asMap(props(t, fn)["EventInvokeConfig"])
+	if cfg == nil {
+		return []string{fmt.Sprintf("%s: no EventInvokeConfig: Scheduler invokes it asynchronously, and a firing that failed Lambda's retries would be dropped unseen", fn)}
+	}
+	var problems []string
+	if n, ok := number(cfg["MaximumRetryAttempts"]); !ok || n < 0 || n > 2 {
+		problems = append(problems, fmt.Sprintf("%s: EventInvokeConfig.MaximumRetryAttempts %s, want 0-2", fn, show(cfg["MaximumRetryAttempts"])))
+	}
+	if n, ok := number(cfg["MaximumEventAgeInSeconds"]); !ok || n < 60 || n > 21600 {
+		problems = append(problems, fmt.Sprintf("%s: EventInvokeConfig.MaximumEventAgeInSeconds %s, want 60-21600", fn, show(cfg["MaximumEventAgeInSeconds"])))
+	}
+	onFailure := asMap(asMap(cfg["DestinationConfig"])["OnFailure"])
+	queue, attr, ok := getAttOf(onFailure["Destination"])
+	if !ok || attr != "Arn" || resourceType(t, queue) != "AWS::SQS::Queue" || onFailure["Type"] != "SQS" {
+		return append(problems, fmt.Sprintf("%s: EventInvokeConfig.DestinationConfig.OnFailure %s, want Type SQS and a queue of the stack", fn, show(onFailure)))
+	}
+	w, _ := wiring(t)
+	alarmed := false
+	for _, id := range resourcesOf(t, "AWS::CloudWatch::Alarm") {
+		for _, m := range alarmMetrics(t, w, id) {
+			if m.namespace == "AWS/SQS" && m.metric == "ApproximateNumberOfMessagesVisible" && slices.Contains(references(m.dims["QueueName"]), queue) {
+				alarmed = true
+			}
+		}
+	}
+	if !alarmed {
+		problems = append(problems, fmt.Sprintf("%s: no alarm on %s's visible messages: a firing that failed for good would wait there unseen", fn, queue))
 	}
 	return problems
 }

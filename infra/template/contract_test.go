@@ -54,8 +54,52 @@ func parseTemplate(b []byte, dir string) (*tmpl, error) {
 		return nil, fmt.Errorf("read the template: %w", err)
 	}
 	t := &tmpl{raw: raw, dir: dir}
-	t.typed, t.typedErr = goformation.ParseJSONWithOptions(j, &intrinsics.ProcessorOptions{IntrinsicHandlerOverrides: cloudformation.EncoderIntrinsics})
+	// goformation's typed fields hold an intrinsic function only where
+	// they hold a string: a number property given by a Number parameter
+	// (an event source mapping's BatchSize) is read with the parameter's
+	// default.
+	typedJSON, err := json.Marshal(numberParameterDefaults(raw))
+	if err != nil {
+		return nil, fmt.Errorf("read the template: %w", err)
+	}
+	t.typed, t.typedErr = goformation.ParseJSONWithOptions(typedJSON, &intrinsics.ProcessorOptions{IntrinsicHandlerOverrides: cloudformation.EncoderIntrinsics})
 	return t, nil
+}
+
+// numberParameterDefaults returns a copy of the template whose {"Ref":
+// P} of a Number parameter P with a default are that default.
+func numberParameterDefaults(raw map[string]any) any {
+	defaults := map[string]any{}
+	params, _ := raw["Parameters"].(map[string]any)
+	for name, p := range params {
+		if pm, ok := p.(map[string]any); ok && pm["Type"] == "Number" && pm["Default"] != nil {
+			defaults[name] = pm["Default"]
+		}
+	}
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			if ref, ok := x["Ref"].(string); ok && len(x) == 1 {
+				if d, ok := defaults[ref]; ok {
+					return d
+				}
+			}
+			out := make(map[string]any, len(x))
+			for k, e := range x {
+				out[k] = walk(e)
+			}
+			return out
+		case []any:
+			out := make([]any, len(x))
+			for i, e := range x {
+				out[i] = walk(e)
+			}
+			return out
+		}
+		return v
+	}
+	return walk(raw)
 }
 
 // contract is what the template is checked against.
@@ -137,6 +181,7 @@ var checks = []check{
 	{"queues", checkQueues},
 	{"state machine", checkStateMachine},
 	{"alarms and dashboard", checkAlarms},
+	{"asynchronous invocation", checkAsyncInvocation},
 	{"permissions", checkPermissions},
 	{"least privilege", checkLeastPrivilege},
 	{"outputs", checkOutputs},

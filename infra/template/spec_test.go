@@ -116,6 +116,18 @@ var newerSAMProperties = map[string]map[string]newerSAMProperty{
 	},
 }
 
+// optionalAfterAll lists properties the specification marks required
+// that the service's own documentation says are not, by the
+// specification's type name, each with that documentation.
+var optionalAfterAll = map[string]map[string]string{
+	// A function's asynchronous invocation config may name a failure
+	// destination alone (the trigger's).
+	"EventInvokeDestinationConfig": {
+		"OnSuccess": "https://docs.aws.amazon.com/serverless-application-model/latest/developerguide/sam-property-function-eventinvokedestinationconfiguration.html",
+		"OnFailure": "https://docs.aws.amazon.com/serverless-application-model/latest/developerguide/sam-property-function-eventinvokedestinationconfiguration.html",
+	},
+}
+
 // resourceKeys are the keys a resource may have besides Type and
 // Properties (CloudFormation's resource attributes).
 var resourceKeys = []string{"Type", "Properties", "DependsOn", "Metadata", "Condition", "DeletionPolicy", "UpdateReplacePolicy", "UpdatePolicy", "CreationPolicy"}
@@ -206,6 +218,9 @@ func (s *spec) validateProperties(path, typ string, defs map[string]specProperty
 	}
 	if required {
 		for _, name := range sortedKeys(defs) {
+			if _, ok := optionalAfterAll[typ][name]; ok {
+				continue
+			}
 			if _, ok := props[name]; defs[name].Required && !ok {
 				problems = append(problems, fmt.Sprintf("%s: %s is required", path, name))
 			}

@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -36,6 +37,7 @@ import (
 	"oncepost/shared/publishing"
 	"oncepost/shared/s3media"
 	"oncepost/shared/sfnflow"
+	"oncepost/shared/slotcontinue"
 	"oncepost/shared/sqsqueue"
 )
 
@@ -240,13 +242,24 @@ func (rt *Runtime) Publisher(callTimeout time.Duration) (*publishing.Publisher, 
 	}, nil
 }
 
-// Trigger enqueues due targets.
+// Trigger enqueues due targets. Slot firings are claimed and recorded in
+// the store under the instance's name; in a Lambda function
+// (AWS_LAMBDA_FUNCTION_NAME set) a slot too large for one invocation is
+// continued by invoking the function itself (slotcontinue).
 func (rt *Runtime) Trigger() (*publishing.Trigger, error) {
 	q, err := rt.Queue()
 	if err != nil {
 		return nil, err
 	}
-	return &publishing.Trigger{Posts: rt.Store, Queue: q, Logger: rt.Logger}, nil
+	tr := &publishing.Trigger{Posts: rt.Store, Queue: q, Owner: rt.Owner, Logger: rt.Logger}
+	if fn := os.Getenv("AWS_LAMBDA_FUNCTION_NAME"); fn != "" {
+		c, err := slotcontinue.New(lambda.NewFromConfig(rt.AWS), fn)
+		if err != nil {
+			return nil, err
+		}
+		tr.Continuer = c
+	}
+	return tr, nil
 }
 
 // SweeperMissedAfter is how late a scheduled target may be before the

@@ -517,20 +517,6 @@ func (s *Store) Due(ctx context.Context, t time.Time, limit int) ([]publishing.T
 	return out, nil
 }
 
-// DueAt lists the targets scheduled at exactly slot
-// (publishing.SlotLister): one range of StatusIndex per shard (the slot's
-// sort keys, sortTime(slot)+"#…"), read back as Due reads them. Its cost
-// follows the slot's targets, never the targets of earlier slots still
-// scheduled (a backlog), which Due would read too. A limit ≤ 0 means no
-// limit.
-func (s *Store) DueAt(ctx context.Context, slot time.Time, limit int) ([]publishing.TargetRef, error) {
-	out, err := s.statusRange(ctx, []post.TargetStatus{post.Scheduled}, sortTime(slot)+"#", sortTime(slot)+"$", limit)
-	if err != nil {
-		return nil, fmt.Errorf("due at exactly %s: %w", encTime(slot), err)
-	}
-	return out, nil
-}
-
 // Unfinished lists triggered or publishing targets last updated before t
 // and waiting targets whose next try is before t, oldest first (by the
 // time compared with t, then post id and account). It merges StatusIndex's
@@ -592,31 +578,38 @@ func (s *Store) statusRange(ctx context.Context, statuses []post.TargetStatus, l
 	if err != nil {
 		return nil, err
 	}
+	return collect(ctx, m, limit, s.verifyTargets)
+}
+
+// verifyTargets reads the targets a batch of StatusIndex entries names,
+// and their posts, with one strongly consistent BatchGetItem (two when
+// the batch names over 50 targets), and keeps the entries the table still
+// agrees with: the post is ready, the target is of its creation and still
+// at the index entry's status and sort key.
+func (s *Store) verifyTargets(ctx context.Context, batch []item) ([]publishing.TargetRef, error) {
 	itemID := func(it item) string { return sval(it, attrPost) + "\x00" + sval(it, attrItem) }
-	return collect(ctx, m, limit, func(ctx context.Context, batch []item) ([]publishing.TargetRef, error) {
-		var keys []item
-		for _, c := range batch {
-			keys = append(keys, item{attrPost: c[attrPost], attrItem: c[attrItem]}, postKey(post.ID(sval(c, attrPost))))
+	var keys []item
+	for _, c := range batch {
+		keys = append(keys, item{attrPost: c[attrPost], attrItem: c[attrItem]}, postKey(post.ID(sval(c, attrPost))))
+	}
+	got, err := s.batchGet(ctx, s.tables.posts, keys, itemID)
+	if err != nil {
+		return nil, err
+	}
+	var out []publishing.TargetRef
+	for _, c := range batch {
+		ti, pi := got[itemID(c)], got[sval(c, attrPost)+"\x00"+postItemKey]
+		if ti == nil || pi == nil || sval(pi, attrPhase) != phaseReady || sval(ti, attrCreateID) != sval(pi, attrCreateID) ||
+			sval(ti, attrSt) != sval(c, attrSt) || sval(ti, attrStAt) != sval(c, attrStAt) {
+			continue
 		}
-		got, err := s.batchGet(ctx, s.tables.posts, keys, itemID)
+		stored, t, err := decodeTarget(ti)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("post %s: %w", stored.Post, err)
 		}
-		var out []publishing.TargetRef
-		for _, c := range batch {
-			ti, pi := got[itemID(c)], got[sval(c, attrPost)+"\x00"+postItemKey]
-			if ti == nil || pi == nil || sval(pi, attrPhase) != phaseReady || sval(ti, attrCreateID) != sval(pi, attrCreateID) ||
-				sval(ti, attrSt) != sval(c, attrSt) || sval(ti, attrStAt) != sval(c, attrStAt) {
-				continue
-			}
-			stored, t, err := decodeTarget(ti)
-			if err != nil {
-				return nil, fmt.Errorf("post %s: %w", stored.Post, err)
-			}
-			out = append(out, publishing.TargetRef{Post: post.ID(stored.Post), Account: t.Account, Slot: t.Slot})
-		}
-		return out, nil
-	})
+		out = append(out, publishing.TargetRef{Post: post.ID(stored.Post), Account: t.Account, Slot: t.Slot})
+	}
+	return out, nil
 }
 
 // CountTargets counts targets by status with Select COUNT Queries of

@@ -125,12 +125,15 @@ func TestDueAtListsOneSlot(t *testing.T) {
 	if _, err := s.UpdateTarget(ctx, "published", "acct-a", post.TargetUpdate{Status: post.Published, RemoteID: "1", At: slot}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.DueAt(ctx, slot, 0)
+	page, err := s.DueAt(ctx, slot, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if page.Next != "" {
+		t.Errorf("DueAt without a limit: next %q, want none", page.Next)
+	}
 	var ids []post.ID
-	for _, r := range got {
+	for _, r := range page.Targets {
 		ids = append(ids, r.Post)
 		if !r.Slot.Equal(slot) {
 			t.Errorf("%s listed with slot %s", r.Post, r.Slot)
@@ -183,5 +186,103 @@ func TestPublisherRereadsTheTargetAfterItsLedgerWrite(t *testing.T) {
 	}
 	if out.Reason != publishing.ReasonCancelled {
 		t.Errorf("outcome %+v, want reason %s", out, publishing.ReasonCancelled)
+	}
+}
+
+// TestDueAtPages: a slot of 23 targets (one post stale in the index: its
+// creation never finished) listed 5 at a time, each page from where the
+// last one stopped, lists every target once, in one order, and the last
+// page says nothing follows.
+func TestDueAtPages(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	prefix := e.tables(t, PostsTable)
+	s := e.store(t, prefix, nil, Options{})
+	ctx := t.Context()
+	slot := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	want := map[post.ID]bool{}
+	for i := range 23 {
+		id := post.ID(fmt.Sprintf("top-%02d", i))
+		p := twoTargets(id, "At nine.", "acct-a")
+		p.Targets[0].Slot = slot
+		mustDo(t, s.CreatePost(ctx, p))
+		want[id] = true
+	}
+	seen := map[post.ID]int{}
+	after, pages := "", 0
+	for {
+		page, err := s.DueAt(ctx, slot, after, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, r := range page.Targets {
+			seen[r.Post]++
+		}
+		if page.Next == "" {
+			break
+		}
+		if page.Next <= after {
+			t.Fatalf("page %d: next %q does not move on from %q", pages, page.Next, after)
+		}
+		after = page.Next
+	}
+	if len(seen) != len(want) {
+		t.Errorf("listed %d posts, want %d", len(seen), len(want))
+	}
+	for id, n := range seen {
+		if n != 1 || !want[id] {
+			t.Errorf("%s listed %d times", id, n)
+		}
+	}
+	if pages != 5 {
+		t.Errorf("%d pages of 5 for 23 targets, want 5", pages)
+	}
+	if _, err := s.DueAt(ctx, slot, "2026-12-01T08:00:00.000000000Z#x", 5); err == nil {
+		t.Error("DueAt from a position of another slot succeeded")
+	}
+}
+
+// TestSlotFirings: a slot is claimed by one firing at a time; what it
+// records is what the next claim gets back; a done slot is returned done
+// to anyone; a claim that ran out is taken over; only the holder records.
+func TestSlotFirings(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	prefix := e.tables(t, WorkspaceTable)
+	s := e.store(t, prefix, nil, Options{})
+	ctx := t.Context()
+	slot := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	now := slot.Add(-time.Minute)
+	f, err := s.ClaimSlot(ctx, slot, "a", now, now.Add(30*time.Second))
+	if err != nil || f != (publishing.SlotFiring{}) {
+		t.Fatalf("first claim = %+v, %v; want a fresh slot", f, err)
+	}
+	if _, err := s.ClaimSlot(ctx, slot, "b", now.Add(time.Second), now.Add(time.Minute)); !errors.Is(err, publishing.ErrSlotBusy) {
+		t.Errorf("a second claim while a holds it = %v, want ErrSlotBusy", err)
+	}
+	if err := s.RecordSlot(ctx, slot, "b", publishing.SlotFiring{Sent: 1}, false); !errors.Is(err, post.ErrConflict) {
+		t.Errorf("a record by b, who holds nothing = %v, want post.ErrConflict", err)
+	}
+	mustDo(t, s.RecordSlot(ctx, slot, "a", publishing.SlotFiring{After: "p1", Sent: 10}, false))
+	// a's claim runs out (it died): b takes over where a got.
+	f, err = s.ClaimSlot(ctx, slot, "b", now.Add(31*time.Second), now.Add(time.Minute))
+	if err != nil || f != (publishing.SlotFiring{After: "p1", Sent: 10}) {
+		t.Errorf("claim after a's ran out = %+v, %v; want a's progress", f, err)
+	}
+	mustDo(t, s.RecordSlot(ctx, slot, "b", publishing.SlotFiring{After: "p2", Sent: 20}, true))
+	f, err = s.ClaimSlot(ctx, slot, "c", now.Add(32*time.Second), now.Add(time.Minute))
+	if err != nil || f.After != "p2" {
+		t.Errorf("claim after b released = %+v, %v; want b's progress", f, err)
+	}
+	mustDo(t, s.RecordSlot(ctx, slot, "c", publishing.SlotFiring{Sent: 25, Done: true}, false))
+	for _, who := range []string{"a", "d"} {
+		f, err = s.ClaimSlot(ctx, slot, who, now.Add(33*time.Second), now.Add(time.Minute))
+		if err != nil || !f.Done || f.Sent != 25 {
+			t.Errorf("claim of a done slot by %s = %+v, %v; want done, 25 sent", who, f, err)
+		}
+	}
+	if err := s.RecordSlot(ctx, slot, "d", publishing.SlotFiring{Sent: 99}, false); !errors.Is(err, post.ErrConflict) {
+		t.Errorf("a record on a done slot = %v, want post.ErrConflict", err)
 	}
 }

@@ -52,8 +52,13 @@ var (
 
 // Defaults of RetryPolicy when Config.Retry is nil.
 const (
-	// DefaultMaxEventAge keeps retrying an invocation for an hour; the
-	// sweeper triggers a target its schedule missed well before that.
+	// DefaultMaxEventAge keeps retrying, for an hour, an invocation Lambda
+	// did not accept (throttled, the service failing). Scheduler invokes
+	// Lambda asynchronously: once Lambda queued the event, a function
+	// error or timeout is Lambda's to retry (the trigger's
+	// EventInvokeConfig in template.yaml: twice, then its on-failure
+	// destination, which alarms), never Scheduler's. The sweeper triggers
+	// a target its schedule missed well before either gives up.
 	DefaultMaxEventAge = time.Hour
 	// DefaultMaxAttempts is Scheduler's largest MaximumRetryAttempts.
 	DefaultMaxAttempts = 185
@@ -103,8 +108,12 @@ var (
 )
 
 // RetryPolicy is the schedule's RetryPolicy: how long and how often
-// Scheduler retries an invocation that failed
+// Scheduler retries an invocation Lambda did not accept
 // (https://docs.aws.amazon.com/scheduler/latest/APIReference/API_RetryPolicy.html).
+// It never sees the function fail: Scheduler invokes Lambda
+// asynchronously, and the function's own errors are retried, and then
+// dropped to the on-failure destination, by Lambda's asynchronous
+// invocation (the function's EventInvokeConfig).
 type RetryPolicy struct {
 	// MaxEventAge is MaximumEventAgeInSeconds: 60 s to 24 h, whole seconds.
 	MaxEventAge time.Duration
@@ -128,9 +137,11 @@ type Config struct {
 	// function and to send to the dead-letter queue (lambda:InvokeFunction
 	// and sqs:SendMessage).
 	RoleARN string
-	// DeadLetterARN is the standard SQS queue receiving invocations that
-	// failed past the retry policy (Scheduler does not support FIFO
-	// dead-letter queues; the API's ARN pattern refuses ".fifo").
+	// DeadLetterARN is the standard SQS queue receiving invocations
+	// Lambda did not accept past the retry policy (Scheduler does not
+	// support FIFO dead-letter queues; the API's ARN pattern refuses
+	// ".fifo"). A function that fails is not among them: its events go to
+	// its EventInvokeConfig's on-failure destination.
 	DeadLetterARN string
 	// Retry is the invocation retry policy; nil is DefaultMaxEventAge and
 	// DefaultMaxAttempts.

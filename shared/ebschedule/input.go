@@ -103,3 +103,17 @@ func DecodeInput(b []byte) (Input, error) {
 	}
 	return in, nil
 }
+
+// SlotInput is the input of a slot's firing as the trigger decodes it
+// (DecodeInput, AllDue), with scheduledTime as its scheduled_time: what a
+// continuation of a slot's firing invokes the trigger with.
+func SlotInput(slot, scheduledTime time.Time) ([]byte, error) {
+	b, err := json.Marshal(struct {
+		Slot          string `json:"slot"`
+		ScheduledTime string `json:"scheduled_time"`
+	}{slot.UTC().Format(time.RFC3339Nano), scheduledTime.UTC().Format(time.RFC3339Nano)})
+	if err != nil {
+		return nil, fmt.Errorf("encode slot input: %w", err)
+	}
+	return b, nil
+}

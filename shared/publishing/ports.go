@@ -67,9 +67,60 @@ type Posts interface {
 
 // SlotLister is a Posts that can list the targets scheduled at exactly
 // one slot without reading those of earlier slots (Due lists every
-// scheduled target up to a time). The trigger uses it when Posts has it.
+// scheduled target up to a time), a page at a time. The trigger uses it
+// when Posts has it.
 type SlotLister interface {
-	DueAt(ctx context.Context, slot time.Time, limit int) ([]TargetRef, error)
+	// DueAt lists up to limit targets scheduled at exactly slot, in a
+	// stable order, from after the position after ("" from the start).
+	// The page's Next is where the next page starts ("" when the slot has
+	// no more); a page may hold fewer than limit targets (and even none)
+	// while Next is not "". A limit ≤ 0 means no limit.
+	DueAt(ctx context.Context, slot time.Time, after string, limit int) (SlotPage, error)
+}
+
+// SlotPage is one page of a slot's scheduled targets.
+type SlotPage struct {
+	Targets []TargetRef
+	// Next is the position after the page's last listed target, opaque;
+	// "" when nothing follows.
+	Next string
+}
+
+// SlotFiring is how far the firing of one slot got.
+type SlotFiring struct {
+	// After is the position (SlotPage.Next) up to which every target's
+	// job was sent; "" before any.
+	After string `json:"after,omitempty"`
+	// Sent counts the jobs sent so far, by every invocation.
+	Sent int `json:"sent"`
+	// Done: every target listed was sent.
+	Done bool `json:"done"`
+}
+
+// ErrSlotBusy is returned by SlotFirings.ClaimSlot when another firing of
+// the slot holds it.
+var ErrSlotBusy = errors.New("another firing of the slot is in progress")
+
+// SlotFirings records the firings of slots, so that a retried, repeated
+// or continued firing sends only the jobs no firing of the slot sent yet,
+// and two firings never send a slot at once. The trigger uses it when
+// Posts has it (dynamostore: one workspace item a slot).
+type SlotFirings interface {
+	// ClaimSlot takes the slot's firing for owner until until, unless
+	// another owner holds it at now (ErrSlotBusy), and returns how far the
+	// slot's firings got. A done slot is returned done, not claimed.
+	ClaimSlot(ctx context.Context, slot time.Time, owner string, now, until time.Time) (SlotFiring, error)
+	// RecordSlot stores how far owner's firing got, if owner still holds
+	// the claim (post.ErrConflict otherwise). Done frees the claim; so
+	// does release, leaving the slot to the next firing.
+	RecordSlot(ctx context.Context, slot time.Time, owner string, f SlotFiring, release bool) error
+}
+
+// SlotContinuer hands what is left of a slot's firing to a new invocation
+// (AWS: the trigger invokes itself asynchronously), when the firing runs
+// out of its own time.
+type SlotContinuer interface {
+	ContinueSlot(ctx context.Context, slot time.Time) error
 }
 
 // TargetReader is a Posts that can read one target of a post with the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"oncepost/shared/post"
@@ -44,6 +45,19 @@ func DelayUntil(slot, now time.Time) time.Duration {
 type Trigger struct {
 	Posts Posts
 	Queue Queue
+	// Owner names this firing in slot claims (SlotFirings), e.g. the
+	// function instance.
+	Owner string
+	// Continuer hands the rest of a slot that one invocation cannot fire
+	// in its time to a new one; nil: the invocation fails and its retry
+	// resumes.
+	Continuer SlotContinuer
+	// PageSize is how many targets FireSlot lists at a time; default
+	// DefaultSlotPage.
+	PageSize int
+	// SendConcurrency is how many batch sends FireSlot has in flight;
+	// default DefaultSendConcurrency.
+	SendConcurrency int
 	// Now is the clock; default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -131,54 +145,254 @@ func (t *Trigger) FireDue(ctx context.Context, limit int) (int, error) {
 	return sent, errors.Join(errs...)
 }
 
+// SlotReport says what one FireSlot call did.
+type SlotReport struct {
+	// Due counts the targets this call listed; Sent the jobs it sent.
+	Due  int `json:"due"`
+	Sent int `json:"sent"`
+	// Already is "done" when an earlier firing of the slot sent every job
+	// (a retried or repeated firing), "busy" when another firing holds the
+	// slot now; "" otherwise.
+	Already string `json:"already,omitempty"`
+	// Continued: this call ran short of time and handed the rest of the
+	// slot to a new invocation (SlotContinuer).
+	Continued bool `json:"continued,omitempty"`
+}
+
+// Defaults of FireSlot's tuning fields.
+const (
+	// DefaultSlotPage is how many targets FireSlot lists at a time.
+	DefaultSlotPage = 1000
+	// DefaultSendConcurrency is how many batch sends (ten jobs each) are
+	// in flight at once.
+	DefaultSendConcurrency = 16
+	// slotPageMargin is kept from the invocation's end after the last
+	// page: the page's record, and the continuation's invoke.
+	slotPageMargin = 3 * time.Second
+)
+
 // FireSlot enqueues the job of every target still scheduled at slot — a
 // slot schedule's firing (ebschedule.PutSlot) — each delayed until the
-// slot, and reports how many it sent. With a BatchSender queue the jobs go
-// out ten per request. Targets of earlier slots that are still scheduled
-// are left alone: their own firing sent them (their jobs may be in the
-// queue still) or, if it never came, the sweeper triggers them MissedAfter
-// past their slot.
+// slot. Targets of earlier slots that are still scheduled are left alone:
+// their own firing sent them (their jobs may be in the queue still) or, if
+// it never came, the sweeper triggers them MissedAfter past their slot.
+//
+// With a SlotLister store it lists the slot a page at a time (PageSize)
+// while the previous page's jobs are sent, ten per batch request (with a
+// BatchSender queue) and SendConcurrency batches at once: the top of the
+// hour's 10,000 targets go out in seconds, not one request after another.
+// With a SlotFirings store it first claims the slot (two firings never
+// send it at once) and records after each page how far it got, so a
+// retried or repeated firing sends only the jobs no firing sent yet, and
+// one that finds the slot done sends nothing. Before each page it checks
+// that what is left of the invocation covers the page (twice the slowest
+// page so far, at least slotPageMargin): if not, it records where it
+// stopped and hands the rest to a new invocation (Continuer), or, without
+// one, returns an error so that the invocation is retried and resumes.
 //
 // Unlike Fire it does not mark the targets triggered: the queued job is
 // the record, and marking would cost a write (and two index writes) per
 // post on the publish path. A target whose job was lost stays scheduled,
-// and the sweeper triggers it; a job that is sent twice (a retried
-// invocation) is absorbed by the ledger. The targets come from Posts.Due,
-// which reads them back consistently, so a target cancelled or moved
+// and the sweeper triggers it; a job that is sent twice (a firing that
+// died between its send and its record) is absorbed by the ledger. The
+// targets are read back consistently, so a target cancelled or moved
 // before the firing is not sent; one cancelled after it is stopped by the
 // publisher's re-read.
-func (t *Trigger) FireSlot(ctx context.Context, slot time.Time) (int, error) {
-	var due []TargetRef
-	var err error
-	if l, ok := t.Posts.(SlotLister); ok {
-		due, err = l.DueAt(ctx, slot, SlotLimit)
-	} else {
-		due, err = t.Posts.Due(ctx, slot, SlotLimit)
+func (t *Trigger) FireSlot(ctx context.Context, slot time.Time) (SlotReport, error) {
+	slot = slot.UTC()
+	name := slot.Format(time.RFC3339Nano)
+	lister, paged := t.Posts.(SlotLister)
+	if !paged {
+		return t.fireSlotOnce(ctx, slot)
 	}
-	if err != nil {
-		return 0, fmt.Errorf("trigger slot %s: due targets: %w", slot.UTC().Format(time.RFC3339Nano), err)
+	firings, recorded := t.Posts.(SlotFirings)
+	var rep SlotReport
+	var f SlotFiring
+	if recorded {
+		var err error
+		f, err = firings.ClaimSlot(ctx, slot, t.Owner, t.now(), t.claimUntil(ctx))
+		switch {
+		case errors.Is(err, ErrSlotBusy):
+			rep.Already = "busy"
+			t.log().InfoContext(ctx, "slot firing skipped: another firing holds it", "slot", name, "err", err)
+			return rep, nil
+		case err != nil:
+			return rep, fmt.Errorf("trigger slot %s: %w", name, err)
+		case f.Done:
+			rep.Already = "done"
+			t.log().InfoContext(ctx, "slot already fired", "slot", name, "sent", f.Sent)
+			return rep, nil
+		}
 	}
-	if len(due) == SlotLimit {
-		t.log().WarnContext(ctx, "slot has more due targets than one firing sends; the sweeper triggers the rest", "slot", slot.UTC().Format(time.RFC3339Nano), "limit", SlotLimit)
+	pages, stop := t.readPages(ctx, lister, slot, f.After)
+	defer stop()
+	var slowest time.Duration
+	for pg := range pages {
+		if pg.err != nil {
+			t.release(ctx, firings, recorded, slot, f)
+			return rep, fmt.Errorf("trigger slot %s: due targets: %w", name, pg.err)
+		}
+		if d, ok := ctx.Deadline(); ok && time.Until(d) < max(2*slowest, slotPageMargin)+slotPageMargin {
+			return rep, t.handOver(ctx, firings, recorded, slot, f, &rep)
+		}
+		started := time.Now()
+		sent, err := t.sendSlotPage(ctx, slot, pg.page.Targets)
+		rep.Due += len(pg.page.Targets)
+		rep.Sent += sent
+		f.Sent += sent
+		if err != nil {
+			// The page is not recorded: a retry sends it again (the
+			// ledger absorbs the jobs that did go).
+			t.release(ctx, firings, recorded, slot, f)
+			return rep, fmt.Errorf("trigger slot %s: %w", name, err)
+		}
+		slowest = max(slowest, time.Since(started))
+		f.After, f.Done = pg.page.Next, pg.page.Next == ""
+		if recorded {
+			if err := firings.RecordSlot(ctx, slot, t.Owner, f, false); err != nil {
+				return rep, fmt.Errorf("trigger slot %s: %w", name, err)
+			}
+		}
 	}
+	t.log().InfoContext(ctx, "slot triggered", "slot", name, "due", rep.Due, "sent", rep.Sent)
+	return rep, nil
+}
+
+// claimUntil is how long a firing claims its slot: to the invocation's
+// end, or two minutes without a deadline.
+func (t *Trigger) claimUntil(ctx context.Context) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return t.now().Add(time.Until(d))
+	}
+	return t.now().Add(2 * time.Minute)
+}
+
+// release frees the slot's claim after a failure, keeping what was
+// recorded, so that a retry resumes at once.
+func (t *Trigger) release(ctx context.Context, firings SlotFirings, recorded bool, slot time.Time, f SlotFiring) {
+	if !recorded {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	if err := firings.RecordSlot(rctx, slot, t.Owner, f, true); err != nil {
+		t.log().WarnContext(ctx, "could not release the slot's claim; it lapses at the invocation's end", "slot", slot.Format(time.RFC3339Nano), "err", err)
+	}
+}
+
+// handOver records where the firing stopped and hands the rest of the
+// slot to a new invocation; without a Continuer it returns an error, so
+// that the invocation is retried and resumes there.
+func (t *Trigger) handOver(ctx context.Context, firings SlotFirings, recorded bool, slot time.Time, f SlotFiring, rep *SlotReport) error {
+	name := slot.Format(time.RFC3339Nano)
+	t.release(ctx, firings, recorded, slot, f)
+	if t.Continuer == nil || !recorded {
+		return fmt.Errorf("trigger slot %s: out of time after %d jobs; the retried firing resumes", name, rep.Sent)
+	}
+	if err := t.Continuer.ContinueSlot(ctx, slot); err != nil {
+		return fmt.Errorf("trigger slot %s: out of time after %d jobs, and the continuation failed (the retried firing resumes): %w", name, rep.Sent, err)
+	}
+	rep.Continued = true
+	t.log().InfoContext(ctx, "slot firing continued in a new invocation", "slot", name, "sent", rep.Sent, "after", f.After)
+	return nil
+}
+
+// slotPage is one page read for FireSlot, or the error that ended the
+// reading.
+type slotPage struct {
+	page SlotPage
+	err  error
+}
+
+// readPages lists the slot's pages from after, one page ahead of the
+// sender. stop ends the reading.
+func (t *Trigger) readPages(ctx context.Context, l SlotLister, slot time.Time, after string) (<-chan slotPage, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	out := make(chan slotPage, 1)
+	go func() {
+		defer close(out)
+		for {
+			pg, err := l.DueAt(ctx, slot, after, orDefault(t.PageSize, DefaultSlotPage))
+			select {
+			case out <- slotPage{page: pg, err: err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil || pg.Next == "" {
+				return
+			}
+			after = pg.Next
+		}
+	}()
+	return out, cancel
+}
+
+// sendSlotPage sends the jobs of a page of slot's targets, each delayed
+// until the slot: ten per request with a BatchSender queue,
+// SendConcurrency requests at once. It counts what was sent.
+func (t *Trigger) sendSlotPage(ctx context.Context, slot time.Time, refs []TargetRef) (int, error) {
 	now := t.now()
-	msgs := make([]Outgoing, 0, len(due))
-	for _, ref := range due {
+	msgs := make([]Outgoing, 0, len(refs))
+	for _, ref := range refs {
 		if !ref.Slot.Equal(slot) {
 			continue
 		}
 		body, err := json.Marshal(Job{Post: ref.Post, Account: ref.Account, Slot: ref.Slot.UTC()})
 		if err != nil {
-			return 0, fmt.Errorf("trigger slot: encode job %s/%s: %w", ref.Post, ref.Account, err)
+			return 0, fmt.Errorf("encode job %s/%s: %w", ref.Post, ref.Account, err)
 		}
 		msgs = append(msgs, Outgoing{Body: body, Delay: DelayUntil(ref.Slot, now)})
 	}
-	sent, err := t.send(ctx, msgs)
-	t.log().InfoContext(ctx, "slot triggered", "slot", slot.UTC().Format(time.RFC3339Nano), "due", len(msgs), "sent", sent)
-	if err != nil {
-		return sent, fmt.Errorf("trigger slot %s: %w", slot.UTC().Format(time.RFC3339Nano), err)
+	const batch = 10
+	var (
+		mu   sync.Mutex
+		sent int
+		errs []error
+		wg   sync.WaitGroup
+	)
+	sem := make(chan struct{}, orDefault(t.SendConcurrency, DefaultSendConcurrency))
+	for i := 0; i < len(msgs); i += batch {
+		chunk := msgs[i:min(i+batch, len(msgs))]
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			n, err := t.send(ctx, chunk)
+			mu.Lock()
+			defer mu.Unlock()
+			sent += n
+			if err != nil {
+				errs = append(errs, err)
+			}
+		})
 	}
-	return sent, nil
+	wg.Wait()
+	return sent, errors.Join(errs...)
+}
+
+// fireSlotOnce is FireSlot for a store that cannot list one slot: Due up
+// to SlotLimit targets, every job sent, nothing recorded.
+func (t *Trigger) fireSlotOnce(ctx context.Context, slot time.Time) (SlotReport, error) {
+	name := slot.Format(time.RFC3339Nano)
+	due, err := t.Posts.Due(ctx, slot, SlotLimit)
+	if err != nil {
+		return SlotReport{}, fmt.Errorf("trigger slot %s: due targets: %w", name, err)
+	}
+	if len(due) == SlotLimit {
+		t.log().WarnContext(ctx, "slot has more due targets than one firing sends; the sweeper triggers the rest", "slot", name, "limit", SlotLimit)
+	}
+	var exact []TargetRef
+	for _, ref := range due {
+		if ref.Slot.Equal(slot) {
+			exact = append(exact, ref)
+		}
+	}
+	sent, err := t.sendSlotPage(ctx, slot, exact)
+	rep := SlotReport{Due: len(exact), Sent: sent}
+	t.log().InfoContext(ctx, "slot triggered", "slot", name, "due", rep.Due, "sent", sent)
+	if err != nil {
+		return rep, fmt.Errorf("trigger slot %s: %w", name, err)
+	}
+	return rep, nil
 }
 
 // send sends msgs in batches when the queue can, one by one otherwise,

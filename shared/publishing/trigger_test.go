@@ -57,12 +57,12 @@ func TestFireSlotEnqueuesEveryDueTargetOnce(t *testing.T) {
 	}
 	q := &batchingQueue{Queue: e.queue}
 	tr := &publishing.Trigger{Posts: e.store, Queue: q, Now: func() time.Time { return now }}
-	sent, err := tr.FireSlot(ctx, slot)
+	rep, err := tr.FireSlot(ctx, slot)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sent != 2 {
-		t.Errorf("FireSlot sent %d, want 2", sent)
+	if rep.Sent != 2 {
+		t.Errorf("FireSlot sent %d, want 2", rep.Sent)
 	}
 	if len(q.batches) != 1 {
 		t.Fatalf("%d SendBatch calls, want 1", len(q.batches))
@@ -89,8 +89,8 @@ func TestFireSlotEnqueuesEveryDueTargetOnce(t *testing.T) {
 	// Without batching, the same jobs go one by one; a slot in the past
 	// has no delay.
 	tr.Queue = e.queue
-	if sent, err := tr.FireSlot(ctx, missed.Slot); err != nil || sent != 1 {
-		t.Errorf("FireSlot of the missed slot on a plain queue = %d, %v; want 1", sent, err)
+	if rep, err := tr.FireSlot(ctx, missed.Slot); err != nil || rep.Sent != 1 {
+		t.Errorf("FireSlot of the missed slot on a plain queue = %+v, %v; want 1 sent", rep, err)
 	}
 	got := e.queued()
 	want := []publishing.Job{missed}

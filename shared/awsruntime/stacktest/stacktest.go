@@ -212,8 +212,8 @@ func (c *Counter) Snapshot() map[string]int {
 
 // proxy starts a reverse proxy to target on 127.0.0.1 that counts each
 // request by its X-Amz-Target operation (the AWS JSON protocol of
-// DynamoDB, SQS and Step Functions: "DynamoDB_20120810.PutItem") and
-// returns its URL. For DynamoDB it also asks for and adds up the consumed
+// DynamoDB, SQS and Step Functions: "DynamoDB_20120810.PutItem"), a
+// DynamoDB write also by its table (writtenTable), and returns its URL. For DynamoDB it also asks for and adds up the consumed
 // capacity (see capacity).
 func (c *Counter) proxy(t testing.TB, service, target string) string {
 	t.Helper()
@@ -233,8 +233,15 @@ func (c *Counter) proxy(t testing.TB, service, target string) string {
 		if op == "" {
 			op = r.Method + " " + r.URL.Path
 		}
+		table := ""
+		if service == "dynamodb" && writeOps[op] {
+			table = writtenTable(r)
+		}
 		c.mu.Lock()
 		c.counts[service+"."+op]++
+		if table != "" {
+			c.counts[service+"."+op+"@"+table]++
+		}
 		c.mu.Unlock()
 		if service == "dynamodb" && capacityOps[op] {
 			askCapacity(r)
@@ -243,6 +250,27 @@ func (c *Counter) proxy(t testing.TB, service, target string) string {
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// writtenTable is the table a DynamoDB write request names, without the
+// stack's prefix ("posts", "workspace" …; "" for a batch), so that writes
+// are also counted by table ("dynamodb.UpdateItem@workspace"). The body
+// is read and put back.
+func writtenTable(r *http.Request) string {
+	body, err := io.ReadAll(r.Body)
+	r.Body.Close()
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return ""
+	}
+	var in struct{ TableName string }
+	if json.Unmarshal(body, &in) != nil {
+		return ""
+	}
+	if i := strings.LastIndexByte(in.TableName, '-'); i >= 0 {
+		return in.TableName[i+1:]
+	}
+	return in.TableName
 }
 
 // capacityOps are the DynamoDB operations that report consumed capacity.
