@@ -129,8 +129,31 @@ func slotFiringOf(it item) publishing.SlotFiring {
 // ClaimSlot takes the slot's firing for owner until until
 // (publishing.SlotFirings) with one conditional UpdateItem: the item is
 // new, or not done and held by nobody, by owner, or by a claim that ran
-// out at now. The answer carries how far the slot got.
-func (s *Store) ClaimSlot(ctx context.Context, slot time.Time, owner string, now, until time.Time) (publishing.SlotFiring, error) {
+// out at now. The answer carries how far the slot got. A plan is written
+// with the claim only into a new item (a first, conditional UpdateItem);
+// for an item that exists the plain claim follows.
+func (s *Store) ClaimSlot(ctx context.Context, slot time.Time, owner string, now, until time.Time, plan publishing.SlotFiring) (publishing.SlotFiring, bool, error) {
+	if plan != (publishing.SlotFiring{}) {
+		var x expr
+		var u update
+		u.set(&x, attrSlotOwner, str(owner))
+		u.set(&x, attrSlotLease, str(sortTime(until)))
+		u.set(&x, attrSlotAt, str(encTime(now)))
+		slotProgress(&x, &u, plan)
+		cond := fmt.Sprintf("attribute_not_exists(%s)", x.name(attrPK))
+		expression := u.String()
+		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: &s.tables.workspace, Key: slotKey(slot),
+			UpdateExpression: &expression, ConditionExpression: &cond,
+			ExpressionAttributeNames: x.names, ExpressionAttributeValues: x.values,
+		})
+		if _, failed := conditionFailed(err); !failed {
+			if err != nil {
+				return publishing.SlotFiring{}, false, fmt.Errorf("claim slot %s: %w", encTime(slot), err)
+			}
+			return publishing.SlotFiring{}, true, nil
+		}
+	}
 	var x expr
 	var u update
 	u.set(&x, attrSlotOwner, str(owner))
@@ -150,18 +173,18 @@ func (s *Store) ClaimSlot(ctx context.Context, slot time.Time, owner string, now
 		if stored == nil {
 			// dynalite does not send the item back with a refusal.
 			if stored, err = s.getItem(ctx, s.tables.workspace, slotKey(slot)); err != nil {
-				return publishing.SlotFiring{}, fmt.Errorf("claim slot %s: %w", encTime(slot), err)
+				return publishing.SlotFiring{}, false, fmt.Errorf("claim slot %s: %w", encTime(slot), err)
 			}
 		}
 		if f := slotFiringOf(stored); f.Done {
-			return f, nil
+			return f, false, nil
 		}
-		return slotFiringOf(stored), fmt.Errorf("claim slot %s: held by %s until %s: %w", encTime(slot), sval(stored, attrSlotOwner), sval(stored, attrSlotLease), publishing.ErrSlotBusy)
+		return slotFiringOf(stored), false, fmt.Errorf("claim slot %s: held by %s until %s: %w", encTime(slot), sval(stored, attrSlotOwner), sval(stored, attrSlotLease), publishing.ErrSlotBusy)
 	}
 	if err != nil {
-		return publishing.SlotFiring{}, fmt.Errorf("claim slot %s: %w", encTime(slot), err)
+		return publishing.SlotFiring{}, false, fmt.Errorf("claim slot %s: %w", encTime(slot), err)
 	}
-	return slotFiringOf(out.Attributes), nil
+	return slotFiringOf(out.Attributes), false, nil
 }
 
 // RecordSlot stores how far owner's firing got (publishing.SlotFirings),
@@ -170,12 +193,8 @@ func (s *Store) ClaimSlot(ctx context.Context, slot time.Time, owner string, now
 func (s *Store) RecordSlot(ctx context.Context, slot time.Time, owner string, f publishing.SlotFiring, release bool) error {
 	var x expr
 	var u update
-	u.setOrRemove(&x, attrSlotAfter, f.After)
-	u.set(&x, attrSlotSent, &types.AttributeValueMemberN{Value: strconv.Itoa(f.Sent)})
+	slotProgress(&x, &u, f)
 	u.set(&x, attrSlotAt, str(encTime(s.now())))
-	if f.Done {
-		u.set(&x, attrSlotDone, str("1"))
-	}
 	if f.Done || release {
 		u.remove(&x, attrSlotOwner)
 		u.remove(&x, attrSlotLease)
@@ -194,4 +213,16 @@ func (s *Store) RecordSlot(ctx context.Context, slot time.Time, owner string, f 
 		return fmt.Errorf("record slot %s: %w", encTime(slot), err)
 	}
 	return nil
+}
+
+// slotProgress adds f's fields to an update: after (removed when ""),
+// sent, and done set or removed.
+func slotProgress(x *expr, u *update, f publishing.SlotFiring) {
+	u.setOrRemove(x, attrSlotAfter, f.After)
+	u.set(x, attrSlotSent, &types.AttributeValueMemberN{Value: strconv.Itoa(f.Sent)})
+	if f.Done {
+		u.set(x, attrSlotDone, str("1"))
+	} else {
+		u.remove(x, attrSlotDone)
+	}
 }

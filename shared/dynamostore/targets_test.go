@@ -254,11 +254,11 @@ func TestSlotFirings(t *testing.T) {
 	ctx := t.Context()
 	slot := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	now := slot.Add(-time.Minute)
-	f, err := s.ClaimSlot(ctx, slot, "a", now, now.Add(30*time.Second))
-	if err != nil || f != (publishing.SlotFiring{}) {
+	f, planned, err := s.ClaimSlot(ctx, slot, "a", now, now.Add(30*time.Second), publishing.SlotFiring{})
+	if err != nil || f != (publishing.SlotFiring{}) || planned {
 		t.Fatalf("first claim = %+v, %v; want a fresh slot", f, err)
 	}
-	if _, err := s.ClaimSlot(ctx, slot, "b", now.Add(time.Second), now.Add(time.Minute)); !errors.Is(err, publishing.ErrSlotBusy) {
+	if _, _, err := s.ClaimSlot(ctx, slot, "b", now.Add(time.Second), now.Add(time.Minute), publishing.SlotFiring{Sent: 3, Done: true}); !errors.Is(err, publishing.ErrSlotBusy) {
 		t.Errorf("a second claim while a holds it = %v, want ErrSlotBusy", err)
 	}
 	if err := s.RecordSlot(ctx, slot, "b", publishing.SlotFiring{Sent: 1}, false); !errors.Is(err, post.ErrConflict) {
@@ -266,23 +266,50 @@ func TestSlotFirings(t *testing.T) {
 	}
 	mustDo(t, s.RecordSlot(ctx, slot, "a", publishing.SlotFiring{After: "p1", Sent: 10}, false))
 	// a's claim runs out (it died): b takes over where a got.
-	f, err = s.ClaimSlot(ctx, slot, "b", now.Add(31*time.Second), now.Add(time.Minute))
+	f, _, err = s.ClaimSlot(ctx, slot, "b", now.Add(31*time.Second), now.Add(time.Minute), publishing.SlotFiring{})
 	if err != nil || f != (publishing.SlotFiring{After: "p1", Sent: 10}) {
 		t.Errorf("claim after a's ran out = %+v, %v; want a's progress", f, err)
 	}
 	mustDo(t, s.RecordSlot(ctx, slot, "b", publishing.SlotFiring{After: "p2", Sent: 20}, true))
-	f, err = s.ClaimSlot(ctx, slot, "c", now.Add(32*time.Second), now.Add(time.Minute))
+	f, _, err = s.ClaimSlot(ctx, slot, "c", now.Add(32*time.Second), now.Add(time.Minute), publishing.SlotFiring{})
 	if err != nil || f.After != "p2" {
 		t.Errorf("claim after b released = %+v, %v; want b's progress", f, err)
 	}
 	mustDo(t, s.RecordSlot(ctx, slot, "c", publishing.SlotFiring{Sent: 25, Done: true}, false))
 	for _, who := range []string{"a", "d"} {
-		f, err = s.ClaimSlot(ctx, slot, who, now.Add(33*time.Second), now.Add(time.Minute))
+		f, _, err = s.ClaimSlot(ctx, slot, who, now.Add(33*time.Second), now.Add(time.Minute), publishing.SlotFiring{})
 		if err != nil || !f.Done || f.Sent != 25 {
 			t.Errorf("claim of a done slot by %s = %+v, %v; want done, 25 sent", who, f, err)
 		}
 	}
 	if err := s.RecordSlot(ctx, slot, "d", publishing.SlotFiring{Sent: 99}, false); !errors.Is(err, post.ErrConflict) {
 		t.Errorf("a record on a done slot = %v, want post.ErrConflict", err)
+	}
+}
+
+// TestSlotFiringPlanned: a slot never fired takes its plan with the claim
+// (one write); the plan is written into a new record only, and the holder
+// can take it back.
+func TestSlotFiringPlanned(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	prefix := e.tables(t, WorkspaceTable)
+	s := e.store(t, prefix, nil, Options{})
+	ctx := t.Context()
+	slot := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	now := slot.Add(-time.Minute)
+	plan := publishing.SlotFiring{Sent: 4, Done: true}
+	prev, planned, err := s.ClaimSlot(ctx, slot, "a", now, now.Add(time.Minute), plan)
+	if err != nil || !planned || prev != (publishing.SlotFiring{}) {
+		t.Fatalf("planned claim of a new slot = %+v, %v, %v; want planned", prev, planned, err)
+	}
+	if f, planned, err := s.ClaimSlot(ctx, slot, "b", now, now.Add(time.Minute), plan); err != nil || planned || !f.Done || f.Sent != 4 {
+		t.Errorf("a second planned claim = %+v, %v, %v; want the first's plan, done, not planned again", f, planned, err)
+	}
+	// The send failed: a takes the record back.
+	mustDo(t, s.RecordSlot(ctx, slot, "a", publishing.SlotFiring{Sent: 1}, true))
+	f, planned, err := s.ClaimSlot(ctx, slot, "b", now, now.Add(time.Minute), plan)
+	if err != nil || planned || f.Done || f.Sent != 1 {
+		t.Errorf("claim after the record was taken back = %+v, %v, %v; want claimed, not done, not planned", f, planned, err)
 	}
 }

@@ -108,11 +108,15 @@ var ErrSlotBusy = errors.New("another firing of the slot is in progress")
 type SlotFirings interface {
 	// ClaimSlot takes the slot's firing for owner until until, unless
 	// another owner holds it at now (ErrSlotBusy), and returns how far the
-	// slot's firings got. A done slot is returned done, not claimed.
-	ClaimSlot(ctx context.Context, slot time.Time, owner string, now, until time.Time) (SlotFiring, error)
-	// RecordSlot stores how far owner's firing got, if owner still holds
-	// the claim (post.ErrConflict otherwise). Done frees the claim; so
-	// does release, leaving the slot to the next firing.
+	// slot's firings got before (zero for a slot never fired). A done slot
+	// is returned done, not claimed. For a slot never fired, plan (if not
+	// zero) is recorded in the same write, and planned reports it: a
+	// firing that knows its whole slot records it done before sending, one
+	// write a slot.
+	ClaimSlot(ctx context.Context, slot time.Time, owner string, now, until time.Time, plan SlotFiring) (prev SlotFiring, planned bool, err error)
+	// RecordSlot stores how far owner's firing got, done or not, if owner
+	// still holds the claim (post.ErrConflict otherwise). Done frees the
+	// claim; so does release, leaving the slot to the next firing.
 	RecordSlot(ctx context.Context, slot time.Time, owner string, f SlotFiring, release bool) error
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -24,8 +25,9 @@ type slotStore struct {
 	*sqlitestore.Store
 	mu      sync.Mutex
 	firings map[time.Time]*slotRecord
-	// failPage, if set, fails the listing of the n-th page.
-	listed atomic.Int32
+	// claims and records count the writes a firing makes.
+	claims, records int
+	listed          atomic.Int32
 }
 
 type slotRecord struct {
@@ -56,21 +58,22 @@ func (s *slotStore) DueAt(ctx context.Context, slot time.Time, after string, lim
 	return page, nil
 }
 
-func (s *slotStore) ClaimSlot(_ context.Context, slot time.Time, owner string, now, until time.Time) (publishing.SlotFiring, error) {
+func (s *slotStore) ClaimSlot(_ context.Context, slot time.Time, owner string, now, until time.Time, plan publishing.SlotFiring) (publishing.SlotFiring, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.claims++
 	r := s.firings[slot]
 	switch {
 	case r == nil:
-		r = &slotRecord{}
-		s.firings[slot] = r
+		s.firings[slot] = &slotRecord{SlotFiring: plan, owner: owner, until: until}
+		return publishing.SlotFiring{}, plan != (publishing.SlotFiring{}), nil
 	case r.Done:
-		return r.SlotFiring, nil
+		return r.SlotFiring, false, nil
 	case r.owner != "" && r.owner != owner && now.Before(r.until):
-		return r.SlotFiring, publishing.ErrSlotBusy
+		return r.SlotFiring, false, publishing.ErrSlotBusy
 	}
 	r.owner, r.until = owner, until
-	return r.SlotFiring, nil
+	return r.SlotFiring, false, nil
 }
 
 func (s *slotStore) RecordSlot(_ context.Context, slot time.Time, owner string, f publishing.SlotFiring, release bool) error {
@@ -80,6 +83,7 @@ func (s *slotStore) RecordSlot(_ context.Context, slot time.Time, owner string, 
 	if r == nil || r.owner != owner {
 		return post.ErrConflict
 	}
+	s.records++
 	r.SlotFiring = f
 	if f.Done || release {
 		r.owner, r.until = "", time.Time{}
@@ -225,7 +229,7 @@ func TestSlotFiringHandsOverWhatItHasNoTimeFor(t *testing.T) {
 		t.Errorf("continuations %v, want the slot once", cont.slots)
 	}
 	// Another firing while a live one holds the slot sends nothing.
-	if _, err := st.ClaimSlot(context.Background(), slot, "live", e.clock.Now(), e.clock.Now().Add(time.Minute)); err != nil {
+	if _, _, err := st.ClaimSlot(context.Background(), slot, "live", e.clock.Now(), e.clock.Now().Add(time.Minute), publishing.SlotFiring{}); err != nil {
 		t.Fatal(err)
 	}
 	tr.Owner = "other"
@@ -241,5 +245,47 @@ func TestSlotFiringHandsOverWhatItHasNoTimeFor(t *testing.T) {
 	}
 	if jobs := e.jobsByPost(); len(jobs) != 25 {
 		t.Errorf("jobs for %d posts, want 25", len(jobs))
+	}
+}
+
+// A slot that fits one page costs one write: its claim records it done
+// before the jobs go. If the send fails the record is taken back and the
+// retry sends the slot; once sent, a retried firing sends nothing.
+func TestSmallSlotFiringIsOneWrite(t *testing.T) {
+	e := newEnv(t, sandbox.Options{})
+	ctx := context.Background()
+	slot := e.clock.Now().Truncate(time.Second)
+	e.slotWith(5, slot)
+	st := &slotStore{Store: e.store, firings: map[time.Time]*slotRecord{}}
+	q := &failingBatches{Queue: e.queue, fail: map[post.ID]bool{"a3": true}}
+	tr := &publishing.Trigger{Posts: st, Queue: q, Owner: "first", Now: e.clock.Now}
+	if rep, err := tr.FireSlot(ctx, slot); err == nil || rep.Sent != 0 {
+		t.Fatalf("firing with its batch refused = %+v, %v; want an error, nothing sent", rep, err)
+	}
+	if r := st.firings[slot]; r == nil || r.Done || r.owner != "" {
+		t.Fatalf("record after the refused send = %+v, want taken back: not done, not held", r)
+	}
+	q.fail = nil
+	st.claims, st.records = 0, 0
+	tr.Owner = "retry"
+	if rep, err := tr.FireSlot(ctx, slot); err != nil || rep.Sent != 5 {
+		t.Fatalf("retried firing = %+v, %v; want 5 sent", rep, err)
+	}
+	tr.Owner = "again"
+	if rep, err := tr.FireSlot(ctx, slot); err != nil || rep.Already != "done" || rep.Sent != 0 {
+		t.Errorf("a further firing = %+v, %v; want already done", rep, err)
+	}
+	// The retry claims and records (its record existed); the further
+	// firing's claim finds the slot done.
+	if st.records != 1 || st.claims != 2 {
+		t.Errorf("%d claims and %d records for the retry and the further firing, want 2 and 1", st.claims, st.records)
+	}
+	fresh := slot.Add(time.Second)
+	for i := range 3 {
+		e.scheduleAt(fmt.Sprintf("fresh-%d", i), "Another slot.", fresh)
+	}
+	st.claims, st.records = 0, 0
+	if rep, err := tr.FireSlot(ctx, fresh); err != nil || rep.Sent != 3 || st.claims+st.records != 1 {
+		t.Errorf("a fresh small slot = %+v, %v with %d claims and %d records; want 3 sent in one write", rep, err, st.claims, st.records)
 	}
 }

@@ -63,8 +63,8 @@ func TestNoWriteWithoutTheTimeToFinishIt(t *testing.T) {
 			e := newEnv(t, sandbox.Options{DisableIdempotency: true})
 			counted := &writeCounting{Platforms: mastodonPlatforms}
 			e.pub.Platforms = counted
-			// The platform stores the post, then answers late.
-			e.sb.Script(sandbox.Fault{Kind: sandbox.FaultDelayAfterCommit, Delay: 8 * unit})
+			// The platform stores the post, then answers a little late.
+			e.sb.Script(sandbox.Fault{Kind: sandbox.FaultDelayAfterCommit, Delay: 2 * unit})
 			var media []post.Media
 			if tc.media {
 				img := []byte("\x89PNG late in the invocation")

@@ -205,12 +205,25 @@ func (t *Trigger) FireSlot(ctx context.Context, slot time.Time) (SlotReport, err
 	if !paged {
 		return t.fireSlotOnce(ctx, slot)
 	}
-	firings, recorded := t.Posts.(SlotFirings)
 	var rep SlotReport
+	first, err := lister.DueAt(ctx, slot, "", orDefault(t.PageSize, DefaultSlotPage))
+	if err != nil {
+		return rep, fmt.Errorf("trigger slot %s: due targets: %w", name, err)
+	}
+	firings, recorded := t.Posts.(SlotFirings)
 	var f SlotFiring
+	planned := false
 	if recorded {
-		var err error
-		f, err = firings.ClaimSlot(ctx, slot, t.Owner, t.now(), t.claimUntil(ctx))
+		// A slot that fits one page is recorded done with its claim, before
+		// its jobs go: one write a slot. (A firing that then dies leaves its
+		// jobs to the sweeper, MissedAfter past the slot; one that fails
+		// takes the record back.) A larger slot is claimed, then recorded
+		// page by page.
+		var plan SlotFiring
+		if first.Next == "" {
+			plan = SlotFiring{Sent: len(first.Targets), Done: true}
+		}
+		f, planned, err = firings.ClaimSlot(ctx, slot, t.Owner, t.now(), t.claimUntil(ctx), plan)
 		switch {
 		case errors.Is(err, ErrSlotBusy):
 			rep.Already = "busy"
@@ -224,7 +237,23 @@ func (t *Trigger) FireSlot(ctx context.Context, slot time.Time) (SlotReport, err
 			return rep, nil
 		}
 	}
-	pages, stop := t.readPages(ctx, lister, slot, f.After)
+	if planned {
+		sent, err := t.sendSlotPage(ctx, slot, first.Targets)
+		rep.Due, rep.Sent = len(first.Targets), sent
+		if err != nil {
+			// Take the record back: the retry sends the slot again (the
+			// ledger absorbs the jobs that did go).
+			t.release(ctx, firings, recorded, slot, SlotFiring{Sent: sent})
+			return rep, fmt.Errorf("trigger slot %s: %w", name, err)
+		}
+		t.log().InfoContext(ctx, "slot triggered", "slot", name, "due", rep.Due, "sent", rep.Sent)
+		return rep, nil
+	}
+	if f.After != "" {
+		// An earlier firing got this far: the first page read is behind it.
+		first = SlotPage{Next: f.After}
+	}
+	pages, stop := t.readPages(ctx, lister, slot, first)
 	defer stop()
 	var slowest time.Duration
 	for pg := range pages {
@@ -304,24 +333,27 @@ type slotPage struct {
 	err  error
 }
 
-// readPages lists the slot's pages from after, one page ahead of the
+// readPages yields first (unless it lists nothing and more follows),
+// then lists the slot's next pages from first.Next, one page ahead of the
 // sender. stop ends the reading.
-func (t *Trigger) readPages(ctx context.Context, l SlotLister, slot time.Time, after string) (<-chan slotPage, func()) {
+func (t *Trigger) readPages(ctx context.Context, l SlotLister, slot time.Time, first SlotPage) (<-chan slotPage, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	out := make(chan slotPage, 1)
 	go func() {
 		defer close(out)
+		pg, err := first, error(nil)
 		for {
-			pg, err := l.DueAt(ctx, slot, after, orDefault(t.PageSize, DefaultSlotPage))
-			select {
-			case out <- slotPage{page: pg, err: err}:
-			case <-ctx.Done():
-				return
+			if err != nil || len(pg.Targets) > 0 || pg.Next == "" {
+				select {
+				case out <- slotPage{page: pg, err: err}:
+				case <-ctx.Done():
+					return
+				}
 			}
 			if err != nil || pg.Next == "" {
 				return
 			}
-			after = pg.Next
+			pg, err = l.DueAt(ctx, slot, pg.Next, orDefault(t.PageSize, DefaultSlotPage))
 		}
 	}()
 	return out, cancel
