@@ -20,6 +20,7 @@ import (
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/aws/smithy-go"
 
+	"oncepost/shared/awsclock"
 	"oncepost/shared/awsruntime"
 	"oncepost/shared/dynamostore"
 	"oncepost/shared/ebschedule"
@@ -217,7 +218,11 @@ func openAWS(ctx context.Context, src string, outs stackOutputs, static []byte) 
 		env.MetricsNS = "oncepost"
 	}
 	cfg := defaultConfig()
-	rt, err := awsruntime.New(ctx, env, processOwner())
+	// Whether a slot is too near for its schedule, and how long its job
+	// waits, are decided by AWS's clock, measured on the stack's answers:
+	// Scheduler fires by it, and the operator's may be minutes off.
+	clock := &awsclock.Clock{}
+	rt, err := awsruntime.New(ctx, env, processOwner(), awsconfig.WithAPIOptions(clock.APIOptions()))
 	if err != nil {
 		return nil, fmt.Errorf("open the stack's store: %w", err)
 	}
@@ -239,7 +244,7 @@ func openAWS(ctx context.Context, src string, outs stackOutputs, static []byte) 
 	}
 	slots, err := ebschedule.New(scheduler.NewFromConfig(rt.AWS), ebschedule.Config{
 		Group: outs[outScheduleGroupName], FunctionARN: outs[outTriggerFunctionARN], RoleARN: outs[outSchedulerRoleARN],
-		DeadLetterARN: outs[outScheduleDLQARN],
+		DeadLetterARN: outs[outScheduleDLQARN], Now: clock.Now,
 	})
 	if err != nil {
 		return nil, refused(err)
@@ -257,7 +262,7 @@ func openAWS(ctx context.Context, src string, outs stackOutputs, static []byte) 
 	return &backend{
 		kind: backendAWS, ledger: rt.Store, posts: rt.Store, accounts: rt.Store, admin: rt.Store,
 		views:       dynamoViews{rt.Store},
-		schedules:   slotSchedules{store: rt.Store, slots: slots, trigger: &publishing.Trigger{Posts: rt.Store, Queue: queue, Logger: rt.Logger}},
+		schedules:   slotSchedules{store: rt.Store, slots: slots, trigger: &publishing.Trigger{Posts: rt.Store, Queue: queue, Now: clock.Now, Logger: rt.Logger}},
 		deadLetters: queue,
 		looks:       sfnLooks{client: sfn.NewFromConfig(rt.AWS), execPrefix: executionPrefix(outs[outStateMachineARN])},
 		operator:    &publishing.Operator{Ledger: rt.Store, Confirmer: confirmer, Tasks: flows, Logger: rt.Logger},
@@ -361,8 +366,10 @@ func (slotSchedules) Cancelled(context.Context, publishing.TargetRef) {}
 // schedule puts the schedule of each distinct slot of the targets. A
 // slot too near to schedule (ebschedule.ErrDue) has its targets
 // triggered now, as the embedded runtime fires an at() in the past at
-// once: the job goes on the queue, and the publisher puts a job that
-// arrives before its slot back until then.
+// once: the job goes on the queue, delayed to its slot, and the publisher
+// puts a job that arrives before its slot back until then. Both "too
+// near" and the delay are reckoned by AWS's clock (awsclock), which
+// Scheduler fires by, never by the operator's.
 func (s slotSchedules) schedule(ctx context.Context, id post.ID, targets []post.Target) error {
 	bySlot := map[time.Time][]post.Target{}
 	var slots []time.Time

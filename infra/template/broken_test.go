@@ -210,6 +210,22 @@ func TestBrokenTemplatesAreCaught(t *testing.T) {
 		{"a gauge alarm quiet when the sweeper stops", func(d map[string]any) {
 			alarmOn(d, "StalePending")["TreatMissingData"] = "notBreaching"
 		}, "alarms and dashboard: StalePendingAlarm: TreatMissingData \"notBreaching\", want breaching"},
+		{"a gauge alarm paging on two late sweeps", func(d map[string]any) {
+			alarmOn(d, "HeldTargets")["DatapointsToAlarm"] = 2
+		}, "alarms and dashboard: HeldTargetsAlarm: DatapointsToAlarm 2, want at least 3: each late or missed sweep leaves a minute without a datapoint, which counts as breaching"},
+		{"a gauge alarm without M of N", func(d map[string]any) {
+			alarmOn(d, "StalePending")["EvaluationPeriods"] = 3
+		}, "alarms and dashboard: StalePendingAlarm: EvaluationPeriods 3, want more than DatapointsToAlarm 3"},
+		{"a gauge alarm too slow for a dead sweeper", func(d map[string]any) {
+			alarmOn(d, "StuckTargets")["DatapointsToAlarm"] = 6
+			alarmOn(d, "StuckTargets")["EvaluationPeriods"] = 8
+		}, "alarms and dashboard: StuckTargetsAlarm: DatapointsToAlarm 6 × Period 60 s, want at most 300 s: a sweeper that stopped must page within five minutes"},
+		{"a gauge alarm's period apart from the sweeps", func(d map[string]any) {
+			alarmOn(d, "MissedSchedules")["Period"] = 30
+		}, "alarms and dashboard: MissedSchedulesAlarm: Period 30, want the sweeper's rate, 60 s: one datapoint a period"},
+		{"the sweeps' rate apart from the gauge alarms", func(d map[string]any) {
+			properties(d, "SweeperSchedule")["ScheduleExpression"] = "rate(2 minutes)"
+		}, "alarms and dashboard: SweepErrorsAlarm: Period 60, want the sweeper's rate, 120 s: one datapoint a period"},
 		{"an alarm without the runtime's dimension", func(d map[string]any) {
 			delete(alarmOn(d, "HeldTargets"), "Dimensions")
 		}, `alarms and dashboard: HeldTargetsAlarm: dimensions {}, want the runtime's {"Runtime":"aws"}`},

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -651,6 +652,10 @@ func checkAlarms(c *contract, t *tmpl) []string {
 	for k, v := range c.code.dimensions {
 		wantDims[k] = v
 	}
+	sweep, err := sweepInterval(t)
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
 	custom := map[string][]string{} // metric → alarms
 	aws := map[string]bool{}        // namespace|metric|dimension=target
 	for _, id := range resourcesOf(t, "AWS::CloudWatch::Alarm") {
@@ -669,8 +674,11 @@ func checkAlarms(c *contract, t *tmpl) []string {
 					problems = append(problems, fmt.Sprintf("%s: dimensions %s, want the runtime's %s", id, show(m.dims), show(wantDims)))
 				}
 				custom[m.metric] = append(custom[m.metric], id)
-				if slices.Contains(breachingMetrics, m.metric) && p["TreatMissingData"] != "breaching" {
-					problems = append(problems, fmt.Sprintf("%s: TreatMissingData %s, want breaching: a sweeper that stopped emits no %s", id, show(p["TreatMissingData"]), m.metric))
+				if slices.Contains(breachingMetrics, m.metric) {
+					if p["TreatMissingData"] != "breaching" {
+						problems = append(problems, fmt.Sprintf("%s: TreatMissingData %s, want breaching: a sweeper that stopped emits no %s", id, show(p["TreatMissingData"]), m.metric))
+					}
+					problems = append(problems, checkGaugeTolerance(id, p, sweep)...)
 				}
 			case strings.HasPrefix(m.namespace, "AWS/"):
 				for name, v := range m.dims {
@@ -711,6 +719,68 @@ func checkAlarms(c *contract, t *tmpl) []string {
 		}
 	}
 	return append(problems, checkDashboards(c, t, w)...)
+}
+
+// Gauge alarms' tolerance (docs/decisions.md, "Gauge alarms and late
+// sweeps"): a sweep that starts after its minute, or does not run, leaves
+// one minute without a datapoint, which TreatMissingData breaching counts
+// against the alarm.
+const (
+	// minGaugeDatapoints is the fewest breaching minutes a gauge alarm may
+	// page on: two late or missed sweeps make two empty minutes at most.
+	minGaugeDatapoints = 3
+	// maxDeadSweeper is how long a sweeper may be dead before its gauges'
+	// alarms page (G3: a dead sweeper alarms too), in seconds.
+	maxDeadSweeper = 300
+)
+
+// rateMinutes reads a rate() expression in minutes.
+var rateMinutes = regexp.MustCompile(`^rate\((\d+) minutes?\)$`)
+
+// sweepInterval is the rate, in seconds, of the schedule that runs the
+// sweeper: the template's one rate() schedule in minutes.
+func sweepInterval(t *tmpl) (float64, error) {
+	var found []float64
+	for _, id := range resourcesOf(t, "AWS::Scheduler::Schedule") {
+		expr, _ := props(t, id)["ScheduleExpression"].(string)
+		if m := rateMinutes.FindStringSubmatch(expr); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			found = append(found, float64(n*60))
+		}
+	}
+	if len(found) != 1 {
+		return 0, fmt.Errorf("%d rate() schedules in minutes, want one: the sweeper's, which the gauge alarms' periods follow", len(found))
+	}
+	return found[0], nil
+}
+
+// checkGaugeTolerance: an alarm on a sweeper gauge has one datapoint a
+// period (the sweeps' rate), pages on no fewer than minGaugeDatapoints
+// breaching periods (no one or two late or missed sweeps page), out of
+// more periods than that (M of N: a datapoint that comes late, or a gauge
+// that dips for a minute, does not restart the count; AWS's guidance for
+// EMF metrics), and within maxDeadSweeper of the last sweep.
+func checkGaugeTolerance(id string, p map[string]any, sweep float64) []string {
+	var problems []string
+	period, _ := number(p["Period"])
+	m, _ := number(p["DatapointsToAlarm"])
+	n, _ := number(p["EvaluationPeriods"])
+	if p["DatapointsToAlarm"] == nil {
+		m = n // CloudFormation's default
+	}
+	if sweep > 0 && period != sweep {
+		problems = append(problems, fmt.Sprintf("%s: Period %s, want the sweeper's rate, %g s: one datapoint a period", id, show(p["Period"]), sweep))
+	}
+	if m < minGaugeDatapoints {
+		problems = append(problems, fmt.Sprintf("%s: DatapointsToAlarm %g, want at least %d: each late or missed sweep leaves a minute without a datapoint, which counts as breaching", id, m, minGaugeDatapoints))
+	}
+	if n <= m {
+		problems = append(problems, fmt.Sprintf("%s: EvaluationPeriods %g, want more than DatapointsToAlarm %g", id, n, m))
+	}
+	if m*period > maxDeadSweeper {
+		problems = append(problems, fmt.Sprintf("%s: DatapointsToAlarm %g × Period %g s, want at most %d s: a sweeper that stopped must page within five minutes", id, m, period, maxDeadSweeper))
+	}
+	return problems
 }
 
 // checkDashboards: every dashboard body is JSON once its variables are

@@ -134,12 +134,13 @@ type Runtime struct {
 
 // New loads the AWS configuration and builds the store every function
 // needs. The credential key comes from KMS (EnvKMSKeyID) or, for
-// emulators, a static key (EnvStaticKey).
-func New(ctx context.Context, env Env, owner string) (*Runtime, error) {
+// emulators, a static key (EnvStaticKey). opts are added to the SDK's
+// loading (the CLI's measure AWS's clock, awsclock).
+func New(ctx context.Context, env Env, owner string, opts ...func(*config.LoadOptions) error) (*Runtime, error) {
 	if err := require(EnvTablePrefix, env.TablePrefix); err != nil {
 		return nil, err
 	}
-	cfg, err := config.LoadDefaultConfig(ctx)
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("load AWS configuration: %w", err)
 	}

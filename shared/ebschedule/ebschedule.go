@@ -147,7 +147,10 @@ type Config struct {
 	// DefaultMaxAttempts.
 	Retry *RetryPolicy
 	// Now is the clock Put compares FireTime with (ErrDue) and
-	// PutRecurring anchors expression checks to; nil is time.Now.
+	// PutRecurring anchors expression checks to; nil is time.Now. It
+	// should be Scheduler's: the operator CLI gives AWS's time as measured
+	// on the stack's answers (awsclock), so that a skewed local clock
+	// cannot schedule a firing that AWS already has behind it.
 	Now func() time.Time
 }
 

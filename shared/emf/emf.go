@@ -59,18 +59,30 @@ type metadata struct {
 	CloudWatchMetrics []directive `json:"CloudWatchMetrics"`
 }
 
-// Emit writes one line with every metric. Metric names must not collide
-// with dimension names or "_aws"; at most 100 metrics per line.
+// Emit writes one line with every metric, timestamped now. Metric names
+// must not collide with dimension names or "_aws"; at most 100 metrics
+// per line.
 func (e *Emitter) Emit(metrics ...Metric) error {
+	return e.EmitAt(time.Time{}, metrics...)
+}
+
+// EmitAt is Emit with the line's timestamp (_aws.Timestamp, the time
+// CloudWatch files the values under) set to at; the zero time is now. A
+// gauge measured at some moment is emitted at that moment, so that it
+// lands in the minute it describes even when the line is written in the
+// next one.
+func (e *Emitter) EmitAt(at time.Time, metrics ...Metric) error {
 	if len(metrics) == 0 {
 		return nil
 	}
 	if len(metrics) > 100 {
 		return fmt.Errorf("emf: %d metrics in one line, the limit is 100", len(metrics))
 	}
-	now := time.Now
-	if e.Now != nil {
-		now = e.Now
+	if at.IsZero() {
+		at = time.Now()
+		if e.Now != nil {
+			at = e.Now()
+		}
 	}
 	root := map[string]any{}
 	dims := make([]string, 0, len(e.Dimensions))
@@ -88,7 +100,7 @@ func (e *Emitter) Emit(metrics ...Metric) error {
 		defs = append(defs, definition{Name: m.Name, Unit: m.Unit})
 	}
 	root["_aws"] = metadata{
-		Timestamp:         now().UnixMilli(),
+		Timestamp:         at.UnixMilli(),
 		CloudWatchMetrics: []directive{{Namespace: e.Namespace, Dimensions: [][]string{dims}, Metrics: defs}},
 	}
 	line, err := json.Marshal(root)

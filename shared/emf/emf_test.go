@@ -55,3 +55,37 @@ func TestEmitRefusesCollisions(t *testing.T) {
 		}
 	}
 }
+
+// A line emitted with EmitAt carries the time given, not the clock's: a
+// gauge measured at the start of a sweep belongs to the minute the sweep
+// started, whenever the line is written. The zero time is the clock's.
+func TestEmitAtCarriesTheTimeGiven(t *testing.T) {
+	start := time.Date(2026, 3, 1, 12, 0, 58, 0, time.UTC)
+	emitted := start.Add(5 * time.Second) // the next minute
+	tests := []struct {
+		name string
+		at   time.Time
+		want time.Time
+	}{
+		{"the time given", start, start},
+		{"the zero time is now", time.Time{}, emitted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			e := &Emitter{W: &buf, Namespace: "oncepost", Now: func() time.Time { return emitted }}
+			if err := e.EmitAt(tt.at, Metric{"StalePending", Count, 0}); err != nil {
+				t.Fatal(err)
+			}
+			var line struct {
+				AWS struct{ Timestamp int64 } `json:"_aws"`
+			}
+			if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+				t.Fatalf("line %q is not JSON: %v", buf.String(), err)
+			}
+			if got := time.UnixMilli(line.AWS.Timestamp).UTC(); !got.Equal(tt.want) {
+				t.Errorf("_aws.Timestamp is %s, want %s", got.Format(time.RFC3339Nano), tt.want.Format(time.RFC3339Nano))
+			}
+		})
+	}
+}

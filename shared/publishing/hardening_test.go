@@ -80,6 +80,10 @@ type metricsRecorder struct {
 }
 
 func (m *metricsRecorder) Emit(metrics ...emf.Metric) error {
+	return m.EmitAt(time.Time{}, metrics...)
+}
+
+func (m *metricsRecorder) EmitAt(_ time.Time, metrics ...emf.Metric) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	line := map[string]any{}

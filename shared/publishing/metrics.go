@@ -1,6 +1,10 @@
 package publishing
 
-import "oncepost/shared/emf"
+import (
+	"time"
+
+	"oncepost/shared/emf"
+)
 
 // Event metrics, emitted (EMF) at the moment they happen; the sweeper's
 // gauges (StalePending, HeldTargets, …) are emitted once per sweep.
@@ -38,5 +42,10 @@ const (
 
 // MetricsEmitter receives metrics (emf.Emitter).
 type MetricsEmitter interface {
+	// Emit records metrics as of now.
 	Emit(metrics ...emf.Metric) error
+	// EmitAt records metrics as of at: the sweeper's gauges carry the
+	// sweep's start, so that a sweep ending in the next minute still
+	// fills its own.
+	EmitAt(at time.Time, metrics ...emf.Metric) error
 }

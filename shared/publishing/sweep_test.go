@@ -237,3 +237,37 @@ func TestSweepDoesNotRequeueIntoABacklog(t *testing.T) {
 		t.Errorf("queue holds %v, want the lost job once", jobs)
 	}
 }
+
+// The gauges describe the store as the sweep found it, so they carry the
+// sweep's start time: a sweep that starts at 12:00:58 and emits at
+// 12:01:05 fills the 12:00 minute. Filed by the emission time, it would
+// leave 12:00 without a datapoint, which the gauges' alarms count as
+// breaching (TreatMissingData), and put two in 12:01.
+func TestSweepGaugesCarryTheStartTime(t *testing.T) {
+	e := newEnv(t, sandbox.Options{})
+	start := time.Date(2026, 3, 1, 12, 0, 58, 0, time.UTC)
+	e.clock.Set(start)
+	var metrics bytes.Buffer
+	sw := e.sweeper(&metrics)
+	sw.Now = func() time.Time { // every look at the clock takes time
+		now := e.clock.Now()
+		e.clock.Advance(7 * time.Second)
+		return now
+	}
+	if _, err := sw.Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !e.clock.Now().After(start.Add(2 * time.Second)) {
+		t.Fatalf("the clock did not move during the sweep (%s): the test proves nothing", e.clock.Now().Format(time.RFC3339))
+	}
+	var line struct {
+		StalePending *float64
+		AWS          struct{ Timestamp int64 } `json:"_aws"`
+	}
+	if err := json.Unmarshal(metrics.Bytes(), &line); err != nil || line.StalePending == nil {
+		t.Fatalf("the sweep's metric line %q has no gauges (%v)", metrics.String(), err)
+	}
+	if got := time.UnixMilli(line.AWS.Timestamp).UTC(); !got.Equal(start) {
+		t.Errorf("the gauges carry %s, want the sweep's start %s (emitted at %s)", got.Format(time.RFC3339), start.Format(time.RFC3339), e.clock.Now().Format(time.RFC3339))
+	}
+}
