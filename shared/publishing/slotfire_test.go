@@ -208,22 +208,36 @@ func TestSlotFiringResumesAfterTheLastRecordedPage(t *testing.T) {
 	}
 }
 
+// slowBatches takes delay for every batch send: a slow queue.
+type slowBatches struct {
+	publishing.Queue
+	delay time.Duration
+}
+
+func (q slowBatches) SendBatch(ctx context.Context, msgs []publishing.Outgoing) ([]string, error) {
+	time.Sleep(q.delay)
+	return (&batchingQueue{Queue: q.Queue}).SendBatch(ctx, msgs)
+}
+
 // A slot that one invocation cannot fire in its time is handed over, with
 // where it stopped, to a new invocation, which sends the rest; while a
-// firing holds the slot, another one sends nothing.
+// firing holds the slot, another one sends nothing; an invocation that
+// cannot fit even one page fails (its retries are bounded) instead of
+// handing over for ever.
 func TestSlotFiringHandsOverWhatItHasNoTimeFor(t *testing.T) {
 	e := newEnv(t, sandbox.Options{})
-	slot := e.clock.Now().Truncate(time.Second) // due now: the jobs are visible at once
+	slot := e.clock.Now().Truncate(time.Second)
 	e.slotWith(25, slot)
 	st := &slotStore{Store: e.store, firings: map[time.Time]*slotRecord{}}
 	cont := &recordingContinuer{}
-	tr := &publishing.Trigger{Posts: st, Queue: &batchingQueue{Queue: e.queue}, Owner: "short", PageSize: 10, Continuer: cont, Now: e.clock.Now}
-	// Less than a page needs is left of this invocation.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	// Each page of 10 takes 2.5 s to send: with 8 s left the first fits,
+	// the second (twice the slowest page, plus the margin) does not.
+	tr := &publishing.Trigger{Posts: st, Queue: slowBatches{Queue: e.queue, delay: 2500 * time.Millisecond}, Owner: "short", PageSize: 10, Continuer: cont, Now: e.clock.Now}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 	defer cancel()
 	rep, err := tr.FireSlot(ctx, slot)
-	if err != nil || !rep.Continued || rep.Sent != 0 {
-		t.Fatalf("firing with 1 s left = %+v, %v; want handed over, nothing sent", rep, err)
+	if err != nil || !rep.Continued || rep.Sent != 10 {
+		t.Fatalf("firing with 8 s left = %+v, %v; want one page sent, the rest handed over", rep, err)
 	}
 	if len(cont.slots) != 1 || !cont.slots[0].Equal(slot) {
 		t.Errorf("continuations %v, want the slot once", cont.slots)
@@ -232,18 +246,31 @@ func TestSlotFiringHandsOverWhatItHasNoTimeFor(t *testing.T) {
 	if _, _, err := st.ClaimSlot(context.Background(), slot, "live", e.clock.Now(), e.clock.Now().Add(time.Minute), publishing.SlotFiring{}); err != nil {
 		t.Fatal(err)
 	}
-	tr.Owner = "other"
+	tr.Owner, tr.Queue = "other", &batchingQueue{Queue: e.queue}
 	if rep, err := tr.FireSlot(context.Background(), slot); err != nil || rep.Already != "busy" || rep.Sent != 0 {
 		t.Errorf("firing while another holds the slot = %+v, %v; want busy, nothing sent", rep, err)
 	}
-	if err := st.RecordSlot(context.Background(), slot, "live", publishing.SlotFiring{}, true); err != nil {
+	if err := st.RecordSlot(context.Background(), slot, "live", st.firings[slot].SlotFiring, true); err != nil {
 		t.Fatal(err)
 	}
-	tr.Owner = "continuation"
-	if rep, err := tr.FireSlot(context.Background(), slot); err != nil || rep.Sent != 25 {
-		t.Errorf("the continuation = %+v, %v; want 25 sent", rep, err)
+	// Too little time for even one page: no endless chain of handovers.
+	short, cancelShort := context.WithTimeout(context.Background(), time.Second)
+	defer cancelShort()
+	tr.Owner = "too-short"
+	if rep, err := tr.FireSlot(short, slot); err == nil || rep.Continued || rep.Sent != 0 {
+		t.Errorf("firing with 1 s left = %+v, %v; want an error, no continuation", rep, err)
 	}
-	if jobs := e.jobsByPost(); len(jobs) != 25 {
+	tr.Owner = "continuation"
+	if rep, err := tr.FireSlot(context.Background(), slot); err != nil || rep.Sent != 15 {
+		t.Errorf("the continuation = %+v, %v; want the 15 left", rep, err)
+	}
+	jobs := e.jobsByPost()
+	for p, n := range jobs {
+		if n != 1 {
+			t.Errorf("post %s: %d jobs, want 1", p, n)
+		}
+	}
+	if len(jobs) != 25 {
 		t.Errorf("jobs for %d posts, want 25", len(jobs))
 	}
 }

@@ -310,12 +310,16 @@ func (t *Trigger) release(ctx context.Context, firings SlotFirings, recorded boo
 }
 
 // handOver records where the firing stopped and hands the rest of the
-// slot to a new invocation; without a Continuer it returns an error, so
-// that the invocation is retried and resumes there.
+// slot to a new invocation; without a Continuer, or when this invocation
+// sent nothing (not even one page fits its time), it returns an error, so
+// that the invocation is retried (a bounded number of times) and resumes
+// there.
 func (t *Trigger) handOver(ctx context.Context, firings SlotFirings, recorded bool, slot time.Time, f SlotFiring, rep *SlotReport) error {
 	name := slot.Format(time.RFC3339Nano)
 	t.release(ctx, firings, recorded, slot, f)
-	if t.Continuer == nil || !recorded {
+	if t.Continuer == nil || !recorded || rep.Sent == 0 {
+		// Without progress a continuation would hand over again, and
+		// again: the invocation fails instead, and its retries are bounded.
 		return fmt.Errorf("trigger slot %s: out of time after %d jobs; the retried firing resumes", name, rep.Sent)
 	}
 	if err := t.Continuer.ContinueSlot(ctx, slot); err != nil {

@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -190,17 +191,36 @@ func (s *Stack) Schedule(t testing.TB, id post.ID, body string, slot time.Time, 
 	return p
 }
 
-// Counter counts API calls by "<service>.<operation>".
+// Counter counts API calls by "<service>.<operation>", and keeps when
+// each operation was first and last called.
 type Counter struct {
 	mu     sync.Mutex
 	counts map[string]int
+	spans  map[string][2]time.Time
+	// latency is added to every call (SetLatency).
+	latency atomic.Int64
 }
+
+// SetLatency makes every call through the proxies take d longer: the
+// round trip to an AWS service in the region, which the emulators on
+// 127.0.0.1 do not have, for a benchmark whose result depends on it.
+func (c *Counter) SetLatency(d time.Duration) { c.latency.Store(int64(d)) }
 
 // Reset forgets every count.
 func (c *Counter) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.counts = map[string]int{}
+	c.spans = map[string][2]time.Time{}
+}
+
+// Span is when "<service>.<operation>" was first and last called since
+// the last Reset (zero times if never).
+func (c *Counter) Span(op string) (first, last time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sp := c.spans[op]
+	return sp[0], sp[1]
 }
 
 // Snapshot returns the counts so far.
@@ -237,8 +257,21 @@ func (c *Counter) proxy(t testing.TB, service, target string) string {
 		if service == "dynamodb" && writeOps[op] {
 			table = writtenTable(r)
 		}
+		if d := time.Duration(c.latency.Load()); d > 0 {
+			time.Sleep(d)
+		}
+		at := time.Now()
 		c.mu.Lock()
 		c.counts[service+"."+op]++
+		if c.spans == nil {
+			c.spans = map[string][2]time.Time{}
+		}
+		sp := c.spans[service+"."+op]
+		if sp[0].IsZero() {
+			sp[0] = at
+		}
+		sp[1] = at
+		c.spans[service+"."+op] = sp
 		if table != "" {
 			c.counts[service+"."+op+"@"+table]++
 		}
