@@ -24,6 +24,8 @@ import (
 	"oncepost/shared/awsruntime/stacktest"
 	"oncepost/shared/emulatortest"
 	"oncepost/shared/post"
+	"oncepost/shared/publishing"
+	"oncepost/shared/sqsqueue"
 )
 
 // lambdaVCPUMB is the memory at which a Lambda function has one vCPU: CPU
@@ -346,4 +348,85 @@ func BenchmarkTopOfHourBurst(b *testing.B) {
 		b.ReportMetric(float64(bu.queued(b)-bu.targets), "duplicate-jobs")
 		b.Logf("timeout %s, memory %d MB (%.2f vCPU), %s added to every AWS call", bu.timeout, bu.memory, math.Min(float64(bu.memory)/lambdaVCPUMB, 1), awsLatency)
 	}
+}
+
+// BenchmarkPublisherBatch measures one publisher instance: a batch of ten
+// jobs (ten posts due now, each to its own account, the sandbox answering
+// at once) handed by the event source mapping to the publisher function
+// under the RIE with the template's timeout and memory, every AWS call
+// 10 ms longer (awsLatency). It reports per batch the mapping's whole
+// round (receive, invoke, delete), the time from the invocation to the
+// last of its creates reaching the platform, and the CPU, and what the CPU
+// makes of them at the template's memory. docs/decisions.md (AWS runtime)
+// turns these into the concurrency a burst of N posts at platform latency
+// L needs.
+func BenchmarkPublisherBatch(b *testing.B) {
+	s := stacktest.New(b)
+	const batch = 10
+	accounts := make([]post.AccountID, batch)
+	for i := range accounts {
+		accounts[i] = post.AccountID(fmt.Sprintf("pub-%02d", i))
+		s.AddAccount(b, accounts[i])
+	}
+	timeout, memory := functionLimits(b, "PublisherFunction")
+	env := s.Env()
+	env["AWS_LAMBDA_FUNCTION_TIMEOUT"] = strconv.Itoa(int(timeout / time.Second))
+	env["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] = strconv.Itoa(memory)
+	f, err := emulatortest.StartLambda(emulatortest.BuildBootstrap(b, filepath.Join("..", "publisher")), env)
+	if err != nil {
+		emulatortest.Unavailable(b, err.Error())
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = f.Stop() })
+	esm := mapping(s, func(ev any) ([]byte, error) {
+		in, err := json.Marshal(ev)
+		if err != nil {
+			return nil, err
+		}
+		return f.Invoke(context.Background(), in)
+	})
+	s.Calls.SetLatency(awsLatency)
+	share := math.Min(float64(memory)/lambdaVCPUMB, 1)
+	var round, toCreate, cpu time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		slot := time.Now().UTC().Add(-time.Second).Truncate(time.Second)
+		var msgs []sqsqueue.Outgoing
+		for k, a := range accounts {
+			p := s.Schedule(b, post.ID(fmt.Sprintf("batch-%04d-%02d", i, k)), fmt.Sprintf("Batch %d, post %d.", i, k), slot, a)
+			body, _ := json.Marshal(publishing.Job{Post: p.ID, Account: a, Slot: slot})
+			msgs = append(msgs, sqsqueue.Outgoing{Body: body})
+		}
+		if _, err := s.Queue.SendBatch(context.Background(), msgs); err != nil {
+			b.Fatal(err)
+		}
+		cpu0 := childCPU(b, f.PID())
+		b.StartTimer()
+		start := time.Now()
+		res, err := esm.PollOnce(context.Background())
+		elapsed := time.Since(start)
+		b.StopTimer()
+		if err != nil || res.Received != batch || res.Failed != 0 || res.InvokeErr != nil {
+			b.Fatalf("batch %d: %+v, %v", i, res, err)
+		}
+		cpu += childCPU(b, f.PID()) - cpu0
+		round += elapsed
+		var last time.Time
+		for _, a := range s.Sandbox.Accounts() {
+			for _, st := range s.Sandbox.Statuses(a.ID) {
+				if strings.HasPrefix(st.Text, fmt.Sprintf("Batch %d,", i)) && st.CreatedAt.After(last) {
+					last = st.CreatedAt
+				}
+			}
+		}
+		toCreate += last.Sub(start)
+		b.StartTimer()
+	}
+	n := float64(b.N)
+	b.ReportMetric(round.Seconds()/n, "round-s/batch")
+	b.ReportMetric(toCreate.Seconds()/n, "to-last-create-s/batch")
+	b.ReportMetric(cpu.Seconds()/n, "cpu-s/batch")
+	b.ReportMetric(max(round.Seconds(), cpu.Seconds()/share)/n, "round-at-template-memory-s/batch")
+	b.Logf("timeout %s, memory %d MB (%.3f vCPU), %s added to every AWS call, %d jobs a batch", timeout, memory, share, awsLatency, batch)
 }

@@ -143,6 +143,13 @@ func collect[T any](ctx context.Context, m *merged, limit int, verify func(ctx c
 // asked again after a short backoff). keyOf names an item for the result
 // map; duplicate keys are asked once.
 func (s *Store) batchGet(ctx context.Context, table string, keys []item, keyOf func(item) string) (map[string]item, error) {
+	return s.batchGetConsistency(ctx, table, keys, keyOf, true)
+}
+
+// batchGetConsistency is batchGet with eventually consistent reads when
+// consistent is false: half the read units, and what was written in the
+// last second or so may not be seen yet.
+func (s *Store) batchGetConsistency(ctx context.Context, table string, keys []item, keyOf func(item) string, consistent bool) (map[string]item, error) {
 	out := map[string]item{}
 	seen := map[string]bool{}
 	var todo []item
@@ -155,7 +162,7 @@ func (s *Store) batchGet(ctx context.Context, table string, keys []item, keyOf f
 	backoff := 20 * time.Millisecond
 	for len(todo) > 0 {
 		n := min(len(todo), 100)
-		req := map[string]types.KeysAndAttributes{table: {Keys: todo[:n], ConsistentRead: ptr(true)}}
+		req := map[string]types.KeysAndAttributes{table: {Keys: todo[:n], ConsistentRead: ptr(consistent)}}
 		todo = todo[n:]
 		for len(req) > 0 {
 			res, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})

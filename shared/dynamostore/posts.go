@@ -578,21 +578,23 @@ func (s *Store) statusRange(ctx context.Context, statuses []post.TargetStatus, l
 	if err != nil {
 		return nil, err
 	}
-	return collect(ctx, m, limit, s.verifyTargets)
+	return collect(ctx, m, limit, func(ctx context.Context, batch []item) ([]publishing.TargetRef, error) {
+		return s.verifyTargets(ctx, batch, true)
+	})
 }
 
 // verifyTargets reads the targets a batch of StatusIndex entries names,
-// and their posts, with one strongly consistent BatchGetItem (two when
-// the batch names over 50 targets), and keeps the entries the table still
-// agrees with: the post is ready, the target is of its creation and still
-// at the index entry's status and sort key.
-func (s *Store) verifyTargets(ctx context.Context, batch []item) ([]publishing.TargetRef, error) {
+// and their posts, with one BatchGetItem (two when the batch names over
+// 50 targets), strongly consistent or not, and keeps the entries the
+// table agrees with: the post is ready, the target is of its creation and
+// still at the index entry's status and sort key.
+func (s *Store) verifyTargets(ctx context.Context, batch []item, consistent bool) ([]publishing.TargetRef, error) {
 	itemID := func(it item) string { return sval(it, attrPost) + "\x00" + sval(it, attrItem) }
 	var keys []item
 	for _, c := range batch {
 		keys = append(keys, item{attrPost: c[attrPost], attrItem: c[attrItem]}, postKey(post.ID(sval(c, attrPost))))
 	}
-	got, err := s.batchGet(ctx, s.tables.posts, keys, itemID)
+	got, err := s.batchGetConsistency(ctx, s.tables.posts, keys, itemID, consistent)
 	if err != nil {
 		return nil, err
 	}

@@ -30,9 +30,14 @@ const slotVerifiers = 8
 // sort-key order, up to limit index entries, then checked against the
 // table as Due checks them, slotVerifiers batches at a time. Its cost
 // follows the slot's targets, never the targets of earlier slots still
-// scheduled (a backlog), which Due would read too. Positions are index
-// sort keys; Next is the last one read, so a page whose entries were all
-// stale still moves on. A limit ≤ 0 means no limit.
+// scheduled (a backlog), which Due would read too. The check reads
+// eventually consistently (half the read units of Due's): the slot's
+// schedule fires a minute before it, posts are written before that (the
+// CLI queues a post under two minutes away itself), and a target
+// cancelled or moved in the last second that is still listed is stopped
+// by the publisher's consistent re-read. Positions are index sort keys;
+// Next is the last one read, so a page whose entries were all stale still
+// moves on. A limit ≤ 0 means no limit.
 func (s *Store) DueAt(ctx context.Context, slot time.Time, after string, limit int) (publishing.SlotPage, error) {
 	lo, hi := sortTime(slot)+"#", sortTime(slot)+"$"
 	if after != "" {
@@ -92,7 +97,7 @@ func (s *Store) verifyInParallel(ctx context.Context, entries []item) ([]publish
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			out[i], errs[i] = s.verifyTargets(ctx, b)
+			out[i], errs[i] = s.verifyTargets(ctx, b, false)
 		})
 	}
 	wg.Wait()
