@@ -48,7 +48,7 @@ type postFilter struct {
 type waitingTarget struct {
 	Post    post.ID        `json:"post_id"`
 	Account post.AccountID `json:"account_id"`
-	NextTry time.Time      `json:"next_try"`
+	NextTry time.Time      `json:"next_try,omitzero"`
 	Reason  string         `json:"reason,omitempty"`
 }
 

@@ -44,7 +44,7 @@ type openRow struct {
 type deadLetterRow struct {
 	ID     string    `json:"id"`
 	Reason string    `json:"reason"`
-	At     time.Time `json:"at"`
+	At     time.Time `json:"at,omitzero"`
 }
 
 // cmdStatus is `oncepost status`: targets by status and open ledger rows.

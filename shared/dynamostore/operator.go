@@ -188,7 +188,7 @@ func (s *Store) getPosts(ctx context.Context, ids []post.ID) ([]post.Post, error
 type WaitingTarget struct {
 	Post    post.ID        `json:"post_id"`
 	Account post.AccountID `json:"account_id"`
-	NextTry time.Time      `json:"next_try"`
+	NextTry time.Time      `json:"next_try,omitzero"`
 	Reason  string         `json:"reason,omitempty"`
 }
 

@@ -166,8 +166,9 @@ type Target struct {
 	RemoteID string `json:"remote_id,omitempty"`
 	// Reason explains failed, held and waiting.
 	Reason string `json:"reason,omitempty"`
-	// NextTry is when a waiting target is tried again; zero otherwise.
-	NextTry   time.Time `json:"next_try"`
+	// NextTry is when a waiting target is tried again; zero (and left out
+	// of JSON) otherwise.
+	NextTry   time.Time `json:"next_try,omitzero"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
