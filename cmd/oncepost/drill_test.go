@@ -40,6 +40,19 @@ func publishAmbiguously(t *testing.T, f *flowFixture, id string) publishing.Job 
 	return job
 }
 
+// A target that went publishing (ambiguous) and then published does not
+// keep the ambiguous episode's reason: the reason explains failed, held
+// and waiting, and an operator reading "published: timeout after the
+// request was written" would look for a problem that is gone.
+func TestPublishedAfterAmbiguousKeepsNoReason(t *testing.T) {
+	f := newFlowFixture(t, post.GateAuto, false)
+	job := publishAmbiguously(t, f, "p1")
+	tg := f.target(job)
+	if tg.Status != post.Published || tg.Reason != "" {
+		t.Errorf("target %s with reason %q, want published without a reason", tg.Status, tg.Reason)
+	}
+}
+
 // No JSON output prints the zero time (0001-01-01T00:00:00Z) for a time
 // that is not there: a target's next try, an entry's lease, retry or
 // deferral.
