@@ -3,6 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -81,5 +85,53 @@ func TestJSONOutputsShowNoZeroTime(t *testing.T) {
 				t.Errorf("oncepost %s prints a zero time: %s", strings.Join(args, " "), strings.TrimSpace(line))
 			}
 		}
+	}
+}
+
+// `oncepost sandbox --no-idempotency` turns the sandbox's Idempotency-Key
+// support off, so a drill can check that the ledger alone holds: the same
+// key sent twice makes two statuses. Without the flag it makes one.
+func TestSandboxIdempotencySwitch(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		want  int
+	}{
+		{"keys honoured", nil, 1},
+		{"--no-idempotency", []string{"--no-idempotency"}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sp := startSandboxProcessWith(t, t.TempDir(), tc.flags, "drill")
+			tok, err := os.ReadFile(sp.TokenFiles["drill"])
+			if err != nil {
+				t.Fatal(err)
+			}
+			call := func(method, path, body string) []byte {
+				req, _ := http.NewRequest(method, sp.URL+path, strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				req.Header.Set("Idempotency-Key", "drill-key-1")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				raw, _ := io.ReadAll(resp.Body)
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("%s %s: %s %s", method, path, resp.Status, raw)
+				}
+				return raw
+			}
+			for range 2 {
+				call(http.MethodPost, "/api/v1/statuses", "status=Same+key+twice.")
+			}
+			var statuses []json.RawMessage
+			if err := json.Unmarshal(call(http.MethodGet, "/api/v1/accounts/"+sp.AccountIDs["drill"]+"/statuses", ""), &statuses); err != nil {
+				t.Fatal(err)
+			}
+			if len(statuses) != tc.want {
+				t.Errorf("two creates with one Idempotency-Key made %d statuses, want %d", len(statuses), tc.want)
+			}
+		})
 	}
 }

@@ -545,7 +545,13 @@ type sandboxProcess struct {
 // and stops it by PID when the test ends.
 func startSandboxProcess(t *testing.T, dir string, accounts ...string) *sandboxProcess {
 	t.Helper()
-	args := []string{"sandbox", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "sb")}
+	return startSandboxProcessWith(t, dir, nil, accounts...)
+}
+
+// startSandboxProcessWith is startSandboxProcess with more flags.
+func startSandboxProcessWith(t *testing.T, dir string, flags []string, accounts ...string) *sandboxProcess {
+	t.Helper()
+	args := append([]string{"sandbox", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "sb")}, flags...)
 	for _, a := range accounts {
 		args = append(args, "--account", a)
 	}
