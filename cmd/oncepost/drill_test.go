@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"oncepost/shared/platform/sandbox"
 	"oncepost/shared/post"
 	"oncepost/shared/publishing"
+	"oncepost/shared/sqlitestore"
 )
 
 // The edges an independent drill found on one machine (no duplicate, no
@@ -133,5 +135,40 @@ func TestSandboxIdempotencySwitch(t *testing.T) {
 				t.Errorf("two creates with one Idempotency-Key made %d statuses, want %d", len(statuses), tc.want)
 			}
 		})
+	}
+}
+
+// `chaos --naive --db FILE` keeps the naive run in a workspace, as the
+// drill through the ledger does: its accounts and one post per round,
+// published with the remote id of its first copy or failed when no copy
+// landed, and no ledger rows (the naive template keeps none). An existing
+// file is refused, as for the ledger drill.
+func TestChaosNaiveKeepsItsDB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the drill")
+	}
+	db := filepath.Join(t.TempDir(), "naive.db")
+	got, _, line := runChaos(t, "--naive", "--rounds", "60", "--db", db)
+	s, err := sqlitestore.Open(context.Background(), db, sqlitestore.Options{})
+	if err != nil {
+		t.Fatalf("chaos --naive --db did not keep %s (%s): %v", db, line, err)
+	}
+	defer s.Close()
+	sum, err := s.Summary(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Targets[post.Published] != got["published"] || sum.Targets[post.Failed] != got["lost"] ||
+		sum.Targets[post.Published]+sum.Targets[post.Failed] != 60 || len(sum.Ledger) != 0 {
+		t.Errorf("workspace after %s: targets %v, ledger %v; want the line's published and lost, no ledger rows", line, sum.Targets, sum.Ledger)
+	}
+	accounts, err := s.ListAccounts(context.Background())
+	if err != nil || len(accounts) != 1 || accounts[0].ID != "naive00" {
+		t.Errorf("accounts %v, %v; want naive00", accounts, err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := runCLI(context.Background(), []string{"chaos", "--naive", "--rounds", "1", "--db", db}, &stdout, &stderr); code != exitUsage ||
+		!strings.Contains(stderr.String(), "--db") {
+		t.Errorf("chaos --naive with an existing --db: exit %d, %s; want the flag refused", code, stderr.String())
 	}
 }
