@@ -297,7 +297,10 @@ func readToken(name string) (platform.Credential, error) {
 	if name == "-" {
 		raw, err = io.ReadAll(io.LimitReader(os.Stdin, 8<<10))
 	} else {
-		raw, err = readLimited(name, 8<<10)
+		raw, err = readSecretFile("token-file", name, 8<<10)
+	}
+	if errors.Is(err, errUsage) {
+		return platform.Credential{}, err
 	}
 	if err != nil {
 		return platform.Credential{}, usageError("token-file", "cannot read %s: %v", name, unwrapPathError(err))

@@ -172,3 +172,58 @@ func TestChaosNaiveKeepsItsDB(t *testing.T) {
 		t.Errorf("chaos --naive with an existing --db: exit %d, %s; want the flag refused", code, stderr.String())
 	}
 }
+
+// account add refuses a secret file that group or others may read (or
+// write), saying chmod 600, before any call to the platform: nothing is
+// stored. Stdin is not a file and is read as it is.
+func TestAccountAddRefusesAnOpenSecretFile(t *testing.T) {
+	sb := sandbox.New(sandbox.Options{})
+	if err := sb.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Close() })
+	acct := sb.AddAccount("news")
+	dir := t.TempDir()
+	db := filepath.Join(dir, "oncepost.db")
+	file := func(name, content string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tt := range []struct {
+		name  string
+		field string
+		args  []string
+	}{
+		{"mastodon token 0644", "--token-file", []string{"--id", "news", "--url", sb.URL(), "--token-file", file("news.token", acct.AccessToken+"\n", 0o644)}},
+		{"mastodon token 0640", "--token-file", []string{"--id", "news", "--url", sb.URL(), "--token-file", file("news-g.token", acct.AccessToken+"\n", 0o640)}},
+		{"mastodon token 0602", "--token-file", []string{"--id", "news", "--url", sb.URL(), "--token-file", file("news-w.token", acct.AccessToken+"\n", 0o602)}},
+		{"bluesky app password", "--password-file", []string{"--id", "sky", "--platform", "bluesky", "--handle", "news.test", "--api-url", "http://127.0.0.1:1",
+			"--password-file", file("sky.password", "abcd-efgh-ijkl-mnop\n", 0o644)}},
+		{"discord webhook", "--webhook-file", []string{"--id", "hook", "--platform", "discord-webhook", "--api-url", "http://127.0.0.1:1",
+			"--webhook-file", file("hook.url", "http://127.0.0.1:1/api/webhooks/1/secret\n", 0o604)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := runCLI(context.Background(), append([]string{"account", "add", "--db", db}, tt.args...), &stdout, &stderr)
+			out := stdout.String() + stderr.String()
+			if code != exitUsage || !strings.Contains(out, tt.field) || !strings.Contains(out, "chmod 600") {
+				t.Errorf("exit %d, %q; want exit %d naming %s and saying chmod 600", code, out, exitUsage, tt.field)
+			}
+			if _, err := os.Stat(db); err == nil {
+				t.Errorf("the refused file left a workspace behind")
+			}
+		})
+	}
+	// The same token from a 0600 file is taken.
+	var stdout, stderr bytes.Buffer
+	if code := runCLI(context.Background(), []string{"account", "add", "--db", db, "--id", "news", "--url", sb.URL(),
+		"--token-file", file("ok.token", acct.AccessToken+"\n", 0o600)}, &stdout, &stderr); code != exitOK {
+		t.Errorf("a 0600 token file: exit %d, %s", code, stderr.String())
+	}
+}
