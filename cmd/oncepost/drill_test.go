@@ -227,3 +227,47 @@ func TestAccountAddRefusesAnOpenSecretFile(t *testing.T) {
 		t.Errorf("a 0600 token file: exit %d, %s", code, stderr.String())
 	}
 }
+
+// account add refuses to connect a remote account (same platform,
+// instance and remote id) already connected under another id, naming that
+// id: two ids for one remote account would send a post twice to it (one
+// ledger entry per id). Reconnecting the same id with --replace stays
+// allowed.
+func TestAccountAddRefusesARemoteAccountConnectedTwice(t *testing.T) {
+	sb := sandbox.New(sandbox.Options{})
+	if err := sb.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Close() })
+	acct := sb.AddAccount("news")
+	dir := t.TempDir()
+	db := filepath.Join(dir, "oncepost.db")
+	token := filepath.Join(dir, "news.token")
+	if err := os.WriteFile(token, []byte(acct.AccessToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (int, string) {
+		var stdout, stderr bytes.Buffer
+		code := runCLI(context.Background(), append([]string{"account", "add", "--db", db, "--url", sb.URL(), "--token-file", token}, args...), &stdout, &stderr)
+		return code, stdout.String() + stderr.String()
+	}
+	if code, out := run("--id", "news"); code != exitOK {
+		t.Fatalf("first add: exit %d, %s", code, out)
+	}
+	code, out := run("--id", "news-again")
+	if code != exitUsage || !strings.Contains(out, `"news"`) {
+		t.Errorf("second id for the same remote account: exit %d, %q; want exit %d naming news", code, out, exitUsage)
+	}
+	s, err := sqlitestore.Open(context.Background(), db, sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	accounts, err := s.ListAccounts(context.Background())
+	s.Close()
+	if err != nil || len(accounts) != 1 {
+		t.Errorf("accounts after the refusal: %v, %v; want news alone", accounts, err)
+	}
+	if code, out := run("--id", "news", "--replace"); code != exitOK {
+		t.Errorf("reconnecting news with --replace: exit %d, %s", code, out)
+	}
+}
