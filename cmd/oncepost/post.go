@@ -370,7 +370,8 @@ func readLimited(name string, limit int64) ([]byte, error) {
 }
 
 // decodeDraft parses a JSON draft strictly: the bytes must be UTF-8 (an
-// invalid byte is refused with its offset, never replaced by U+FFFD),
+// invalid byte is refused with its offset, never replaced by U+FFFD), a
+// lone surrogate escape is refused naming its field (findLoneSurrogate),
 // unknown fields and data after the object are errors, and every error
 // says where (line and column).
 func decodeDraft(raw []byte) (post.Draft, error) {
@@ -381,6 +382,11 @@ func decodeDraft(raw []byte) (post.Draft, error) {
 	if off := post.InvalidUTF8(string(raw)); off >= 0 {
 		line, col := lineCol(raw, off)
 		return d, fmt.Errorf("draft: byte %d (line %d, column %d) is not valid UTF-8; save the file as UTF-8", off, line, col)
+	}
+	if esc, ok := findLoneSurrogate(raw); ok {
+		line, col := lineCol(raw, esc.offset)
+		return d, fmt.Errorf("draft: %s: %s at line %d, column %d is half of a UTF-16 surrogate pair without its other half (a lone surrogate), which stands for no character; write the character itself, or both halves (e.g. \\ud83d\\ude00)",
+			esc.path, esc.escape, line, col)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
