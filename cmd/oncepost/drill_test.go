@@ -4,7 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"image"
+	"image/color/palette"
+	"image/draw"
+	stdgif "image/gif"
+	"image/jpeg"
+	"image/png"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -331,4 +338,88 @@ func FuzzFindLoneSurrogate(f *testing.F) {
 			t.Errorf("%q: found %v, but encoding/json put U+FFFD: %v", body, found, replaced)
 		}
 	})
+}
+
+// post add decodes every image fully: a file whose header is whole but
+// whose data is cut or damaged (a download that stopped, a copy that
+// failed) is refused naming media[i], and nothing is stored. Before, only
+// the header was read, and the platform refused the upload at the slot.
+func TestPostAddRefusesATruncatedImage(t *testing.T) {
+	sb := sandbox.New(sandbox.Options{})
+	if err := sb.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Close() })
+	sa := sb.AddAccount("news")
+	dir := t.TempDir()
+	db := filepath.Join(dir, "oncepost.db")
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	run := func(args ...string) (int, string) {
+		var stdout, stderr bytes.Buffer
+		code := runCLI(context.Background(), append(args, "--db", db), &stdout, &stderr)
+		return code, stdout.String() + stderr.String()
+	}
+	if code, out := run("account", "add", "--id", "news", "--url", sb.URL(), "--token-file", write("token", []byte(sa.AccessToken))); code != exitOK {
+		t.Fatalf("account add: %d %s", code, out)
+	}
+	noise := image.NewNRGBA(image.Rect(0, 0, 64, 48))
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range noise.Pix {
+		noise.Pix[i] = uint8(rng.IntN(256))
+	}
+	var pngData, jpegData, gifData bytes.Buffer
+	if err := png.Encode(&pngData, noise); err != nil {
+		t.Fatal(err)
+	}
+	if err := jpeg.Encode(&jpegData, noise, &jpeg.Options{Quality: 90}); err != nil {
+		t.Fatal(err)
+	}
+	anim := &stdgif.GIF{}
+	for range 3 {
+		frame := image.NewPaletted(noise.Bounds(), palette.Plan9)
+		draw.Draw(frame, frame.Bounds(), noise, image.Point{}, draw.Src)
+		anim.Image, anim.Delay = append(anim.Image, frame), append(anim.Delay, 10)
+	}
+	if err := stdgif.EncodeAll(&gifData, anim); err != nil {
+		t.Fatal(err)
+	}
+	cut := func(b []byte, n int) []byte { return b[:n] }
+	damaged := bytes.Clone(pngData.Bytes())
+	damaged[len(damaged)/2] ^= 0xff
+	whole := write("whole.png", pngData.Bytes())
+	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	for _, tt := range []struct {
+		name string
+		data []byte
+	}{
+		{"png cut short", cut(pngData.Bytes(), pngData.Len()*2/3)},
+		{"png without its end", cut(pngData.Bytes(), pngData.Len()-12)},
+		{"png with a damaged byte", damaged},
+		{"jpeg cut short", cut(jpegData.Bytes(), jpegData.Len()*2/3)},
+		{"gif cut in its last frame", cut(gifData.Bytes(), gifData.Len()-40)},
+		{"gif without its trailer", cut(gifData.Bytes(), gifData.Len()-1)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			bad := write(strings.ReplaceAll(tt.name, " ", "-"), tt.data)
+			code, out := run("post", "add", "--id", "p", "--account", "news", "--at", future, "--body", "Two pictures.", "--media", whole, "--media", bad)
+			if code != exitUsage || !strings.Contains(out, "media[1]") {
+				t.Errorf("exit %d, %q; want exit %d naming media[1]", code, out, exitUsage)
+			}
+		})
+	}
+	// The whole files are taken, and nothing was stored by the refusals.
+	for _, f := range []string{whole, write("whole.jpg", jpegData.Bytes()), write("whole.gif", gifData.Bytes())} {
+		if code, out := run("post", "add", "--account", "news", "--at", future, "--body", "One picture.", "--media", f); code != exitOK {
+			t.Errorf("post add --media %s: exit %d, %s", filepath.Base(f), code, out)
+		}
+	}
+	if code, out := run("post", "show", "p"); code != exitUsage {
+		t.Errorf("post show p after the refusals: exit %d, %s; want no such post", code, out)
+	}
 }
