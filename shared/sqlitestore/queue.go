@@ -36,6 +36,25 @@ const (
 	ReasonUndecodable = "undecodable_message"
 )
 
+// visibleAtReadable is an SQL condition true exactly when a stored
+// visible_at is a time sqltime.Decode reads: "" or text of
+// sqltime.Layout's shape whose date and time exist (strftime gives back
+// the same text; it is NULL or another day for 2026-13-01 or 2026-02-30).
+// visibleAtUnreadable is its negation, the partial index
+// queue_messages_undecodable's condition. Such a row is never visible by
+// its text ("tomorrow" sorts after every time), or is by chance, so
+// Receive looks for these rows through that index and dead-letters them.
+const (
+	visibleAtReadable = `(visible_at = '' OR (typeof(visible_at) = 'text' AND length(visible_at) = 30` +
+		` AND visible_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]Z'` +
+		` AND strftime('%Y-%m-%dT%H:%M:%S', substr(visible_at, 1, 19)) IS substr(visible_at, 1, 19)))`
+	visibleAtUnreadable = `NOT ` + visibleAtReadable
+)
+
+// undecodableBatch is the most rows with an unreadable visible_at one
+// Receive dead-letters (the next one takes the rest).
+const undecodableBatch = 100
+
 // cutMarker ends a text that was cut to a size limit.
 const cutMarker = "… (cut)"
 
@@ -100,7 +119,8 @@ type visible struct {
 // message already delivered maxReceives times is moved to the dead-letter
 // queue instead (ReasonMaxReceives), and so is a stored message whose
 // fields cannot be decoded (ReasonUndecodable, naming the field and the
-// stored value): one bad row never stops the others. It does not block.
+// stored value), a visible_at included, visible or not: one bad row never
+// stops the others, and none is kept for ever. It does not block.
 func (q *Queue) Receive(ctx context.Context, maxMessages int, visibility time.Duration) ([]publishing.Message, error) {
 	if maxMessages <= 0 {
 		return nil, nil
@@ -111,17 +131,18 @@ func (q *Queue) Receive(ctx context.Context, maxMessages int, visibility time.Du
 	// An empty poll is answered from a read connection, without taking the
 	// write lock; a message that becomes visible meanwhile is left for the
 	// next poll, as with any non-blocking receive.
-	var one int
-	switch err := q.s.rs.queueAnyVisible.QueryRowContext(ctx, q.name, nowText).Scan(&one); {
-	case errors.Is(err, sql.ErrNoRows):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("queue %s receive: %w", q.name, err)
+	if ok, err := q.anyToReceive(ctx, nowText); err != nil || !ok {
+		return nil, err
 	}
 	var out []publishing.Message
 	changed := false
 	err := q.s.write(ctx, func(tx *sql.Tx) error {
 		out, changed = nil, false
+		buried, err := q.buryUndecodable(ctx, tx, nowText)
+		if err != nil {
+			return err
+		}
+		changed = buried > 0
 		delivered := map[int64]bool{} // with visibility 0 a delivered message stays visible
 		for len(out) < maxMessages {
 			n := maxMessages - len(out) + len(delivered)
@@ -171,6 +192,63 @@ func (q *Queue) Receive(ctx context.Context, maxMessages int, visibility time.Du
 		q.s.queueWrites.Add(1)
 	}
 	return out, nil
+}
+
+// anyToReceive tells, from a read connection and without the write lock,
+// whether Receive has anything to do: a visible message, or one whose
+// visible_at cannot be read.
+func (q *Queue) anyToReceive(ctx context.Context, now string) (bool, error) {
+	var one int
+	err := q.s.rs.queueAnyVisible.QueryRowContext(ctx, q.name, now).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = q.s.rs.queueAnyUndecodable.QueryRowContext(ctx, q.name).Scan(&one)
+	}
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("queue %s receive: %w", q.name, err)
+	}
+	return true, nil
+}
+
+// buryUndecodable dead-letters up to undecodableBatch messages whose
+// visible_at cannot be read (ReasonUndecodable, naming the field and the
+// stored value), found through their partial index, and returns how
+// many.
+func (q *Queue) buryUndecodable(ctx context.Context, tx *sql.Tx, now string) (int, error) {
+	rows, err := tx.StmtContext(ctx, q.s.ws.queueUndecodable).QueryContext(ctx, q.name, undecodableBatch)
+	if err != nil {
+		return 0, err
+	}
+	type row struct {
+		seq    int64
+		id     string
+		reason string
+	}
+	var found []row
+	for rows.Next() {
+		var r row
+		var visibleAt any
+		if err := rows.Scan(&r.seq, &r.id, &visibleAt); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		r.reason = ReasonUndecodable + ": " + badValue("visible_at", visibleAt, "a time like "+sqltime.Layout)
+		found = append(found, r)
+	}
+	if err := rows.Close(); err != nil {
+		return 0, err
+	}
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	for _, r := range found {
+		if err := q.moveToDead(ctx, tx, r.seq, r.reason, now); err != nil {
+			return 0, err
+		}
+	}
+	return len(found), nil
 }
 
 // visible lists up to n visible messages in delivery order. A row whose

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 
 	"oncepost/shared/clocktest"
 	"oncepost/shared/publishing"
+	"oncepost/shared/sqltime"
 )
 
 func receiveOne(t *testing.T, q *Queue, visibility time.Duration) publishing.Message {
@@ -294,6 +296,18 @@ func TestReceiveDeadLettersUndecodableMessages(t *testing.T) {
 			ReasonUndecodable + `: receive_count "-3" is not a count`, 0},
 		{"receive_count as a real", `UPDATE queue_messages SET receive_count = 2.5 WHERE id = ?1`,
 			ReasonUndecodable + `: receive_count "2.5" is not a count`, 2},
+		// A visible_at that cannot be read is never visible by its text
+		// (or is, by chance): it is dead-lettered either way.
+		{"visible_at in words", `UPDATE queue_messages SET visible_at = 'tomorrow' WHERE id = ?1`,
+			ReasonUndecodable + `: visible_at "tomorrow" is not a time like 2006-01-02T15:04:05.000000000Z`, 0},
+		{"visible_at with a one-digit month", `UPDATE queue_messages SET visible_at = '2026-3-14T09:26:53Z' WHERE id = ?1`,
+			ReasonUndecodable + `: visible_at "2026-3-14T09:26:53Z" is not a time like 2006-01-02T15:04:05.000000000Z`, 0},
+		{"visible_at on a day that does not exist", `UPDATE queue_messages SET visible_at = '2026-02-30T09:26:53.000000000Z' WHERE id = ?1`,
+			ReasonUndecodable + `: visible_at "2026-02-30T09:26:53.000000000Z" is not a time like 2006-01-02T15:04:05.000000000Z`, 0},
+		{"visible_at as bytes", `UPDATE queue_messages SET visible_at = x'323032362d' WHERE id = ?1`,
+			ReasonUndecodable + `: visible_at "2026-" is not a time like 2006-01-02T15:04:05.000000000Z`, 0},
+		{"visible_at as Unix seconds", `UPDATE queue_messages SET visible_at = 1773480413 WHERE id = ?1`,
+			ReasonUndecodable + `: visible_at "1773480413" is not a time like 2006-01-02T15:04:05.000000000Z`, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -479,4 +493,35 @@ func receiveN(t *testing.T, q *Queue, n int) []publishing.Message {
 		t.Fatalf("Receive returned %d messages, want %d", len(msgs), n)
 	}
 	return msgs
+}
+
+// visibleAtReadable, the SQL behind the index of undecodable rows, agrees
+// with sqltime.Decode on every value: times across the years a Layout
+// can hold, leap days, and text that is almost a time.
+func TestVisibleAtReadableMatchesDecode(t *testing.T) {
+	s := openTest(t, Options{})
+	rng := rand.New(rand.NewPCG(5, 6))
+	values := []any{"", "tomorrow", "2026-3-14T09:26:53Z", "2026-02-30T09:26:53.000000000Z", "2026-13-01T00:00:00.000000000Z",
+		"2026-03-14T24:00:00.000000000Z", "2026-03-14T23:60:00.000000000Z", "2026-03-14T23:59:60.000000000Z",
+		"2024-02-29T00:00:00.000000000Z", "2025-02-29T00:00:00.000000000Z", "2026-03-14T09:26:53.000000000+", "2026-03-14 09:26:53.000000000Z",
+		"0000-01-01T00:00:00.000000000Z", "9999-12-31T23:59:59.999999999Z", "2026-03-14T09:26:53.58979323Z ",
+		[]byte("2026-03-14T09:26:53.589793238Z"), int64(1773480413), 1.5}
+	for range 2000 {
+		values = append(values, sqltime.Encode(time.Unix(rng.Int64N(253402300799), rng.Int64N(1e9))))
+	}
+	for _, v := range values {
+		var got bool
+		if err := s.r.QueryRow(`SELECT `+visibleAtReadable+` FROM (SELECT ? AS visible_at)`, v).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		text, isText := v.(string)
+		want := false
+		if isText {
+			_, err := sqltime.Decode(text)
+			want = err == nil
+		}
+		if got != want {
+			t.Errorf("visible_at %#v: readable in SQL %v, by sqltime.Decode %v", v, got, want)
+		}
+	}
 }

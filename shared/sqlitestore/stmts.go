@@ -85,6 +85,7 @@ type writeStmts struct {
 
 	queueInsert, queueVisible, queueDeliver, queueToDead, queueDelete *sql.Stmt
 	queueAck, queueRetry, queueByReceipt, queueCurrent                *sql.Stmt
+	queueUndecodable                                                  *sql.Stmt
 	deadFind, deadRedrive, deadDelete                                 *sql.Stmt
 }
 
@@ -97,7 +98,7 @@ func (w *writeStmts) all() []*sql.Stmt {
 		w.accountPut, w.credentialPut, w.leaseTake, w.credentialSave, w.leaseRelease, w.refreshLost,
 		w.accountDelete, w.credentialDelete, w.blockedAdd, w.blockedRemove,
 		w.queueInsert, w.queueVisible, w.queueDeliver, w.queueToDead, w.queueDelete,
-		w.queueAck, w.queueRetry, w.queueByReceipt, w.queueCurrent,
+		w.queueAck, w.queueRetry, w.queueByReceipt, w.queueCurrent, w.queueUndecodable,
 		w.deadFind, w.deadRedrive, w.deadDelete,
 	}
 }
@@ -112,6 +113,7 @@ type readStmts struct {
 	accountGet, accountList, credential   *sql.Stmt
 	blocked                               *sql.Stmt
 	deadLetters, queueAnyVisible          *sql.Stmt
+	queueAnyUndecodable                   *sql.Stmt
 }
 
 func (r *readStmts) all() []*sql.Stmt {
@@ -119,7 +121,7 @@ func (r *readStmts) all() []*sql.Stmt {
 		r.ledgerGet, r.ledgerOpen, r.ledgerHistory, r.ledgerHeld, r.ledgerByState,
 		r.postGet, r.due, r.unfinished, r.unscheduled, r.countAll,
 		r.accountGet, r.accountList, r.credential, r.blocked,
-		r.deadLetters, r.queueAnyVisible,
+		r.deadLetters, r.queueAnyVisible, r.queueAnyUndecodable,
 	}
 	for _, st := range r.count {
 		out = append(out, st)
@@ -262,6 +264,13 @@ func (s *Store) prepare(ctx context.Context) error {
 			SELECT queue, id, body, ?1, ?1, 0, '' FROM dead_letters WHERE seq = ?2`},
 		{&w.deadDelete, s.w, `DELETE FROM dead_letters WHERE seq = ?`},
 		{&r.queueAnyVisible, s.r, `SELECT 1 FROM queue_messages WHERE queue = ? AND visible_at <= ? LIMIT 1`},
+		// Rows whose visible_at cannot be read, through the partial index
+		// that holds them alone (the condition is the index's, word for
+		// word, so SQLite can use it).
+		{&w.queueUndecodable, s.w, `SELECT seq, id, visible_at FROM queue_messages INDEXED BY queue_messages_undecodable
+			WHERE queue = ? AND ` + visibleAtUnreadable + ` ORDER BY seq LIMIT ?`},
+		{&r.queueAnyUndecodable, s.r, `SELECT 1 FROM queue_messages INDEXED BY queue_messages_undecodable
+			WHERE queue = ? AND ` + visibleAtUnreadable + ` LIMIT 1`},
 		{&r.deadLetters, s.r, `SELECT id, body, receive_count, reason, at FROM dead_letters
 			WHERE queue = ? ORDER BY seq LIMIT ?`},
 	}

@@ -526,6 +526,10 @@ var indexes = []string{
 	`CREATE INDEX IF NOT EXISTS targets_by_account ON targets (account, slot)`,
 
 	`CREATE INDEX IF NOT EXISTS queue_messages_visible ON queue_messages (queue, visible_at, seq)`,
+	// Messages whose visible_at cannot be read (written by another
+	// program): never visible by their text, so Receive finds them here
+	// to dead-letter them. Normally empty.
+	`CREATE INDEX IF NOT EXISTS queue_messages_undecodable ON queue_messages (queue, seq) WHERE ` + visibleAtUnreadable,
 	`CREATE INDEX IF NOT EXISTS dead_letters_queue ON dead_letters (queue, seq)`,
 }
 
