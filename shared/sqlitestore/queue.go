@@ -120,7 +120,9 @@ type visible struct {
 // queue instead (ReasonMaxReceives), and so is a stored message whose
 // fields cannot be decoded (ReasonUndecodable, naming the field and the
 // stored value), a visible_at included, visible or not: one bad row never
-// stops the others, and none is kept for ever. It does not block.
+// stops the others, and none is kept for ever. Each message it
+// dead-letters is logged (a warning: queue, message id, reason; never the
+// body). It does not block.
 func (q *Queue) Receive(ctx context.Context, maxMessages int, visibility time.Duration) ([]publishing.Message, error) {
 	if maxMessages <= 0 {
 		return nil, nil
@@ -134,15 +136,18 @@ func (q *Queue) Receive(ctx context.Context, maxMessages int, visibility time.Du
 	if ok, err := q.anyToReceive(ctx, nowText); err != nil || !ok {
 		return nil, err
 	}
-	var out []publishing.Message
+	var (
+		out  []publishing.Message
+		dead []buried
+	)
 	changed := false
 	err := q.s.write(ctx, func(tx *sql.Tx) error {
-		out, changed = nil, false
-		buried, err := q.buryUndecodable(ctx, tx, nowText)
-		if err != nil {
+		out, dead, changed = nil, nil, false
+		var err error
+		if dead, err = q.buryUndecodable(ctx, tx, nowText); err != nil {
 			return err
 		}
-		changed = buried > 0
+		changed = len(dead) > 0
 		delivered := map[int64]bool{} // with visibility 0 a delivered message stays visible
 		for len(out) < maxMessages {
 			n := maxMessages - len(out) + len(delivered)
@@ -167,6 +172,7 @@ func (q *Queue) Receive(ctx context.Context, maxMessages int, visibility time.Du
 					if err := q.moveToDead(ctx, tx, m.seq, reason, nowText); err != nil {
 						return err
 					}
+					dead = append(dead, buriedMessage(m.id, reason))
 					continue
 				}
 				count := m.receiveCount + 1
@@ -191,7 +197,19 @@ func (q *Queue) Receive(ctx context.Context, maxMessages int, visibility time.Du
 	if changed {
 		q.s.queueWrites.Add(1)
 	}
+	for _, b := range dead {
+		q.s.log.WarnContext(ctx, "dead-lettered by receive", "queue", q.name, "message_id", b.id, "reason", b.reason)
+	}
 	return out, nil
+}
+
+// buried is a message Receive dead-lettered by itself, for its log line.
+type buried struct{ id, reason string }
+
+// buriedMessage is the log line's message id and reason, the reason cut
+// as the dead-letter table keeps it.
+func buriedMessage(id, reason string) buried {
+	return buried{id: id, reason: cut(reason, publishing.MaxReasonBytes)}
 }
 
 // anyToReceive tells, from a read connection and without the write lock,
@@ -214,12 +232,11 @@ func (q *Queue) anyToReceive(ctx context.Context, now string) (bool, error) {
 
 // buryUndecodable dead-letters up to undecodableBatch messages whose
 // visible_at cannot be read (ReasonUndecodable, naming the field and the
-// stored value), found through their partial index, and returns how
-// many.
-func (q *Queue) buryUndecodable(ctx context.Context, tx *sql.Tx, now string) (int, error) {
+// stored value), found through their partial index.
+func (q *Queue) buryUndecodable(ctx context.Context, tx *sql.Tx, now string) ([]buried, error) {
 	rows, err := tx.StmtContext(ctx, q.s.ws.queueUndecodable).QueryContext(ctx, q.name, undecodableBatch)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	type row struct {
 		seq    int64
@@ -232,23 +249,25 @@ func (q *Queue) buryUndecodable(ctx context.Context, tx *sql.Tx, now string) (in
 		var visibleAt any
 		if err := rows.Scan(&r.seq, &r.id, &visibleAt); err != nil {
 			rows.Close()
-			return 0, err
+			return nil, err
 		}
 		r.reason = ReasonUndecodable + ": " + badValue("visible_at", visibleAt, "a time like "+sqltime.Layout)
 		found = append(found, r)
 	}
 	if err := rows.Close(); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if err := rows.Err(); err != nil {
-		return 0, err
+		return nil, err
 	}
+	var out []buried
 	for _, r := range found {
 		if err := q.moveToDead(ctx, tx, r.seq, r.reason, now); err != nil {
-			return 0, err
+			return nil, err
 		}
+		out = append(out, buriedMessage(r.id, r.reason))
 	}
-	return len(found), nil
+	return out, nil
 }
 
 // visible lists up to n visible messages in delivery order. A row whose

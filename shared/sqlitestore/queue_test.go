@@ -1,9 +1,12 @@
 package sqlitestore
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -493,6 +496,59 @@ func receiveN(t *testing.T, q *Queue, n int) []publishing.Message {
 		t.Fatalf("Receive returned %d messages, want %d", len(msgs), n)
 	}
 	return msgs
+}
+
+// Receive logs every message it dead-letters by itself, with the queue,
+// the message id and the reason (never the body): an undecodable row or
+// one delivered too often must not vanish from the queue unseen.
+func TestReceiveLogsWhatItDeadLetters(t *testing.T) {
+	ctx := context.Background()
+	clock := clocktest.New(t0)
+	var logs bytes.Buffer
+	s := openTest(t, Options{Now: clock.Now, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	q := s.Queue("publish", 1)
+	bad, err := q.Send(ctx, []byte("secret body"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tired, err := q.Send(ctx, []byte("secret body"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.w.Exec(`UPDATE queue_messages SET visible_at = 'tomorrow' WHERE id = ?1`, bad); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	if msgs, err := q.Receive(ctx, 10, time.Minute); err != nil || len(msgs) != 1 || msgs[0].ID != tired {
+		t.Fatalf("first Receive = %v, %v; want %s alone", msgs, err, tired)
+	}
+	clock.Advance(2 * time.Minute)
+	if msgs, err := q.Receive(ctx, 10, time.Minute); err != nil || len(msgs) != 0 {
+		t.Fatalf("second Receive = %v, %v; want nothing (the message was delivered its maximum)", msgs, err)
+	}
+	type line struct {
+		Level, Msg, Queue, Reason string
+		MessageID                 string `json:"message_id"`
+	}
+	var got []line
+	for _, raw := range bytes.Split(bytes.TrimSpace(logs.Bytes()), []byte("\n")) {
+		var l line
+		if err := json.Unmarshal(raw, &l); err != nil {
+			t.Fatalf("log line %s: %v", raw, err)
+		}
+		got = append(got, l)
+	}
+	want := []line{
+		{Level: "WARN", Msg: "dead-lettered by receive", Queue: "publish", MessageID: bad,
+			Reason: ReasonUndecodable + `: visible_at "tomorrow" is not a time like 2006-01-02T15:04:05.000000000Z`},
+		{Level: "WARN", Msg: "dead-lettered by receive", Queue: "publish", MessageID: tired, Reason: ReasonMaxReceives + ": delivered 1 times"},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("logs (-want +got):\n%s", d)
+	}
+	if bytes.Contains(logs.Bytes(), []byte("secret body")) {
+		t.Errorf("a log line holds a message body: %s", logs.String())
+	}
 }
 
 // visibleAtReadable, the SQL behind the index of undecodable rows, agrees
