@@ -552,7 +552,11 @@ func TestOperatorCommandsOnAWS(t *testing.T) {
 		len(rep.DeadLetters) != 1 {
 		t.Errorf("status: open %+v, waiting %+v, dead letters %+v", rep.Open, rep.Waiting, rep.DeadLetters)
 	}
-	if out := st.ok("", "status"); !strings.Contains(out, "WAITING") || !strings.Contains(out, "1 dead letters") {
+	if rep.Queue.DeadLetters != 1 || !rep.Queue.Approximate {
+		t.Errorf("status queue %+v, want the dead letter counted, approximately", rep.Queue)
+	}
+	if out := st.ok("", "status"); !strings.Contains(out, "WAITING") || !strings.Contains(out, "1 dead letters") ||
+		!strings.Contains(out, "1 dead letters (SQS's approximate counts)") {
 		t.Errorf("status: %q", out)
 	}
 

@@ -90,6 +90,24 @@ type deadLetterQueue interface {
 	publishing.DeadLetterAdmin
 }
 
+// queueDepth is the publish queue's depth, as `status` shows it.
+type queueDepth struct {
+	Visible  int `json:"visible"`
+	InFlight int `json:"in_flight"`
+	Delayed  int `json:"delayed"`
+	// Undecodable messages (embedded only) have a visible_at that cannot
+	// be read; the next receive dead-letters them.
+	Undecodable int `json:"undecodable"`
+	DeadLetters int `json:"dead_letters"`
+	// Approximate is true on SQS, whose counts lag by up to a minute.
+	Approximate bool `json:"approximate,omitempty"`
+}
+
+// queueDepths reads the publish queue's depth.
+type queueDepths interface {
+	Depth(ctx context.Context) (queueDepth, error)
+}
+
 // lookCounter counts the looks an entry's confirm workflows made on the
 // platform (Look states entered), for `held`.
 type lookCounter interface {
@@ -109,6 +127,7 @@ type backend struct {
 	views       operatorViews
 	schedules   postScheduler
 	deadLetters deadLetterQueue
+	depth       queueDepths
 	looks       lookCounter
 	operator    *publishing.Operator
 	deleter     *publishing.Deleter

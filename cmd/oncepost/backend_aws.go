@@ -27,6 +27,7 @@ import (
 	"oncepost/shared/ledger"
 	"oncepost/shared/post"
 	"oncepost/shared/publishing"
+	"oncepost/shared/sqsqueue"
 )
 
 // The names of a stack's Outputs the CLI reads (template.yaml declares
@@ -259,6 +260,7 @@ func openAWS(ctx context.Context, src string, outs stackOutputs, static []byte) 
 		views:       dynamoViews{rt.Store},
 		schedules:   slotSchedules{store: rt.Store, slots: slots, trigger: &publishing.Trigger{Posts: rt.Store, Queue: queue, Logger: rt.Logger}},
 		deadLetters: queue,
+		depth:       sqsDepth{queue},
 		looks:       sfnLooks{client: sfn.NewFromConfig(rt.AWS), execPrefix: executionPrefix(outs[outStateMachineARN])},
 		operator:    &publishing.Operator{Ledger: rt.Store, Confirmer: confirmer, Tasks: flows, Logger: rt.Logger},
 		deleter:     deleter,
@@ -274,6 +276,15 @@ func executionPrefix(machineARN string) string {
 		p[5] = "execution"
 	}
 	return strings.Join(p, ":") + ":"
+}
+
+// sqsDepth is the stack's publish queue's depth.
+type sqsDepth struct{ q *sqsqueue.Queue }
+
+// Depth counts the queue's messages, approximately (sqsqueue.Queue.Depth).
+func (d sqsDepth) Depth(ctx context.Context) (queueDepth, error) {
+	qd, err := d.q.Depth(ctx)
+	return queueDepth{Visible: qd.Visible, InFlight: qd.InFlight, Delayed: qd.Delayed, DeadLetters: qd.DeadLetters, Approximate: true}, err
 }
 
 // dynamoViews are the operator's lists on DynamoDB.

@@ -19,7 +19,7 @@ import (
 func embeddedBackend(rt *runtime) *backend {
 	return &backend{
 		kind: backendEmbedded, ledger: rt.store, posts: rt.store, accounts: rt.store, admin: rt.store,
-		views: sqliteViews{rt.store}, schedules: embeddedSchedules{rt}, deadLetters: rt.queue,
+		views: sqliteViews{rt.store}, schedules: embeddedSchedules{rt}, deadLetters: rt.queue, depth: sqliteDepth{rt.queue},
 		looks: localLooks{rt.flows}, operator: rt.operator, deleter: rt.deleter, media: mediaDir(rt.cfg.MediaDir), close: rt.Close,
 	}
 }
@@ -41,8 +41,18 @@ func (w *where) openStatus(ctx context.Context) (*backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	q := s.Queue("publish", 0)
 	return &backend{kind: backendEmbedded, ledger: s, posts: s, accounts: s, admin: s, views: sqliteViews{s},
-		deadLetters: s.Queue("publish", 0), close: s.Close}, nil
+		deadLetters: q, depth: sqliteDepth{q}, close: s.Close}, nil
+}
+
+// sqliteDepth is the embedded publish queue's depth.
+type sqliteDepth struct{ q *sqlitestore.Queue }
+
+// Depth counts the queue's messages (sqlitestore.Queue.Depth).
+func (d sqliteDepth) Depth(ctx context.Context) (queueDepth, error) {
+	qd, err := d.q.Depth(ctx)
+	return queueDepth{Visible: qd.Visible, InFlight: qd.InFlight, Delayed: qd.Delayed, Undecodable: qd.Undecodable, DeadLetters: qd.DeadLetters}, err
 }
 
 // sqliteViews are the operator's lists on the SQLite store.

@@ -20,6 +20,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/go-cmp/cmp"
+
 	"oncepost/shared/localflow"
 	"oncepost/shared/platform/sandbox"
 	"oncepost/shared/post"
@@ -421,5 +423,58 @@ func TestPostAddRefusesATruncatedImage(t *testing.T) {
 	}
 	if code, out := run("post", "show", "p"); code != exitUsage {
 		t.Errorf("post show p after the refusals: exit %d, %s; want no such post", code, out)
+	}
+}
+
+// status shows the publish queue's depth: visible, in flight, delayed,
+// undecodable (which the next receive dead-letters) and dead letters. A
+// row whose visible_at cannot be read was shown nowhere before.
+func TestStatusShowsTheQueue(t *testing.T) {
+	w := newWorkspace(t, sandbox.Options{}, 1)
+	cfg := defaultConfig()
+	cfg.DBPath, cfg.Logger = w.db, discardLogger()
+	rt, err := openRuntime(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, delay := range []time.Duration{0, 0, 0, time.Hour} {
+		if _, err := rt.queue.Send(ctx, []byte(`{}`), delay); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs, err := rt.queue.Receive(ctx, 1, time.Hour)
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("receive: %d, %v", len(msgs), err)
+	}
+	bad, err := rt.queue.Send(ctx, []byte(`{}`), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.store.DB().Exec(`UPDATE queue_messages SET visible_at = 'tomorrow' WHERE id = ?`, bad); err != nil {
+		t.Fatal(err)
+	}
+	rt.Close()
+
+	var stdout, stderr bytes.Buffer
+	if code := runCLI(ctx, []string{"status", "--db", w.db, "--json"}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("status: exit %d, %s", code, stderr.String())
+	}
+	var rep struct {
+		Queue map[string]int `json:"queue"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"visible": 2, "in_flight": 1, "delayed": 1, "undecodable": 1, "dead_letters": 0}
+	if d := cmp.Diff(want, rep.Queue); d != "" {
+		t.Errorf("status --json queue (-want +got):\n%s", d)
+	}
+	stdout.Reset()
+	if code := runCLI(ctx, []string{"status", "--db", w.db}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("status: exit %d, %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "queue: 2 visible, 1 in flight, 1 delayed, 0 dead letters; 1 undecodable") {
+		t.Errorf("status does not show the queue:\n%s", stdout.String())
 	}
 }

@@ -270,6 +270,52 @@ func (q *Queue) buryUndecodable(ctx context.Context, tx *sql.Tx, now string) ([]
 	return out, nil
 }
 
+// QueueDepth is how many messages a queue holds, by where they are.
+type QueueDepth struct {
+	// Visible messages are ready to be received.
+	Visible int `json:"visible"`
+	// InFlight messages were received and are hidden: being worked on,
+	// or put back with a delay (Retry).
+	InFlight int `json:"in_flight"`
+	// Delayed messages were sent with a delay and never received yet
+	// (a waiting job put back until its next try).
+	Delayed int `json:"delayed"`
+	// Undecodable messages have a visible_at this build cannot read:
+	// the next Receive dead-letters them.
+	Undecodable int `json:"undecodable"`
+	// DeadLetters are in the queue's dead-letter queue.
+	DeadLetters int `json:"dead_letters"`
+}
+
+// Depth counts the queue's messages by where they are, in one snapshot:
+// a range of queue_messages_visible on each side of now, the partial
+// index of undecodable rows, and dead_letters_queue. The cost grows with
+// the queue's messages, never with other queues'.
+func (q *Queue) Depth(ctx context.Context) (QueueDepth, error) {
+	var d QueueDepth
+	now := sqltime.Encode(q.s.now())
+	tx, err := q.s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return d, fmt.Errorf("queue %s depth: %w", q.name, err)
+	}
+	defer tx.Rollback()
+	for _, c := range []struct {
+		st   *sql.Stmt
+		args []any
+		dst  []any
+	}{
+		{q.s.rs.queueVisibleCount, []any{q.name, now}, []any{&d.Visible}},
+		{q.s.rs.queueHiddenCount, []any{q.name, now}, []any{&d.InFlight, &d.Delayed}},
+		{q.s.rs.queueUndecodableCount, []any{q.name}, []any{&d.Undecodable}},
+		{q.s.rs.deadCount, []any{q.name}, []any{&d.DeadLetters}},
+	} {
+		if err := tx.StmtContext(ctx, c.st).QueryRowContext(ctx, c.args...).Scan(c.dst...); err != nil {
+			return QueueDepth{}, fmt.Errorf("queue %s depth: %w", q.name, err)
+		}
+	}
+	return d, nil
+}
+
 // visible lists up to n visible messages in delivery order. A row whose
 // fields cannot be decoded is listed with the reason, not an error.
 func (q *Queue) visible(ctx context.Context, tx *sql.Tx, now string, n int) ([]visible, error) {

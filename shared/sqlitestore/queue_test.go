@@ -551,6 +551,54 @@ func TestReceiveLogsWhatItDeadLetters(t *testing.T) {
 	}
 }
 
+// Depth counts a queue's messages by where they are, undecodable ones
+// apart, and its dead letters: what `oncepost status` shows.
+func TestQueueDepth(t *testing.T) {
+	ctx := context.Background()
+	clock := clocktest.New(t0)
+	s := openTest(t, Options{Now: clock.Now})
+	q := s.Queue("publish", 5)
+	send := func(delay time.Duration) string {
+		id, err := q.Send(ctx, []byte("m"), delay)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	for range 3 {
+		send(0)
+	}
+	send(time.Hour)
+	bad := send(0)
+	if _, err := s.w.Exec(`UPDATE queue_messages SET visible_at = 'tomorrow' WHERE id = ?1`, bad); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Queue("other", 5).Send(ctx, []byte("m"), 0); err != nil {
+		t.Fatal(err)
+	}
+	got, err := q.Depth(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(QueueDepth{Visible: 3, Delayed: 1, Undecodable: 1}, got); d != "" {
+		t.Errorf("Depth before a receive (-want +got):\n%s", d)
+	}
+	msgs, err := q.Receive(ctx, 2, time.Minute)
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("Receive = %d, %v", len(msgs), err)
+	}
+	if err := q.DeadLetter(ctx, msgs[1].Receipt, "refused"); err != nil {
+		t.Fatal(err)
+	}
+	got, err = q.Depth(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(QueueDepth{Visible: 1, InFlight: 1, Delayed: 1, DeadLetters: 2}, got); d != "" {
+		t.Errorf("Depth after a receive (-want +got):\n%s", d)
+	}
+}
+
 // visibleAtReadable, the SQL behind the index of undecodable rows, agrees
 // with sqltime.Decode on every value: times across the years a Layout
 // can hold, leap days, and text that is almost a time.

@@ -114,6 +114,8 @@ type readStmts struct {
 	blocked                               *sql.Stmt
 	deadLetters, queueAnyVisible          *sql.Stmt
 	queueAnyUndecodable                   *sql.Stmt
+	queueVisibleCount, queueHiddenCount   *sql.Stmt
+	queueUndecodableCount, deadCount      *sql.Stmt
 }
 
 func (r *readStmts) all() []*sql.Stmt {
@@ -122,6 +124,7 @@ func (r *readStmts) all() []*sql.Stmt {
 		r.postGet, r.due, r.unfinished, r.unscheduled, r.countAll,
 		r.accountGet, r.accountList, r.credential, r.blocked,
 		r.deadLetters, r.queueAnyVisible, r.queueAnyUndecodable,
+		r.queueVisibleCount, r.queueHiddenCount, r.queueUndecodableCount, r.deadCount,
 	}
 	for _, st := range r.count {
 		out = append(out, st)
@@ -271,6 +274,15 @@ func (s *Store) prepare(ctx context.Context) error {
 			WHERE queue = ? AND ` + visibleAtUnreadable + ` ORDER BY seq LIMIT ?`},
 		{&r.queueAnyUndecodable, s.r, `SELECT 1 FROM queue_messages INDEXED BY queue_messages_undecodable
 			WHERE queue = ? AND ` + visibleAtUnreadable + ` LIMIT 1`},
+		// Depth: visible, hidden (delivered, or sent with a delay), the
+		// undecodable apart, and the dead letters.
+		{&r.queueVisibleCount, s.r, `SELECT count(*) FROM queue_messages INDEXED BY queue_messages_visible
+			WHERE queue = ?1 AND visible_at <= ?2 AND ` + visibleAtReadable},
+		{&r.queueHiddenCount, s.r, `SELECT coalesce(sum(receive_count != 0), 0), coalesce(sum(receive_count = 0), 0)
+			FROM queue_messages INDEXED BY queue_messages_visible WHERE queue = ?1 AND visible_at > ?2 AND ` + visibleAtReadable},
+		{&r.queueUndecodableCount, s.r, `SELECT count(*) FROM queue_messages INDEXED BY queue_messages_undecodable
+			WHERE queue = ? AND ` + visibleAtUnreadable},
+		{&r.deadCount, s.r, `SELECT count(*) FROM dead_letters INDEXED BY dead_letters_queue WHERE queue = ?`},
 		{&r.deadLetters, s.r, `SELECT id, body, receive_count, reason, at FROM dead_letters
 			WHERE queue = ? ORDER BY seq LIMIT ?`},
 	}

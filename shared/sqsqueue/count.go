@@ -22,8 +22,46 @@ var _ publishing.DeadLetterCounter = (*Queue)(nil)
 // up to a minute, and a dead-letter queue shared by several queues is
 // counted whole.
 func (q *Queue) CountDeadLetters(ctx context.Context) (int, error) {
+	d, err := q.counts(ctx, q.deadURL)
+	if err != nil {
+		return 0, fmt.Errorf("sqsqueue %s count dead letters: %w", q.name, err)
+	}
+	return d.Visible + d.InFlight + d.Delayed, nil
+}
+
+// Depth is how many messages a queue holds, by where they are, as SQS
+// counts them: approximately, lagging by up to a minute.
+type Depth struct {
+	// Visible messages are ready to be received.
+	Visible int `json:"visible"`
+	// InFlight messages were received and are hidden (a visibility
+	// timeout running, or put back with a delay).
+	InFlight int `json:"in_flight"`
+	// Delayed messages were sent with a delay and are not visible yet.
+	Delayed int `json:"delayed"`
+	// DeadLetters are the dead-letter queue's messages, all of them (a
+	// dead-letter queue shared by several queues is counted whole).
+	DeadLetters int `json:"dead_letters"`
+}
+
+// Depth counts the queue's messages and its dead-letter queue's with one
+// GetQueueAttributes each, receiving nothing.
+func (q *Queue) Depth(ctx context.Context) (Depth, error) {
+	d, err := q.counts(ctx, q.url)
+	if err != nil {
+		return Depth{}, fmt.Errorf("sqsqueue %s depth: %w", q.name, err)
+	}
+	if d.DeadLetters, err = q.CountDeadLetters(ctx); err != nil {
+		return Depth{}, err
+	}
+	return d, nil
+}
+
+// counts reads a queue's approximate counts of visible, in-flight and
+// delayed messages.
+func (q *Queue) counts(ctx context.Context, url string) (Depth, error) {
 	out, err := q.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(q.deadURL),
+		QueueUrl: aws.String(url),
 		AttributeNames: []types.QueueAttributeName{
 			types.QueueAttributeNameApproximateNumberOfMessages,
 			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
@@ -31,21 +69,21 @@ func (q *Queue) CountDeadLetters(ctx context.Context) (int, error) {
 		},
 	})
 	if err != nil {
-		return 0, fmt.Errorf("sqsqueue %s count dead letters: %w", q.name, translate(err))
+		return Depth{}, translate(err)
 	}
-	total := 0
-	for _, name := range []types.QueueAttributeName{
-		types.QueueAttributeNameApproximateNumberOfMessages,
-		types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-		types.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+	var d Depth
+	for name, dst := range map[types.QueueAttributeName]*int{
+		types.QueueAttributeNameApproximateNumberOfMessages:           &d.Visible,
+		types.QueueAttributeNameApproximateNumberOfMessagesNotVisible: &d.InFlight,
+		types.QueueAttributeNameApproximateNumberOfMessagesDelayed:    &d.Delayed,
 	} {
 		if v, ok := out.Attributes[string(name)]; ok {
 			n, err := strconv.Atoi(v)
 			if err != nil {
-				return 0, fmt.Errorf("sqsqueue %s count dead letters: %s %q is not a count", q.name, name, v)
+				return Depth{}, fmt.Errorf("%s %q is not a count", name, v)
 			}
-			total += n
+			*dst = n
 		}
 	}
-	return total, nil
+	return d, nil
 }
