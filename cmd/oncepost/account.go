@@ -404,11 +404,11 @@ func (b *backend) accountView(ctx context.Context, a post.Account) (accountView,
 	case !errors.Is(err, post.ErrNotFound):
 		v.Credential = "unreadable: " + err.Error()
 	}
-	posts, err := b.views.ListPosts(ctx, postFilter{Account: a.ID, Statuses: unfinishedStatuses, Limit: 1000})
+	page, err := b.views.ListPosts(ctx, postFilter{Account: a.ID, Statuses: unfinishedStatuses, Limit: 1000})
 	if err != nil {
 		return v, err
 	}
-	for _, p := range posts {
+	for _, p := range page.Posts {
 		if t, ok := p.Target(a.ID); ok && !t.Status.Terminal() {
 			v.Unfinished++
 		}

@@ -42,6 +42,16 @@ type postFilter struct {
 	Account  post.AccountID
 	// Limit is the most posts listed.
 	Limit int
+	// After is the cursor of the page before (postPage.Next), "" for the
+	// first page.
+	After string
+}
+
+// postPage is one page of `post list`.
+type postPage struct {
+	Posts []post.Post
+	// Next is the cursor of the following page, "" on the last.
+	Next string
 }
 
 // waitingTarget is a target waiting for its next try, as `status` shows it.
@@ -62,7 +72,9 @@ type storeCounts struct {
 
 // operatorViews are the lists only an operator reads.
 type operatorViews interface {
-	ListPosts(ctx context.Context, f postFilter) ([]post.Post, error)
+	// ListPosts lists one page; a cursor the store did not make is bad
+	// input naming --after.
+	ListPosts(ctx context.Context, f postFilter) (postPage, error)
 	// Held lists held entries, oldest first; a limit ≤ 0 means all.
 	Held(ctx context.Context, limit int) ([]ledger.Entry, error)
 	// Waiting lists waiting targets, next try first; a limit ≤ 0 means all.

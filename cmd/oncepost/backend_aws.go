@@ -290,9 +290,14 @@ func (d sqsDepth) Depth(ctx context.Context) (queueDepth, error) {
 // dynamoViews are the operator's lists on DynamoDB.
 type dynamoViews struct{ s *dynamostore.Store }
 
-// ListPosts lists posts in StatusIndex order (dynamostore.Store.ListPosts).
-func (v dynamoViews) ListPosts(ctx context.Context, f postFilter) ([]post.Post, error) {
-	return v.s.ListPosts(ctx, dynamostore.PostFilter{Statuses: f.Statuses, Account: f.Account, Limit: f.Limit})
+// ListPosts lists a page of posts in StatusIndex order
+// (dynamostore.Store.ListPostPage).
+func (v dynamoViews) ListPosts(ctx context.Context, f postFilter) (postPage, error) {
+	pg, err := v.s.ListPostPage(ctx, dynamostore.PostFilter{Statuses: f.Statuses, Account: f.Account, Limit: f.Limit, After: f.After})
+	if errors.Is(err, dynamostore.ErrBadCursor) {
+		return postPage{}, badCursor(f.After)
+	}
+	return postPage(pg), err
 }
 
 // Held lists held entries through HeldIndex.

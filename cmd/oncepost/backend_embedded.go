@@ -58,9 +58,14 @@ func (d sqliteDepth) Depth(ctx context.Context) (queueDepth, error) {
 // sqliteViews are the operator's lists on the SQLite store.
 type sqliteViews struct{ s *sqlitestore.Store }
 
-// ListPosts lists posts by their earliest matching slot (sqlitestore.Store.ListPosts).
-func (v sqliteViews) ListPosts(ctx context.Context, f postFilter) ([]post.Post, error) {
-	return v.s.ListPosts(ctx, sqlitestore.PostFilter{Statuses: f.Statuses, Account: f.Account, Limit: f.Limit})
+// ListPosts lists a page of posts by their earliest matching slot
+// (sqlitestore.Store.ListPostPage).
+func (v sqliteViews) ListPosts(ctx context.Context, f postFilter) (postPage, error) {
+	pg, err := v.s.ListPostPage(ctx, sqlitestore.PostFilter{Statuses: f.Statuses, Account: f.Account, Limit: f.Limit, After: f.After})
+	if errors.Is(err, sqlitestore.ErrBadCursor) {
+		return postPage{}, badCursor(f.After)
+	}
+	return postPage(pg), err
 }
 
 // Held lists held entries, oldest first.

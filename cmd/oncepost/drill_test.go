@@ -478,3 +478,68 @@ func TestStatusShowsTheQueue(t *testing.T) {
 		t.Errorf("status does not show the queue:\n%s", stdout.String())
 	}
 }
+
+// post list says when a listing is cut and pages it: text output prints
+// the command for the next page on stderr, JSON has a "next" cursor, and
+// following the cursors lists every post once.
+func TestPostListSaysWhenItIsCut(t *testing.T) {
+	w := newWorkspace(t, sandbox.Options{}, 1)
+	w.addPosts(t, 105, time.Now().Add(time.Hour).UTC().Truncate(time.Second))
+	run := func(args ...string) (string, string) {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		if code := runCLI(context.Background(), append(args, "--db", w.db), &stdout, &stderr); code != exitOK {
+			t.Fatalf("oncepost %s: exit %d, %s", strings.Join(args, " "), code, stderr.String())
+		}
+		return stdout.String(), stderr.String()
+	}
+	out, errOut := run("post", "list")
+	if rows := strings.Count(out, "\n") - 1; rows != 100 {
+		t.Errorf("post list printed %d rows, want the first 100", rows)
+	}
+	_, cursor, found := strings.Cut(errOut, "--after ")
+	if !found || !strings.Contains(errOut, "more posts") {
+		t.Fatalf("post list of 105 posts said nothing about the 5 left; stderr %q", errOut)
+	}
+	cursor = strings.Fields(cursor)[0]
+	out, errOut = run("post", "list", "--after", cursor)
+	if rows := strings.Count(out, "\n") - 1; rows != 5 || errOut != "" {
+		t.Errorf("the next page: %d rows, stderr %q; want the 5 left and nothing more", rows, errOut)
+	}
+
+	// JSON: the posts and the next page's cursor, until there is none.
+	seen := map[post.ID]bool{}
+	after := ""
+	for page := 1; page <= 30; page++ {
+		args := []string{"post", "list", "--json", "--limit", "40"}
+		if after != "" {
+			args = append(args, "--after", after)
+		}
+		out, _ := run(args...)
+		var pg struct {
+			Posts []post.Post `json:"posts"`
+			Next  string      `json:"next"`
+		}
+		if err := json.Unmarshal([]byte(out), &pg); err != nil {
+			t.Fatalf("post list --json: %v\n%s", err, out)
+		}
+		for _, p := range pg.Posts {
+			if seen[p.ID] {
+				t.Errorf("post %s listed twice", p.ID)
+			}
+			seen[p.ID] = true
+		}
+		if pg.Next == "" {
+			break
+		}
+		after = pg.Next
+	}
+	if len(seen) != 105 {
+		t.Errorf("the pages listed %d posts, want 105", len(seen))
+	}
+	var stdout, stderr bytes.Buffer
+	if code := runCLI(context.Background(), []string{"post", "list", "--db", w.db, "--after", "not-a-cursor"}, &stdout, &stderr); code != exitUsage ||
+		!strings.Contains(stderr.String(), "--after") {
+		t.Errorf("a bad cursor: exit %d, %q; want exit %d naming --after", code, stderr.String(), exitUsage)
+	}
+}
