@@ -156,6 +156,9 @@ func cmdAccountAdd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if _, err := b.accounts.GetAccount(ctx, acc.ID); err == nil && !*replace {
 		return usageError("id", "account %q was added meanwhile; pick another id, or --replace", f.id)
 	}
+	if err := b.refuseConnectedTwice(ctx, acc, conn); err != nil {
+		return err
+	}
 	// The credential first: an account row without its credential would
 	// fail every publish; a credential without its account is inert.
 	if err := b.accounts.PutCredential(ctx, acc.ID, conn.cred); err != nil {
@@ -211,6 +214,27 @@ func connectMastodon(ctx context.Context, f *addFlags, hc *http.Client, prompt i
 		handle: "@" + profile.Username + "@" + hostOf(instance), baseURL: instance, remoteID: profile.ID, cred: cred,
 		limits: post.Limits{MaxTextGraphemes: limits.MaxCharacters, MaxMedia: limits.MaxMediaAttachments, MaxMediaBytes: limits.ImageSizeLimit},
 	}, nil
+}
+
+// refuseConnectedTwice refuses to connect the remote account of conn
+// (same platform, base URL and remote id) under acc.ID when another id
+// has it already, naming that id: each id has its own ledger entries, so
+// a post sent to both ids would reach the one remote account twice.
+func (b *backend) refuseConnectedTwice(ctx context.Context, acc post.Account, conn connection) error {
+	if acc.RemoteID == "" {
+		return nil
+	}
+	accounts, err := b.accounts.ListAccounts(ctx)
+	if err != nil {
+		return err
+	}
+	for _, a := range accounts {
+		if a.ID != acc.ID && a.Platform == acc.Platform && a.BaseURL == acc.BaseURL && a.RemoteID != "" && conn.same(a.RemoteID) {
+			return usageError("id", "%s on %s is connected already as account %q; one remote account under two ids would get a post twice: use %q (--id %s --replace to reconnect it), or remove it first (oncepost account remove %s)",
+				acc.Handle, acc.BaseURL, a.ID, a.ID, a.ID, a.ID)
+		}
+	}
+	return nil
 }
 
 // lookupAccount checks an id against an existing embedded workspace for
@@ -297,7 +321,10 @@ func readToken(name string) (platform.Credential, error) {
 	if name == "-" {
 		raw, err = io.ReadAll(io.LimitReader(os.Stdin, 8<<10))
 	} else {
-		raw, err = readLimited(name, 8<<10)
+		raw, err = readSecretFile("token-file", name, 8<<10)
+	}
+	if errors.Is(err, errUsage) {
+		return platform.Credential{}, err
 	}
 	if err != nil {
 		return platform.Credential{}, usageError("token-file", "cannot read %s: %v", name, unwrapPathError(err))
@@ -377,11 +404,11 @@ func (b *backend) accountView(ctx context.Context, a post.Account) (accountView,
 	case !errors.Is(err, post.ErrNotFound):
 		v.Credential = "unreadable: " + err.Error()
 	}
-	posts, err := b.views.ListPosts(ctx, postFilter{Account: a.ID, Statuses: unfinishedStatuses, Limit: 1000})
+	page, err := b.views.ListPosts(ctx, postFilter{Account: a.ID, Statuses: unfinishedStatuses, Limit: 1000})
 	if err != nil {
 		return v, err
 	}
-	for _, p := range posts {
+	for _, p := range page.Posts {
 		if t, ok := p.Target(a.ID); ok && !t.Status.Terminal() {
 			v.Unfinished++
 		}

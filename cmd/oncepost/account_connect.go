@@ -771,9 +771,12 @@ func readSecret(field, name, what string, oneWord bool) (string, error) {
 	if name == "-" {
 		raw, err = io.ReadAll(io.LimitReader(os.Stdin, limit+1))
 	} else {
-		raw, err = readLimited(name, limit)
+		raw, err = readSecretFile(field, name, limit)
 	}
 	if err != nil {
+		if errors.Is(err, errUsage) {
+			return "", err
+		}
 		return "", usageError(field, "cannot read %s: %v", fileName(name), unwrapPathError(err))
 	}
 	if len(raw) > limit {
@@ -790,6 +793,29 @@ func readSecret(field, name, what string, oneWord bool) (string, error) {
 		return "", usageError(field, "%s does not hold one %s (one line, no spaces)", fileName(name), what)
 	}
 	return s, nil
+}
+
+// readSecretFile reads a file holding a secret (a token, a password, a
+// client secret, a webhook URL), of at most limit bytes (one more, so the
+// caller can tell it was larger). A file group or others may read or
+// write is refused, as ssh refuses such a key: the secret may have been
+// read already, or be replaced. The mode is checked on the open file, so
+// what is read is what was checked.
+func readSecretFile(field, name string, limit int64) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if perm := fi.Mode().Perm(); fi.Mode().IsRegular() && perm&0o077 != 0 {
+		return nil, usageError(field, "%s has mode %04o: group or others may read or write it; run `chmod 600 %s` (and make a new one if someone else may have read it)",
+			name, perm, name)
+	}
+	return io.ReadAll(io.LimitReader(f, limit+1))
 }
 
 func fileName(name string) string {

@@ -367,12 +367,19 @@ func TestAccountAddTelegram(t *testing.T) {
 	if cred.AccessToken != tgToken {
 		t.Error("the stored credential is not the bot token")
 	}
-	// A numeric chat is stored as given.
-	if code, out := e.run(addChat("tgid", token, "-1001234567890")...); code != exitOK || !strings.Contains(out, "added tgid: "+handle) {
+	// A numeric chat is stored as given (in a workspace of its own: the
+	// chat is tg's, and one chat under two ids is refused).
+	byID := newAddEnv(t)
+	byID.secret(tgToken)
+	if code, out := byID.run(addChat("tgid", byID.file("bot.token", tgToken+"\n"), "-1001234567890")...); code != exitOK || !strings.Contains(out, "added tgid: "+handle) {
 		t.Fatalf("account add by chat id: exit %d, %q", code, out)
 	}
-	if acc, _, _ := e.stored("tgid"); acc.RemoteID != "-1001234567890" || acc.Handle != handle {
+	if acc, _, _ := byID.stored("tgid"); acc.RemoteID != "-1001234567890" || acc.Handle != handle {
 		t.Errorf("stored by chat id: remote id %q, handle %q", acc.RemoteID, acc.Handle)
+	}
+	// The same chat under another id, by @username or by id, is refused.
+	for _, chat := range []string{"@newschannel", "-1001234567890"} {
+		e.refusedNothingStored([]string{`connected already as account "tg"`}, addChat("tg2", token, chat)...)
 	}
 
 	e.refusedNothingStored([]string{"--token-file: Telegram refused it", "nothing was stored"},
@@ -401,7 +408,11 @@ func TestAccountAddTelegram(t *testing.T) {
 	e.refusedNothingStored([]string{"belongs to @news_bot → Other (@otherchannel) (id -1009876543210)", "(id -1001234567890)"},
 		addChat("tg", token, "@otherchannel", "--replace")...)
 	// An account stored by its @username (as earlier versions did) is
-	// reconnected, and now stored by its id.
+	// reconnected, and now stored by its id (tg, the same chat, removed
+	// first).
+	if code, out := e.run("account", "remove", "tg"); code != exitOK {
+		t.Fatalf("account remove tg: exit %d, %q", code, out)
+	}
 	ctx := context.Background()
 	st, err := sqlitestore.Open(ctx, e.db, sqlitestore.Options{})
 	if err != nil {
@@ -419,8 +430,8 @@ func TestAccountAddTelegram(t *testing.T) {
 		t.Errorf("reconnected by @username: remote id %q, handle %q", acc.RemoteID, acc.Handle)
 	}
 	// --replace does not move an account to another platform.
-	e.refusedNothingStored([]string{"--platform", `account "tg" is on telegram, not discord`},
-		"account", "add", "--id", "tg", "--replace", "--platform", "discord", "--api-url", srv.URL, "--token-file", token, "--channel", "1200000000000000002")
+	e.refusedNothingStored([]string{"--platform", `account "old" is on telegram, not discord`},
+		"account", "add", "--id", "old", "--replace", "--platform", "discord", "--api-url", srv.URL, "--token-file", token, "--channel", "1200000000000000002")
 }
 
 // account show's reconnect hint is the command for the account's
@@ -554,6 +565,14 @@ func TestAccountAddDiscord(t *testing.T) {
 		}
 		if cred.AccessToken != dcWebhookToken {
 			t.Error("the stored credential is not the webhook token")
+		}
+		if i == 0 {
+			// The same webhook under another id is refused; hook goes,
+			// so the second form can be added.
+			e.refusedNothingStored([]string{`connected already as account "hook"`}, hook("hook2", e.file("again.url", u+"\n"))...)
+			if code, out := e.run("account", "remove", "hook"); code != exitOK {
+				t.Fatalf("account remove hook: exit %d, %q", code, out)
+			}
 		}
 	}
 	e.refusedNothingStored([]string{"--webhook-file: Discord refused it", "Invalid Webhook Token", "nothing was stored"},

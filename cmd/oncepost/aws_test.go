@@ -401,18 +401,31 @@ func TestOperatorCommandsOnAWS(t *testing.T) {
 	}
 
 	// Listing and showing.
-	var listed []post.Post
+	var listed postListing
 	st.okJSON(&listed, "post", "list")
-	if diff := cmp.Diff([]post.ID{"soon", "a", "b", "img", "c", "d"}, postIDs(listed)); diff != "" {
-		t.Errorf("post list (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]post.ID{"soon", "a", "b", "img", "c", "d"}, postIDs(listed.Posts)); diff != "" || listed.Next != "" {
+		t.Errorf("post list (-want +got):\n%s, next %q", diff, listed.Next)
 	}
 	st.okJSON(&listed, "post", "list", "--status", "scheduled", "--account", "spare")
-	if diff := cmp.Diff([]post.ID{"d"}, postIDs(listed)); diff != "" {
+	if diff := cmp.Diff([]post.ID{"d"}, postIDs(listed.Posts)); diff != "" {
 		t.Errorf("post list --account spare (-want +got):\n%s", diff)
 	}
 	st.okJSON(&listed, "post", "list", "--status", "scheduled", "--account", "news", "--limit", "3")
-	if diff := cmp.Diff([]post.ID{"a", "b", "img"}, postIDs(listed)); diff != "" {
-		t.Errorf("post list --status scheduled (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]post.ID{"a", "b", "img"}, postIDs(listed.Posts)); diff != "" || listed.Next == "" {
+		t.Errorf("post list --status scheduled --limit 3 (-want +got):\n%s, next %q; want a cursor", diff, listed.Next)
+	}
+	// The next page, from the cursor; the text output says a listing is cut.
+	next := listed.Next
+	listed = postListing{}
+	st.okJSON(&listed, "post", "list", "--status", "scheduled", "--account", "news", "--limit", "3", "--after", next)
+	if diff := cmp.Diff([]post.ID{"c", "d"}, postIDs(listed.Posts)); diff != "" || listed.Next != "" {
+		t.Errorf("post list --after (-want +got):\n%s, next %q", diff, listed.Next)
+	}
+	if code, _, errOut := st.cli("", "post", "list", "--limit", "2"); code != exitOK || !strings.Contains(errOut, "more posts: 2 listed; the next page: oncepost post list") {
+		t.Errorf("post list --limit 2: exit %d, stderr %q; want the next page's command", code, errOut)
+	}
+	if code, _, errOut := st.cli("", "post", "list", "--after", "sq1.e30"); code != exitUsage || !strings.Contains(errOut, "--after") {
+		t.Errorf("post list with an embedded cursor on AWS: exit %d, %q; want --after refused", code, errOut)
 	}
 	var shown postView
 	st.okJSON(&shown, "post", "show", "c")
@@ -552,7 +565,11 @@ func TestOperatorCommandsOnAWS(t *testing.T) {
 		len(rep.DeadLetters) != 1 {
 		t.Errorf("status: open %+v, waiting %+v, dead letters %+v", rep.Open, rep.Waiting, rep.DeadLetters)
 	}
-	if out := st.ok("", "status"); !strings.Contains(out, "WAITING") || !strings.Contains(out, "1 dead letters") {
+	if rep.Queue.DeadLetters != 1 || !rep.Queue.Approximate {
+		t.Errorf("status queue %+v, want the dead letter counted, approximately", rep.Queue)
+	}
+	if out := st.ok("", "status"); !strings.Contains(out, "WAITING") || !strings.Contains(out, "1 dead letters") ||
+		!strings.Contains(out, "1 dead letters (SQS's approximate counts)") {
 		t.Errorf("status: %q", out)
 	}
 
@@ -594,7 +611,7 @@ func TestOperatorCommandsOnAWS(t *testing.T) {
 
 	// The stack by name: its Outputs read with DescribeStacks.
 	code, out, errOut := runChild(t, st.env, "", "post", "list", "--backend", "aws", "--stack", testStackName, "--status", "cancelled", "--json")
-	if err := json.Unmarshal([]byte(out), &listed); code != exitOK || err != nil || len(listed) != 1 || listed[0].ID != "b" {
+	if err := json.Unmarshal([]byte(out), &listed); code != exitOK || err != nil || len(listed.Posts) != 1 || listed.Posts[0].ID != "b" {
 		t.Errorf("post list --stack: exit %d, %q, %q", code, out, errOut)
 	}
 	if code, _, errOut := runChild(t, st.env, "", "status", "--backend", "aws", "--stack", "ghost"); code != exitUsage || !strings.Contains(errOut, `--stack: there is no stack "ghost"`) {

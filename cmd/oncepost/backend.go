@@ -42,13 +42,23 @@ type postFilter struct {
 	Account  post.AccountID
 	// Limit is the most posts listed.
 	Limit int
+	// After is the cursor of the page before (postPage.Next), "" for the
+	// first page.
+	After string
+}
+
+// postPage is one page of `post list`.
+type postPage struct {
+	Posts []post.Post
+	// Next is the cursor of the following page, "" on the last.
+	Next string
 }
 
 // waitingTarget is a target waiting for its next try, as `status` shows it.
 type waitingTarget struct {
 	Post    post.ID        `json:"post_id"`
 	Account post.AccountID `json:"account_id"`
-	NextTry time.Time      `json:"next_try"`
+	NextTry time.Time      `json:"next_try,omitzero"`
 	Reason  string         `json:"reason,omitempty"`
 }
 
@@ -62,7 +72,9 @@ type storeCounts struct {
 
 // operatorViews are the lists only an operator reads.
 type operatorViews interface {
-	ListPosts(ctx context.Context, f postFilter) ([]post.Post, error)
+	// ListPosts lists one page; a cursor the store did not make is bad
+	// input naming --after.
+	ListPosts(ctx context.Context, f postFilter) (postPage, error)
 	// Held lists held entries, oldest first; a limit ≤ 0 means all.
 	Held(ctx context.Context, limit int) ([]ledger.Entry, error)
 	// Waiting lists waiting targets, next try first; a limit ≤ 0 means all.
@@ -90,6 +102,24 @@ type deadLetterQueue interface {
 	publishing.DeadLetterAdmin
 }
 
+// queueDepth is the publish queue's depth, as `status` shows it.
+type queueDepth struct {
+	Visible  int `json:"visible"`
+	InFlight int `json:"in_flight"`
+	Delayed  int `json:"delayed"`
+	// Undecodable messages (embedded only) have a visible_at that cannot
+	// be read; the next receive dead-letters them.
+	Undecodable int `json:"undecodable"`
+	DeadLetters int `json:"dead_letters"`
+	// Approximate is true on SQS, whose counts lag by up to a minute.
+	Approximate bool `json:"approximate,omitempty"`
+}
+
+// queueDepths reads the publish queue's depth.
+type queueDepths interface {
+	Depth(ctx context.Context) (queueDepth, error)
+}
+
 // lookCounter counts the looks an entry's confirm workflows made on the
 // platform (Look states entered), for `held`.
 type lookCounter interface {
@@ -109,6 +139,7 @@ type backend struct {
 	views       operatorViews
 	schedules   postScheduler
 	deadLetters deadLetterQueue
+	depth       queueDepths
 	looks       lookCounter
 	operator    *publishing.Operator
 	deleter     *publishing.Deleter

@@ -28,6 +28,7 @@ import (
 	"oncepost/shared/ledger"
 	"oncepost/shared/post"
 	"oncepost/shared/publishing"
+	"oncepost/shared/sqsqueue"
 )
 
 // The names of a stack's Outputs the CLI reads (template.yaml declares
@@ -264,6 +265,7 @@ func openAWS(ctx context.Context, src string, outs stackOutputs, static []byte) 
 		views:       dynamoViews{rt.Store},
 		schedules:   slotSchedules{store: rt.Store, slots: slots, trigger: &publishing.Trigger{Posts: rt.Store, Queue: queue, Now: clock.Now, Logger: rt.Logger}},
 		deadLetters: queue,
+		depth:       sqsDepth{queue},
 		looks:       sfnLooks{client: sfn.NewFromConfig(rt.AWS), execPrefix: executionPrefix(outs[outStateMachineARN])},
 		operator:    &publishing.Operator{Ledger: rt.Store, Confirmer: confirmer, Tasks: flows, Logger: rt.Logger},
 		deleter:     deleter,
@@ -281,12 +283,26 @@ func executionPrefix(machineARN string) string {
 	return strings.Join(p, ":") + ":"
 }
 
+// sqsDepth is the stack's publish queue's depth.
+type sqsDepth struct{ q *sqsqueue.Queue }
+
+// Depth counts the queue's messages, approximately (sqsqueue.Queue.Depth).
+func (d sqsDepth) Depth(ctx context.Context) (queueDepth, error) {
+	qd, err := d.q.Depth(ctx)
+	return queueDepth{Visible: qd.Visible, InFlight: qd.InFlight, Delayed: qd.Delayed, DeadLetters: qd.DeadLetters, Approximate: true}, err
+}
+
 // dynamoViews are the operator's lists on DynamoDB.
 type dynamoViews struct{ s *dynamostore.Store }
 
-// ListPosts lists posts in StatusIndex order (dynamostore.Store.ListPosts).
-func (v dynamoViews) ListPosts(ctx context.Context, f postFilter) ([]post.Post, error) {
-	return v.s.ListPosts(ctx, dynamostore.PostFilter{Statuses: f.Statuses, Account: f.Account, Limit: f.Limit})
+// ListPosts lists a page of posts in StatusIndex order
+// (dynamostore.Store.ListPostPage).
+func (v dynamoViews) ListPosts(ctx context.Context, f postFilter) (postPage, error) {
+	pg, err := v.s.ListPostPage(ctx, dynamostore.PostFilter{Statuses: f.Statuses, Account: f.Account, Limit: f.Limit, After: f.After})
+	if errors.Is(err, dynamostore.ErrBadCursor) {
+		return postPage{}, badCursor(f.After)
+	}
+	return postPage(pg), err
 }
 
 // Held lists held entries through HeldIndex.

@@ -19,7 +19,7 @@ import (
 func embeddedBackend(rt *runtime) *backend {
 	return &backend{
 		kind: backendEmbedded, ledger: rt.store, posts: rt.store, accounts: rt.store, admin: rt.store,
-		views: sqliteViews{rt.store}, schedules: embeddedSchedules{rt}, deadLetters: rt.queue,
+		views: sqliteViews{rt.store}, schedules: embeddedSchedules{rt}, deadLetters: rt.queue, depth: sqliteDepth{rt.queue},
 		looks: localLooks{rt.flows}, operator: rt.operator, deleter: rt.deleter, media: mediaDir(rt.cfg.MediaDir), close: rt.Close,
 	}
 }
@@ -41,16 +41,31 @@ func (w *where) openStatus(ctx context.Context) (*backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	q := s.Queue("publish", 0)
 	return &backend{kind: backendEmbedded, ledger: s, posts: s, accounts: s, admin: s, views: sqliteViews{s},
-		deadLetters: s.Queue("publish", 0), close: s.Close}, nil
+		deadLetters: q, depth: sqliteDepth{q}, close: s.Close}, nil
+}
+
+// sqliteDepth is the embedded publish queue's depth.
+type sqliteDepth struct{ q *sqlitestore.Queue }
+
+// Depth counts the queue's messages (sqlitestore.Queue.Depth).
+func (d sqliteDepth) Depth(ctx context.Context) (queueDepth, error) {
+	qd, err := d.q.Depth(ctx)
+	return queueDepth{Visible: qd.Visible, InFlight: qd.InFlight, Delayed: qd.Delayed, Undecodable: qd.Undecodable, DeadLetters: qd.DeadLetters}, err
 }
 
 // sqliteViews are the operator's lists on the SQLite store.
 type sqliteViews struct{ s *sqlitestore.Store }
 
-// ListPosts lists posts by their earliest matching slot (sqlitestore.Store.ListPosts).
-func (v sqliteViews) ListPosts(ctx context.Context, f postFilter) ([]post.Post, error) {
-	return v.s.ListPosts(ctx, sqlitestore.PostFilter{Statuses: f.Statuses, Account: f.Account, Limit: f.Limit})
+// ListPosts lists a page of posts by their earliest matching slot
+// (sqlitestore.Store.ListPostPage).
+func (v sqliteViews) ListPosts(ctx context.Context, f postFilter) (postPage, error) {
+	pg, err := v.s.ListPostPage(ctx, sqlitestore.PostFilter{Statuses: f.Statuses, Account: f.Account, Limit: f.Limit, After: f.After})
+	if errors.Is(err, sqlitestore.ErrBadCursor) {
+		return postPage{}, badCursor(f.After)
+	}
+	return postPage(pg), err
 }
 
 // Held lists held entries, oldest first.

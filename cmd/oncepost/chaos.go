@@ -79,7 +79,7 @@ func cmdChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Int64Var(&p.Seed, "seed", 1, "fault plan seed")
 	fs.BoolVar(&p.Naive, "naive", false, "run the seed's naive template instead (3 tries 40 ms apart, no ledger): it must duplicate")
 	fs.DurationVar(&p.Deadline, "deadline", 0, "give up waiting for posts to settle after this long (default: 100 ms a round, at least 55s)")
-	fs.StringVar(&p.DBPath, "db", "", "keep the drill's SQLite file here (must not exist) for `oncepost status`")
+	fs.StringVar(&p.DBPath, "db", "", "keep the drill's SQLite file here (must not exist) for `oncepost status` and `post list`; with --naive, its accounts and one post per round as the platform left it (no ledger: the template keeps none)")
 	fs.StringVar(&p.Platform, "platform", "mastodon", "mastodon (the sandbox) or bluesky (the reference PDS from `make pds`, faults in a proxy in front of it)")
 	backendName := embeddedOnly(fs, "chaos")
 	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
@@ -101,6 +101,11 @@ func cmdChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for name, v := range map[string]float64{"loss": p.Loss, "response-loss": p.ResponseLoss, "delay-rate": p.DelayRate} {
 		if v < 0 || v > 1 {
 			return usageError(name, "%v is not a probability in [0, 1]", v)
+		}
+	}
+	if p.DBPath != "" {
+		if _, err := os.Stat(p.DBPath); err == nil {
+			return usageError("db", "%s exists; the drill needs a fresh file", p.DBPath)
 		}
 	}
 	var (
@@ -160,10 +165,7 @@ func chaosLedger(ctx context.Context, p chaosProfile, stderr io.Writer) (chaosRe
 	defer fx.close()
 	cfg := defaultConfig()
 	if p.DBPath != "" {
-		if _, err := os.Stat(p.DBPath); err == nil {
-			return chaosResult{}, usageError("db", "%s exists; the drill needs a fresh file", p.DBPath)
-		}
-		cfg.DBPath = p.DBPath
+		cfg.DBPath = p.DBPath // cmdChaos made sure it does not exist
 	} else {
 		dir, err := os.MkdirTemp("", "oncepost-chaos-")
 		if err != nil {
@@ -270,6 +272,8 @@ type chaosFixture interface {
 	addAccount(ctx context.Context, name string) (post.Account, platform.Credential, error)
 	// duplicates counts the posts the platform holds more than once.
 	duplicates(ctx context.Context) (int, error)
+	// copies are the remote ids of the posts the platform holds, by text.
+	copies(ctx context.Context) (map[string][]string, error)
 	// check compares the drill's outcome with the platform's records
 	// (checkAgainstPlatform's rules).
 	check(ctx context.Context, rt *runtime, jobs []publishing.Job, res *chaosResult) error
@@ -294,6 +298,16 @@ func (f sandboxFixture) addAccount(_ context.Context, name string) (post.Account
 }
 
 func (f sandboxFixture) duplicates(context.Context) (int, error) { return f.sb.Stats().Duplicates, nil }
+
+func (f sandboxFixture) copies(context.Context) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, a := range f.sb.Accounts() {
+		for _, st := range f.sb.Statuses(a.ID) {
+			out[st.Text] = append(out[st.Text], st.ID)
+		}
+	}
+	return out, nil
+}
 
 func (f sandboxFixture) check(ctx context.Context, rt *runtime, jobs []publishing.Job, res *chaosResult) error {
 	return checkAgainstPlatform(ctx, rt, f.sb, jobs, res)
@@ -417,35 +431,110 @@ func explainUnsettled(e ledger.Entry, creates []sandbox.CreateRecord) string {
 // chaosNaive is the seed's original template: try the create up to three
 // times, 4 s apart (scaled: 40 ms), with no ledger.
 func chaosNaive(ctx context.Context, p chaosProfile) (chaosResult, error) {
-	start := time.Now()
-	sb, err := chaosSandbox(p)
+	fx, err := newSandboxFixture(p)
 	if err != nil {
 		return chaosResult{}, err
 	}
-	defer sb.Close()
+	defer fx.close()
+	sb := fx.(sandboxFixture).sb
+	return runNaive(ctx, p, fx, 32, func(_ context.Context, acc post.Account, cred platform.Credential) (platform.Client, error) {
+		return mastodon.New(mastodon.Config{BaseURL: sb.URL(), AccountID: acc.RemoteID, Credential: cred})
+	})
+}
+
+// runNaive runs the naive template on the fixture's platform, its
+// accounts connected with client, concurrency rounds at a time, counts
+// what the platform holds, and with --db keeps the run (recordNaive).
+func runNaive(ctx context.Context, p chaosProfile, fx chaosFixture, concurrency int,
+	client func(context.Context, post.Account, platform.Credential) (platform.Client, error)) (chaosResult, error) {
+	start := time.Now()
 	var (
+		accounts []naiveAccount
 		clients  []platform.Client
-		remoteID []string
 	)
 	for a := 0; a < p.Accounts; a++ {
-		sa := sb.AddAccount(fmt.Sprintf("naive%02d", a))
-		remoteID = append(remoteID, sa.ID)
-		c, err := mastodon.New(mastodon.Config{BaseURL: sb.URL(), AccountID: sa.ID, Credential: platform.Credential{AccessToken: sa.AccessToken}})
+		acc, cred, err := fx.addAccount(ctx, fmt.Sprintf("naive%02d", a))
 		if err != nil {
 			return chaosResult{}, err
 		}
+		c, err := client(ctx, acc, cred)
+		if err != nil {
+			return chaosResult{}, err
+		}
+		accounts = append(accounts, naiveAccount{acc, cred})
 		clients = append(clients, c)
 	}
-	naiveRounds(ctx, p, clients, 32)
+	naiveRounds(ctx, p, clients, concurrency)
 	// Slow creates commit after the client gave up; let them land.
 	time.Sleep(2 * p.Delay)
-	seen := map[string]bool{}
-	for _, id := range remoteID {
-		for _, st := range sb.Statuses(id) {
-			seen[st.Text] = true
+	dups, err := fx.duplicates(ctx)
+	if err != nil {
+		return chaosResult{}, err
+	}
+	copies, err := fx.copies(ctx)
+	if err != nil {
+		return chaosResult{}, err
+	}
+	published := 0
+	for i := 0; i < p.Rounds; i++ {
+		if len(copies[naiveText(i)]) > 0 {
+			published++
 		}
 	}
-	return chaosResult{Rounds: p.Rounds, Published: len(seen), Duplicates: sb.Stats().Duplicates, Lost: p.Rounds - len(seen), Elapsed: time.Since(start)}, nil
+	res := chaosResult{Rounds: p.Rounds, Published: published, Duplicates: dups, Lost: p.Rounds - published, Elapsed: time.Since(start)}
+	if p.DBPath != "" {
+		if err := recordNaive(ctx, p, start, accounts, copies); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// naiveAccount is an account the naive template posts to.
+type naiveAccount struct {
+	acc  post.Account
+	cred platform.Credential
+}
+
+// naiveText is the text of the naive template's round i.
+func naiveText(i int) string {
+	return fmt.Sprintf("Naive round %d: this text should appear once.", i)
+}
+
+// recordNaive keeps a naive run in a new workspace at p.DBPath, as the
+// drill through the ledger keeps its own: the accounts (with their
+// credentials, as `account add` stores them) and one post per round
+// (naive-NNNN), its target as the platform left it: published with the
+// remote id of its first copy, or failed when no copy landed. There are
+// no ledger rows: the naive template keeps none, which is the point of
+// the comparison; the duplicates are on the result line.
+func recordNaive(ctx context.Context, p chaosProfile, start time.Time, accounts []naiveAccount, copies map[string][]string) error {
+	rt, err := openWorkspace(ctx, p.DBPath)
+	if err != nil {
+		return fmt.Errorf("keep the naive run in %s: %w", p.DBPath, err)
+	}
+	defer rt.Close()
+	for _, a := range accounts {
+		if err := rt.store.PutCredential(ctx, a.acc.ID, a.cred); err != nil {
+			return err
+		}
+		if err := rt.store.PutAccount(ctx, a.acc); err != nil {
+			return err
+		}
+	}
+	now, slot := time.Now().UTC(), start.UTC()
+	for i := 0; i < p.Rounds; i++ {
+		tg := post.Target{Account: accounts[i%len(accounts)].acc.ID, Slot: slot, Status: post.Failed,
+			Reason: "the naive template's 3 tries left no copy on the platform", UpdatedAt: now}
+		if ids := copies[naiveText(i)]; len(ids) > 0 {
+			tg.Status, tg.RemoteID, tg.Reason = post.Published, ids[0], ""
+		}
+		pst := post.Post{ID: post.ID(fmt.Sprintf("naive-%04d", i)), Body: naiveText(i), CreatedAt: slot, Targets: []post.Target{tg}}
+		if err := rt.store.CreatePost(ctx, pst); err != nil {
+			return fmt.Errorf("keep the naive run in %s: %w", p.DBPath, err)
+		}
+	}
+	return nil
 }
 
 // naiveRounds publishes every round with the seed's template: up to three
@@ -462,7 +551,7 @@ func naiveRounds(ctx context.Context, p chaosProfile, clients []platform.Client,
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			text := fmt.Sprintf("Naive round %d: this text should appear once.", i)
+			text := naiveText(i)
 			for try := 0; try < 3; try++ {
 				cctx, cancel := context.WithTimeout(ctx, p.Timeout)
 				_, err := clients[i%len(clients)].Publish(cctx, platform.PublishRequest{Handle: ledger.NewHandle(), Text: text, CreatedAt: time.Now()})

@@ -110,6 +110,20 @@ func (f *blueskyFixture) records(ctx context.Context) (map[string][]localpds.Rec
 	return byText, nil
 }
 
+func (f *blueskyFixture) copies(ctx context.Context) (map[string][]string, error) {
+	byText, err := f.records(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for text, rs := range byText {
+		for _, r := range rs {
+			out[text] = append(out[text], r.URI)
+		}
+	}
+	return out, nil
+}
+
 func (f *blueskyFixture) duplicates(ctx context.Context) (int, error) {
 	byText, err := f.records(ctx)
 	if err != nil {
@@ -274,33 +288,10 @@ func (x *faultProxy) explain(e ledger.Entry) string {
 // each a create of its own (a fresh record key, as createRecord would
 // pick), no ledger.
 func chaosNaiveBluesky(ctx context.Context, p chaosProfile) (chaosResult, error) {
-	start := time.Now()
 	fx, err := newBlueskyFixture(ctx, p)
 	if err != nil {
 		return chaosResult{}, err
 	}
 	defer fx.close()
-	var clients []platform.Client
-	for a := 0; a < p.Accounts; a++ {
-		acc, cred, err := fx.addAccount(ctx, fmt.Sprintf("naive%02d", a))
-		if err != nil {
-			return chaosResult{}, err
-		}
-		c, err := bluesky.Connector{}.Client(ctx, acc, cred)
-		if err != nil {
-			return chaosResult{}, err
-		}
-		clients = append(clients, c)
-	}
-	naiveRounds(ctx, p, clients, 8)
-	time.Sleep(2 * p.Delay) // held creates land after their clients gave up
-	dups, err := fx.duplicates(ctx)
-	if err != nil {
-		return chaosResult{}, err
-	}
-	byText, err := fx.(*blueskyFixture).records(ctx)
-	if err != nil {
-		return chaosResult{}, err
-	}
-	return chaosResult{Rounds: p.Rounds, Published: len(byText), Duplicates: dups, Lost: p.Rounds - len(byText), Elapsed: time.Since(start)}, nil
+	return runNaive(ctx, p, fx, 8, bluesky.Connector{}.Client)
 }

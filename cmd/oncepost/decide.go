@@ -23,7 +23,7 @@ type heldRow struct {
 	Attempt int           `json:"attempt"`
 	// MaybeSent counts the sends that may have reached the platform.
 	MaybeSent int       `json:"maybe_sent"`
-	Since     time.Time `json:"since"`
+	Since     time.Time `json:"since,omitzero"`
 	Reason    string    `json:"reason,omitempty"`
 	// RemoteID is the evidence: a post pre-publish dedup found with the
 	// same content.

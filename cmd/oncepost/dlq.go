@@ -27,7 +27,7 @@ func dlqCommands() []*command {
 // when it can be.
 type deadLetterView struct {
 	ID           string          `json:"id"`
-	At           time.Time       `json:"at"`
+	At           time.Time       `json:"at,omitzero"`
 	ReceiveCount int             `json:"receive_count"`
 	Reason       string          `json:"reason"`
 	Job          *publishing.Job `json:"job,omitempty"`

@@ -79,12 +79,12 @@ func (e *e2e) w(args ...string) []string { return append(args, "--db", e.db) }
 // posts reads `post list --json` into a map by id.
 func (e *e2e) posts() map[post.ID]post.Post {
 	e.t.Helper()
-	var ps []post.Post
-	if err := json.Unmarshal([]byte(e.ok("", e.w("post", "list", "--json")...)), &ps); err != nil {
+	var listed postListing
+	if err := json.Unmarshal([]byte(e.ok("", e.w("post", "list", "--json")...)), &listed); err != nil {
 		e.t.Fatalf("post list --json: %v", err)
 	}
 	out := map[post.ID]post.Post{}
-	for _, p := range ps {
+	for _, p := range listed.Posts {
 		out[p.ID] = p
 	}
 	return out
@@ -545,7 +545,13 @@ type sandboxProcess struct {
 // and stops it by PID when the test ends.
 func startSandboxProcess(t *testing.T, dir string, accounts ...string) *sandboxProcess {
 	t.Helper()
-	args := []string{"sandbox", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "sb")}
+	return startSandboxProcessWith(t, dir, nil, accounts...)
+}
+
+// startSandboxProcessWith is startSandboxProcess with more flags.
+func startSandboxProcessWith(t *testing.T, dir string, flags []string, accounts ...string) *sandboxProcess {
+	t.Helper()
+	args := append([]string{"sandbox", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "sb")}, flags...)
 	for _, a := range accounts {
 		args = append(args, "--account", a)
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"oncepost/shared/mediafit"
 	"oncepost/shared/post"
@@ -39,9 +40,10 @@ type importedMedia struct {
 	index int
 }
 
-// readMediaFile reads an attachment, hashes it and sniffs its content
-// type (http.DetectContentType, the WHATWG sniffing algorithm: the file's
-// bytes decide, not its name). field names the input in errors.
+// readMediaFile reads an attachment, hashes it, sniffs its content type
+// (http.DetectContentType, the WHATWG sniffing algorithm: the file's bytes
+// decide, not its name) and decodes it in full (mediafit.Verify). field
+// names the input in errors.
 func readMediaFile(field, path, alt string) (importedMedia, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -62,6 +64,12 @@ func readMediaFile(field, path, alt string) (importedMedia, error) {
 	ext, ok := mediaTypes[ct]
 	if !ok {
 		return importedMedia{}, badInput("%s: %s is %s, not an image oncepost can attach; use PNG, JPEG, GIF or WebP", field, path, ct)
+	}
+	// Every pixel of every frame is decoded now: a file cut short or
+	// damaged would otherwise be stored, and refused by the platform only
+	// at the slot.
+	if err := mediafit.Verify(data, ct); err != nil {
+		return importedMedia{}, badInput("%s: %s is not a whole %s image (%v); save or download it again", field, path, strings.ToUpper(strings.TrimPrefix(ext, ".")), err)
 	}
 	return newImportedMedia(data, ct, ext, alt), nil
 }

@@ -31,8 +31,10 @@ func postCommands() []*command {
 		{name: "post add", summary: "validate and schedule a post (flags, or a JSON draft)", args: "[flags] [DRAFT.json | -]", run: cmdPostAdd,
 			help:    `Validates a post and schedules it for one or more accounts; a refusal names the field and the fix, and nothing is written. Give the post with flags (--body or --body-file, --account and --at, --media with --alt, --text PLATFORM=TEXT for a platform that needs another text), or as a JSON draft file: {"id": "launch", "body": "We launched.", "texts": {"x": "We launched!"}, "media": [{"path": "photo.jpg", "alt": "the team"}], "targets": [{"account": "news", "at": "2026-12-01T09:00:00+01:00"}]}. Each account gets the text for its platform, or the body; a text over a platform's limit is refused naming the platform. Images over an account's limits are resized to fit (the note says so) before they are stored. Times need an offset (or Z). Media are files: oncepost hashes them, copies them into the workspace and detects their type. A post id is generated when none is given; adding the same id twice is refused.`,
 			example: `oncepost post add --account news --at 2026-12-01T09:00:00+01:00 --body "We launched." --media photo.jpg --alt "the team"`},
-		{name: "post list", summary: "list posts and their targets", args: "[--status S,S] [--account A] [--json]", run: cmdPostList,
-			help: "Lists posts with at least one target matching the filters, earliest slot first: each target's account, slot (UTC and local), status, remote id and reason.", example: "oncepost post list --status scheduled,held --json"},
+		{name: "post list", summary: "list posts and their targets", args: "[--status S,S] [--account A] [--limit N] [--after CURSOR] [--json]", run: cmdPostList,
+			help: "Lists posts with at least one target matching the filters, earliest slot first (on AWS, in the order of the stack's status index, each page by slot): each target's account, slot (UTC and local), status, remote id and reason. " +
+				"A listing longer than --limit is cut into pages, and says so: the command for the next page goes to stderr (with --json, the object's \"next\" holds its cursor), and --after CURSOR lists it. With --json the output is an object: {\"posts\": [...], \"next\": \"CURSOR\"}, next left out on the last page.",
+			example: "oncepost post list --status scheduled,held --json\n  oncepost post list --limit 50 --after sq1.eyJzbG90Ijo…"},
 		{name: "post show", summary: "a post's targets and ledger history", args: "ID [--json]", run: cmdPostShow,
 			help: "Shows a post: its text and media, every target with its status, and the ledger entries written for it (publish and delete) with every transition, times in UTC and local time.", example: "oncepost post show launch"},
 		{name: "post cancel", summary: "cancel a post that has not gone out", args: "ID [--account A]", run: cmdPostCancel,
@@ -370,7 +372,8 @@ func readLimited(name string, limit int64) ([]byte, error) {
 }
 
 // decodeDraft parses a JSON draft strictly: the bytes must be UTF-8 (an
-// invalid byte is refused with its offset, never replaced by U+FFFD),
+// invalid byte is refused with its offset, never replaced by U+FFFD), a
+// lone surrogate escape is refused naming its field (findLoneSurrogate),
 // unknown fields and data after the object are errors, and every error
 // says where (line and column).
 func decodeDraft(raw []byte) (post.Draft, error) {
@@ -381,6 +384,11 @@ func decodeDraft(raw []byte) (post.Draft, error) {
 	if off := post.InvalidUTF8(string(raw)); off >= 0 {
 		line, col := lineCol(raw, off)
 		return d, fmt.Errorf("draft: byte %d (line %d, column %d) is not valid UTF-8; save the file as UTF-8", off, line, col)
+	}
+	if esc, ok := findLoneSurrogate(raw); ok {
+		line, col := lineCol(raw, esc.offset)
+		return d, fmt.Errorf("draft: %s: %s at line %d, column %d is half of a UTF-16 surrogate pair without its other half (a lone surrogate), which stands for no character; write the character itself, or both halves (e.g. \\ud83d\\ude00)",
+			esc.path, esc.escape, line, col)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -481,12 +489,13 @@ func cmdPostList(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs, where := workspaceFlags("post list")
 	statuses := fs.String("status", "", "comma-separated target statuses: "+strings.Join(statusNames(), ","))
 	account := fs.String("account", "", "only targets on this account")
-	limit := fs.Int("limit", 100, "at most this many posts")
-	asJSON := fs.Bool("json", false, "print JSON")
+	limit := fs.Int("limit", 100, "at most this many posts on a page")
+	after := fs.String("after", "", "list the page after the one that gave this cursor (printed when a listing is cut)")
+	asJSON := fs.Bool("json", false, "print JSON: {\"posts\": [...], \"next\": \"CURSOR\"}")
 	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
 		return err
 	}
-	filter := postFilter{Account: post.AccountID(*account), Limit: *limit}
+	filter := postFilter{Account: post.AccountID(*account), Limit: *limit, After: *after}
 	if *limit < 1 {
 		return usageError("limit", "%d: need at least 1", *limit)
 	}
@@ -509,28 +518,71 @@ func cmdPostList(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return usageError("account", "unknown account %q (oncepost account list)", *account)
 		}
 	}
-	posts, err := b.views.ListPosts(ctx, filter)
+	page, err := b.views.ListPosts(ctx, filter)
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		if posts == nil {
-			posts = []post.Post{}
+		listing := postListing{Posts: page.Posts, Next: page.Next}
+		if listing.Posts == nil {
+			listing.Posts = []post.Post{}
 		}
-		return printJSON(stdout, posts)
+		return printJSON(stdout, listing)
 	}
-	if len(posts) == 0 {
+	if len(page.Posts) == 0 {
 		fmt.Fprintln(stdout, "no posts match")
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "POST\tACCOUNT\tSLOT\tSTATUS\tREMOTE ID\tTEXT\tREASON")
-	for _, p := range posts {
+	for _, p := range page.Posts {
 		for _, t := range p.Targets {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, t.Account, bothZones(t.Slot), t.Status, orDash(t.RemoteID), snippet(p.Body, 32), t.Reason)
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if page.Next != "" {
+		fmt.Fprintf(stderr, "more posts: %d listed; the next page: %s\n", len(page.Posts), nextPageCommand(args, page.Next))
+	}
+	return nil
+}
+
+// postListing is `post list --json`: a page of posts and the cursor of
+// the next page, left out on the last.
+type postListing struct {
+	Posts []post.Post `json:"posts"`
+	Next  string      `json:"next,omitempty"`
+}
+
+// nextPageCommand is the command line of the page after this one: the
+// same arguments, --after replaced by the cursor.
+func nextPageCommand(args []string, cursor string) string {
+	out := []string{"oncepost", "post", "list"}
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--after" || a == "-after":
+			i++ // and its value
+		case strings.HasPrefix(a, "--after=") || strings.HasPrefix(a, "-after="):
+		default:
+			out = append(out, shellQuote(a))
+		}
+	}
+	return strings.Join(append(out, "--after", cursor), " ")
+}
+
+// shellQuote quotes an argument for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.,/:=+@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// badCursor is the error of a --after cursor the store did not make.
+func badCursor(cursor string) error {
+	return usageError("after", "%q is not a cursor of this listing; use the one the page before printed (post list prints it when a listing is cut)", snippet(cursor, 40))
 }
 
 func statusNames() []string {

@@ -189,7 +189,7 @@ func openRuntime(ctx context.Context, cfg config) (*runtime, error) {
 	if cfg.MediaDir == "" {
 		cfg.MediaDir = filepath.Join(filepath.Dir(cfg.DBPath), "media")
 	}
-	store, err := sqlitestore.Open(ctx, cfg.DBPath, sqlitestore.Options{Now: cfg.Now})
+	store, err := sqlitestore.Open(ctx, cfg.DBPath, sqlitestore.Options{Now: cfg.Now, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,7 @@ func cmdSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	dataDir := fs.String("data", filepath.Join("var", "sandbox"), "directory keeping the sandbox's accounts and timeline across restarts, and the token files")
 	seed := fs.Int64("seed", 1, "seed of the random faults")
 	logRequests := fs.Bool("log", false, "log one line per request to stderr (never tokens or post text)")
+	noIdempotency := fs.Bool("no-idempotency", false, "ignore Idempotency-Key headers (a repeated create makes a second status), so a drill sees the ledger alone keep posts single")
 	var accounts stringList
 	fs.Var(&accounts, "account", "username of an account to create if missing (repeatable; default demo when there is none)")
 	backendName := embeddedOnly(fs, "sandbox")
@@ -55,7 +56,8 @@ func cmdSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *logRequests {
 		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	sb, err := sandbox.Open(sandbox.Options{DataDir: *dataDir, Addr: *addr, Random: random, Seed: *seed, Logger: logger})
+	sb, err := sandbox.Open(sandbox.Options{DataDir: *dataDir, Addr: *addr, Random: random, Seed: *seed, Logger: logger,
+		DisableIdempotency: *noIdempotency})
 	if err != nil {
 		return fmt.Errorf("open the sandbox in %s: %w", *dataDir, err)
 	}
@@ -77,7 +79,11 @@ func cmdSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return usageError("addr", "%v", err)
 	}
 	url := sb.URL()
-	fmt.Fprintf(stdout, "sandbox listening on %s (faults: %s, data: %s)\n", url, *faults, *dataDir)
+	keys := "honoured"
+	if *noIdempotency {
+		keys = "ignored"
+	}
+	fmt.Fprintf(stdout, "sandbox listening on %s (faults: %s, Idempotency-Key: %s, data: %s)\n", url, *faults, keys, *dataDir)
 	files, err := writeTokenFiles(filepath.Join(*dataDir, "tokens"), sb.Accounts())
 	if err != nil {
 		return err

@@ -26,6 +26,8 @@ type statusReport struct {
 	Open        []openRow                 `json:"open"`
 	Waiting     []waitingTarget           `json:"waiting"`
 	DeadLetters []deadLetterRow           `json:"dead_letters"`
+	// Queue is the publish queue's depth.
+	Queue queueDepth `json:"queue"`
 }
 
 type openRow struct {
@@ -44,7 +46,7 @@ type openRow struct {
 type deadLetterRow struct {
 	ID     string    `json:"id"`
 	Reason string    `json:"reason"`
-	At     time.Time `json:"at"`
+	At     time.Time `json:"at,omitzero"`
 }
 
 // cmdStatus is `oncepost status`: targets by status and open ledger rows.
@@ -91,6 +93,9 @@ func readStatus(ctx context.Context, b *backend, now time.Time) (statusReport, e
 		return statusReport{}, err
 	}
 	rep := statusReport{At: now, Targets: counts.Targets, Ledger: counts.Ledger, Open: []openRow{}, Waiting: []waitingTarget{}, DeadLetters: []deadLetterRow{}}
+	if rep.Queue, err = b.depth.Depth(ctx); err != nil {
+		return statusReport{}, err
+	}
 	waiting, err := b.views.Waiting(ctx, 100)
 	if err != nil {
 		return statusReport{}, err
@@ -119,6 +124,8 @@ func printStatus(w io.Writer, rep statusReport) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
+	fmt.Fprintln(w, describeQueue(rep.Queue))
+	fmt.Fprintln(w)
 	if len(rep.Open) == 0 {
 		fmt.Fprintln(w, "no open ledger rows")
 	} else {
@@ -144,6 +151,18 @@ func printStatus(w io.Writer, rep statusReport) {
 	if len(rep.DeadLetters) > 0 {
 		fmt.Fprintf(w, "\n%d dead letters; newest: %s\n", len(rep.DeadLetters), slices.MaxFunc(rep.DeadLetters, func(a, b deadLetterRow) int { return a.At.Compare(b.At) }).Reason)
 	}
+}
+
+// describeQueue is the publish queue's depth in one line.
+func describeQueue(d queueDepth) string {
+	s := fmt.Sprintf("queue: %d visible, %d in flight, %d delayed, %d dead letters", d.Visible, d.InFlight, d.Delayed, d.DeadLetters)
+	if d.Undecodable > 0 {
+		s += fmt.Sprintf("; %d undecodable (the runtime's next receive dead-letters them)", d.Undecodable)
+	}
+	if d.Approximate {
+		s += " (SQS's approximate counts)"
+	}
+	return s
 }
 
 // printJSON writes v as indented JSON: every --json output.

@@ -41,6 +41,19 @@ func TestPostsConformance(t *testing.T) {
 	})
 }
 
+func TestPostPagesConformance(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	next := e.pool(t, PostsTable)
+	publishingtest.TestPostPages(t, func(t *testing.T) (publishing.Posts, publishingtest.PostLister) {
+		s := e.store(t, next(t), nil, Options{})
+		return s, func(ctx context.Context, statuses []post.TargetStatus, account post.AccountID, limit int, after string) ([]post.Post, string, error) {
+			pg, err := s.ListPostPage(ctx, PostFilter{Statuses: statuses, Account: account, Limit: limit, After: after})
+			return pg.Posts, pg.Next, err
+		}
+	})
+}
+
 func TestAccountsConformance(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

@@ -120,8 +120,10 @@
 //	              key: KMS GenerateDataKey + 1 PutItem)
 //	accounts, blocklist
 //	              1 call each (ListAccounts, BlockedTerms: 1 Query)
-//	ListPosts     4 Query per status asked (36 for all) + 1 Query (GetPost)
-//	              per post met
+//	ListPosts, ListPostPage
+//	              4 Query per status asked (36 for all) + 1 Query (GetPost)
+//	              per post met (a page's posts and one more, to know
+//	              whether another page follows)
 //	Waiting       4 Query + BatchGetItem
 //	RescheduleTarget
 //	              1 Query + 2 GetItem + 1 UpdateItem (+1 UpdateItem when

@@ -2,6 +2,8 @@ package dynamostore
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -35,19 +37,82 @@ type PostFilter struct {
 	Account post.AccountID
 	// Limit is the most posts returned; ≤ 0 means DefaultListLimit.
 	Limit int
+	// After is the cursor of the page before (PostPage.Next); "" for the
+	// first page. A cursor is a position, not a filter: it may be used
+	// with other filters than its page's.
+	After string
+}
+
+// PostPage is one page of ListPostPage.
+type PostPage struct {
+	Posts []post.Post
+	// Next is the cursor of the following page (PostFilter.After), ""
+	// when no matching post is left.
+	Next string
+}
+
+// ErrBadCursor is returned (wrapped) by ListPostPage for a cursor it did
+// not make.
+var ErrBadCursor = errors.New("not a cursor of this post listing")
+
+// cursorPrefix starts every cursor ListPostPage makes.
+const cursorPrefix = "dy1."
+
+// listCursor is where a page ended: the StatusIndex sort key (st_at) of
+// the index entry its last post was met at.
+type listCursor struct {
+	At string `json:"at"`
+}
+
+func (c listCursor) encode() string {
+	raw, _ := json.Marshal(c)
+	return cursorPrefix + base64.RawURLEncoding.EncodeToString(raw)
+}
+
+func decodeListCursor(s string) (listCursor, error) {
+	var c listCursor
+	body, ok := strings.CutPrefix(s, cursorPrefix)
+	if !ok {
+		return c, fmt.Errorf("%w: %q", ErrBadCursor, s[:min(len(s), 64)])
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(body)
+	if err == nil {
+		err = json.Unmarshal(raw, &c)
+	}
+	if err == nil && strings.Count(c.At, "#") < 2 {
+		err = errors.New("no index position")
+	}
+	if err != nil {
+		return c, fmt.Errorf("%w: %q (%v)", ErrBadCursor, s[:min(len(s), 64)], err)
+	}
+	return c, nil
 }
 
 // postReaders bounds the GetPost Queries ListPosts runs at once.
 const postReaders = 8
 
-// ListPosts lists the posts that have at least one target matching f,
+// ListPosts is the posts of ListPostPage's page.
+func (s *Store) ListPosts(ctx context.Context, f PostFilter) ([]post.Post, error) {
+	pg, err := s.ListPostPage(ctx, f)
+	return pg.Posts, err
+}
+
+// ListPostPage lists the posts that have at least one target matching f,
 // each with all its targets (read with GetPost, strongly consistent), at
-// most f.Limit of them (DefaultListLimit if not set). The posts are the
-// first ones met in StatusIndex order — the time each status is listed by:
-// the slot while scheduled, the next try while waiting, the last update
-// otherwise — and are returned ordered by the earliest slot of their
-// matching targets, then by id (as sqlitestore's ListPosts orders them).
-// A status that is not a post.TargetStatus constant is refused.
+// most f.Limit of them (DefaultListLimit if not set), after the cursor
+// f.After. The posts are the first ones met in StatusIndex order — the
+// time each status is listed by: the slot while scheduled, the next try
+// while waiting, the last update otherwise — and a page is returned
+// ordered by the earliest slot of its matching targets, then by id (as
+// sqlitestore's ListPosts orders them). Pages follow the index: the
+// page's Next (when a matching post is left; one more is read to know)
+// is the index position its last post was met at, and the next page
+// reads the index after it and leaves out a post with a matching target
+// at or before it (listed before). So each post whose targets did not
+// move between the pages is listed once; a later page may hold earlier
+// slots than the one before. A status that is not a post.TargetStatus
+// constant is refused, and so is a cursor ListPostPage did not make
+// (ErrBadCursor).
 //
 // Cost: StatusShards Queries of StatusIndex per status asked for (36 for
 // every status), reading index keys only (about 150 bytes a target: 0.5
@@ -59,15 +124,15 @@ const postReaders = 8
 // accounts are read and skipped: the cost then grows with the targets in
 // the asked statuses that come first in index order, not only with the
 // posts returned. No Scan.
-func (s *Store) ListPosts(ctx context.Context, f PostFilter) ([]post.Post, error) {
-	out, err := s.listPosts(ctx, f)
+func (s *Store) ListPostPage(ctx context.Context, f PostFilter) (PostPage, error) {
+	pg, err := s.listPosts(ctx, f)
 	if err != nil {
-		return nil, fmt.Errorf("list posts: %w", err)
+		return PostPage{}, fmt.Errorf("list posts: %w", err)
 	}
-	return out, nil
+	return pg, nil
 }
 
-func (s *Store) listPosts(ctx context.Context, f PostFilter) ([]post.Post, error) {
+func (s *Store) listPosts(ctx context.Context, f PostFilter) (PostPage, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = DefaultListLimit
@@ -75,7 +140,7 @@ func (s *Store) listPosts(ctx context.Context, f PostFilter) ([]post.Post, error
 	var statuses []post.TargetStatus
 	for _, st := range f.Statuses {
 		if !slices.Contains(allStatuses, st) {
-			return nil, fmt.Errorf("unknown status %q", st)
+			return PostPage{}, fmt.Errorf("unknown status %q", st)
 		}
 		if !slices.Contains(statuses, st) {
 			statuses = append(statuses, st)
@@ -84,24 +149,43 @@ func (s *Store) listPosts(ctx context.Context, f PostFilter) ([]post.Post, error
 	if len(statuses) == 0 {
 		statuses = allStatuses
 	}
+	var after string
+	if f.After != "" {
+		c, err := decodeListCursor(f.After)
+		if err != nil {
+			return PostPage{}, err
+		}
+		after = c.At
+	}
 	matches := func(t post.Target) bool {
 		return slices.Contains(statuses, t.Status) && (f.Account == "" || t.Account == f.Account)
 	}
-	queries := s.statusQueries(statuses, "", "", pageLimit(limit))
+	// listedBefore: the post has a matching target at or before the
+	// cursor's index position, so a page before listed it.
+	listedBefore := func(p post.Post) bool {
+		return after != "" && slices.ContainsFunc(p.Targets, func(t post.Target) bool { return matches(t) && stAt(p.ID, t) <= after })
+	}
+	queries := s.listQueries(statuses, after, pageLimit(limit+1))
 	m, err := s.mergeQueries(ctx, attrStAt, queries)
 	if err != nil {
-		return nil, err
+		return PostPage{}, err
+	}
+	// Each post found, and the index position it was met at.
+	type found struct {
+		p  post.Post
+		at string
 	}
 	seen := map[post.ID]bool{}
-	var out []post.Post
-	for len(out) < limit {
+	var met []found
+	for len(met) <= limit {
 		// The next batch of posts not met yet, in index order.
 		var batch []post.ID
+		metAt := map[post.ID]string{}
 		exhausted := false
-		for len(batch) < limit-len(out) {
+		for len(batch) < limit+1-len(met) {
 			it, ok, err := m.next(ctx)
 			if err != nil {
-				return nil, err
+				return PostPage{}, err
 			}
 			if !ok {
 				exhausted = true
@@ -114,20 +198,30 @@ func (s *Store) listPosts(ctx context.Context, f PostFilter) ([]post.Post, error
 			}
 			seen[id] = true
 			batch = append(batch, id)
+			metAt[id] = sval(it, attrStAt)
 		}
 		posts, err := s.getPosts(ctx, batch)
 		if err != nil {
-			return nil, err
+			return PostPage{}, err
 		}
 		for _, p := range posts {
-			if slices.ContainsFunc(p.Targets, matches) {
-				out = append(out, p)
+			if slices.ContainsFunc(p.Targets, matches) && !listedBefore(p) {
+				met = append(met, found{p, metAt[p.ID]})
 			}
 		}
 		if exhausted {
 			break
 		}
 	}
+	var pg PostPage
+	if len(met) > limit {
+		met = met[:limit]
+		pg.Next = listCursor{At: met[limit-1].at}.encode()
+	}
+	for _, fp := range met {
+		pg.Posts = append(pg.Posts, fp.p)
+	}
+	out := pg.Posts
 	earliest := func(p post.Post) time.Time {
 		var first time.Time
 		for _, t := range p.Targets {
@@ -144,7 +238,28 @@ func (s *Store) listPosts(ctx context.Context, f PostFilter) ([]post.Post, error
 		}
 		return out[i].ID < out[j].ID
 	})
-	return out, nil
+	return pg, nil
+}
+
+// listQueries are ListPostPage's reads of StatusIndex: StatusShards
+// Queries per status, each after the cursor's position when there is
+// one (sort keys are unique: time, post id, account).
+func (s *Store) listQueries(statuses []post.TargetStatus, after string, limit *int32) []dynamodb.QueryInput {
+	if after == "" {
+		return s.statusQueries(statuses, "", "", limit)
+	}
+	var queries []dynamodb.QueryInput
+	for _, st := range statuses {
+		for k := range StatusShards {
+			var x expr
+			cond := fmt.Sprintf("%s = %s AND %s > %s", x.name(attrSt), x.str(shardKey(string(st), k)), x.name(attrStAt), x.str(after))
+			queries = append(queries, dynamodb.QueryInput{
+				TableName: &s.tables.posts, IndexName: ptr(StatusIndex), KeyConditionExpression: &cond,
+				ExpressionAttributeNames: x.names, ExpressionAttributeValues: x.values, Limit: limit,
+			})
+		}
+	}
+	return queries
 }
 
 // getPosts reads posts with GetPost, postReaders at a time, in the order
@@ -188,7 +303,7 @@ func (s *Store) getPosts(ctx context.Context, ids []post.ID) ([]post.Post, error
 type WaitingTarget struct {
 	Post    post.ID        `json:"post_id"`
 	Account post.AccountID `json:"account_id"`
-	NextTry time.Time      `json:"next_try"`
+	NextTry time.Time      `json:"next_try,omitzero"`
 	Reason  string         `json:"reason,omitempty"`
 }
 

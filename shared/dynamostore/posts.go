@@ -450,13 +450,13 @@ func (s *Store) updateTarget(ctx context.Context, id post.ID, account post.Accou
 	}
 	// The target after the move, as far as the update knows it (Apply
 	// keeps the slot and, without a new one, the remote id).
-	next := post.Target{Account: account, Status: u.Status, Reason: u.Reason, UpdatedAt: u.At.UTC()}
+	next := post.Target{Account: account, Status: u.Status, Reason: u.TargetReason(), UpdatedAt: u.At.UTC()}
 	if u.Status == post.Waiting {
 		next.NextTry = u.NextTry.UTC()
 	}
 	var up update
 	up.set(&x, attrStatus, str(string(u.Status)))
-	up.setOrRemove(&x, "reason", u.Reason)
+	up.setOrRemove(&x, "reason", next.Reason)
 	if u.RemoteID != "" {
 		up.set(&x, "remote_id", str(u.RemoteID))
 	}

@@ -85,6 +85,8 @@ func keyOf(a Action, account, subject, slot string) Key {
 }
 
 // Entry is one side-effecting action and what is known of its outcome.
+// Its JSON leaves out the times it does not have (omitzero), never
+// printing the zero time.
 type Entry struct {
 	Key     Key    `json:"key"`
 	Action  Action `json:"action"`
@@ -94,7 +96,7 @@ type Entry struct {
 	// Post is the post a delete removes a copy of (its Subject is the
 	// remote id); "" for the other actions, whose Subject says it.
 	Post  string    `json:"post,omitempty"`
-	Slot  time.Time `json:"slot"`
+	Slot  time.Time `json:"slot,omitzero"`
 	State State     `json:"state"`
 	// Attempt counts acquisitions; it grows by one on every re-acquire.
 	Attempt int `json:"attempt"`
@@ -115,11 +117,11 @@ type Entry struct {
 	Checkpoint string `json:"checkpoint,omitempty"`
 	// LeaseOwner and LeaseUntil: who may act on a pending entry, and until when.
 	LeaseOwner string    `json:"lease_owner,omitempty"`
-	LeaseUntil time.Time `json:"lease_until"`
+	LeaseUntil time.Time `json:"lease_until,omitzero"`
 	// OpenSince is when the entry last became open (pending or unknown).
-	OpenSince time.Time `json:"open_since"`
+	OpenSince time.Time `json:"open_since,omitzero"`
 	// SentAt is when the current attempt's call went out (lookup window).
-	SentAt time.Time `json:"sent_at"`
+	SentAt time.Time `json:"sent_at,omitzero"`
 	// LookAfter is the remote id of the account's newest post read before
 	// the first send (platform.StartOfHistory for an empty account, "" if
 	// none was read): a Lookup reads only posts newer than it. It is set
@@ -127,11 +129,11 @@ type Entry struct {
 	LookAfter string `json:"look_after,omitempty"`
 	// RetryAt is when a released entry may be sent again (the platform's
 	// Retry-After, or a backoff); zero means at once.
-	RetryAt time.Time `json:"retry_at"`
+	RetryAt time.Time `json:"retry_at,omitzero"`
 	// DeferredSince is when the current run of "not performed" outcomes
 	// (throttling, unreachable platform) began; zero once a send may have
 	// reached the platform. A run longer than the throttle limit fails.
-	DeferredSince time.Time `json:"deferred_since"`
+	DeferredSince time.Time `json:"deferred_since,omitzero"`
 	RemoteID      string    `json:"remote_id,omitempty"`
 	// Reason explains failed, held, released and unknown.
 	Reason string `json:"reason,omitempty"`
@@ -144,7 +146,7 @@ type Entry struct {
 	Decision  string    `json:"decision,omitempty"`
 	UpdatedAt time.Time `json:"updated_at"`
 	// ExpiresAt is the TTL of a terminal entry; zero while it can move.
-	ExpiresAt time.Time `json:"expires_at"`
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
 }
 
 // TerminalTTL is how long terminal entries are kept.

@@ -41,6 +41,11 @@
 //     flattening an animation to one frame silently would change the post.
 //   - Decompression bombs are refused from the header, before decoding:
 //     nothing over MaxInputPixels is decoded.
+//
+// Verify is the check to run before: it decodes an image in full, every
+// frame, so a file cut short or damaged behind a whole header is refused
+// when the post is added (Fit reads only the header of an image that
+// fits).
 package mediafit
 
 import (

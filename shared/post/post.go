@@ -170,8 +170,9 @@ type Target struct {
 	RemoteID string `json:"remote_id,omitempty"`
 	// Reason explains failed, held and waiting.
 	Reason string `json:"reason,omitempty"`
-	// NextTry is when a waiting target is tried again; zero otherwise.
-	NextTry   time.Time `json:"next_try"`
+	// NextTry is when a waiting target is tried again; zero (and left out
+	// of JSON) otherwise.
+	NextTry   time.Time `json:"next_try,omitzero"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
@@ -229,10 +230,24 @@ type TargetUpdate struct {
 	// the target was moved to another time since.
 	Slot     time.Time
 	RemoteID string
-	Reason   string
+	// Reason is the target's reason after the move; a move to published
+	// keeps none (TargetReason).
+	Reason string
 	// NextTry is when a waiting target is tried again (Status Waiting only).
 	NextTry time.Time
 	At      time.Time
+}
+
+// TargetReason is the reason the target keeps after u: u.Reason, except
+// that a published target keeps none. A reason explains failed, held,
+// waiting and an ambiguous send (publishing); the confirm step that
+// publishes after an ambiguous send passes its ledger entry's reason,
+// which still tells the episode that is over.
+func (u TargetUpdate) TargetReason() string {
+	if u.Status == Published {
+		return ""
+	}
+	return u.Reason
 }
 
 // Apply returns the target after the update, or ErrConflict when the move
@@ -252,7 +267,7 @@ func (t Target) Apply(u TargetUpdate) (Target, error) {
 	if u.RemoteID != "" {
 		t.RemoteID = u.RemoteID
 	}
-	t.Reason = u.Reason
+	t.Reason = u.TargetReason()
 	t.NextTry = time.Time{}
 	if u.Status == Waiting {
 		t.NextTry = u.NextTry.UTC()

@@ -222,7 +222,7 @@ type Queue interface {
 	DeadLetter(ctx context.Context, receipt, reason string) error
 	// DeadLetters lists dead-lettered messages, oldest first.
 	DeadLetters(ctx context.Context, limit int) ([]DeadLetter, error)
-	// Depth counts the queue's messages (not its dead letters) without
+	// Depth counts the queue's messages, and its dead letters, without
 	// receiving any: SQS's approximate counts, exact on one machine.
 	Depth(ctx context.Context) (QueueDepth, error)
 }
@@ -232,12 +232,19 @@ type QueueDepth struct {
 	// Visible messages wait to be received: more than none means the
 	// consumers are behind (a backlog).
 	Visible int `json:"visible"`
-	// Delayed messages were sent with a delay that has not passed and
-	// were never received.
-	Delayed int `json:"delayed"`
 	// InFlight messages were received and are neither deleted nor visible
 	// again (being handled, or retried later).
 	InFlight int `json:"in_flight"`
+	// Delayed messages were sent with a delay that has not passed and
+	// were never received.
+	Delayed int `json:"delayed"`
+	// Undecodable messages cannot be read by this build (one machine: a
+	// visible_at another program wrote); the next receive dead-letters
+	// them.
+	Undecodable int `json:"undecodable,omitempty"`
+	// DeadLetters are in the queue's dead-letter queue (on SQS a
+	// dead-letter queue shared by several queues is counted whole).
+	DeadLetters int `json:"dead_letters"`
 }
 
 // Outgoing is one message of a batch send: a body and its delay, as

@@ -675,7 +675,7 @@ func (q *memQueue) Depth(context.Context) (publishing.QueueDepth, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := time.Now()
-	var d publishing.QueueDepth
+	d := publishing.QueueDepth{DeadLetters: len(q.dead)}
 	for _, m := range q.msgs {
 		switch {
 		case !now.Before(m.visibleAt) || q.bugs.depthCountsAll:

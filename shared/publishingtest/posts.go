@@ -41,6 +41,7 @@ func postsChecks() []check[publishing.Posts] {
 		{"UpdateTarget/from_refused_when_status_differs", postsFrom},
 		{"UpdateTarget/concurrent_from_scheduled", postsFromRace},
 		{"UpdateTarget/waiting_next_try", postsWaiting},
+		{"UpdateTarget/published_clears_reason", postsPublishedClearsReason},
 		{"Due/scheduled_not_after_t_earliest_first", postsDue},
 		{"Unfinished/triggered_or_publishing_updated_before_t", postsUnfinished},
 		{"Unfinished/waiting_once_next_try_passed", postsUnfinishedWaiting},
@@ -429,6 +430,40 @@ func postsWaiting(t testing.TB, s publishing.Posts) {
 		}
 		p = withTarget(p, want)
 		wantPost(t, s, p, fmt.Sprintf("after %s → %s", cur.Status, u.Status))
+	}
+}
+
+// postsPublishedClearsReason: a target that went publishing (an
+// ambiguous send, with its reason) or held, and then published, keeps no
+// reason, whatever reason the move carries (the confirm step passes the
+// ledger entry's, which still tells the ambiguous episode).
+func postsPublishedClearsReason(t testing.TB, s publishing.Posts) {
+	p := simplePost("post-reason", base, post.Triggered, "acct-a", "acct-b")
+	mustCreatePost(t, s, p)
+	const ambiguous = "ambiguous: timeout after the request was written"
+	for _, tc := range []struct {
+		account post.AccountID
+		via     post.TargetStatus
+	}{
+		{"acct-a", post.Publishing},
+		{"acct-b", post.Held},
+	} {
+		got, err := s.UpdateTarget(t.Context(), p.ID, tc.account, post.TargetUpdate{Status: tc.via, Reason: ambiguous, At: base.Add(1)})
+		if err != nil || got.Reason != ambiguous {
+			t.Fatalf("UpdateTarget(triggered → %s) = %q, %v; want the reason %q", tc.via, got.Reason, err, ambiguous)
+		}
+		got, err = s.UpdateTarget(t.Context(), p.ID, tc.account, post.TargetUpdate{Status: post.Published, RemoteID: "remote-" + string(tc.account),
+			Reason: ambiguous, At: base.Add(2)})
+		if err != nil {
+			t.Fatalf("UpdateTarget(%s → published) = %v, want nil", tc.via, err)
+		}
+		if got.Status != post.Published || got.Reason != "" {
+			t.Errorf("UpdateTarget(%s → published) returned %s with reason %q, want published without a reason", tc.via, got.Status, got.Reason)
+		}
+		stored, _ := mustGetPost(t, s, p.ID).Target(tc.account)
+		if stored.Reason != "" {
+			t.Errorf("after %s → published the stored target has reason %q, want none", tc.via, stored.Reason)
+		}
 	}
 }
 

@@ -1,7 +1,8 @@
 // Package publishingtest holds the conformance suites every store and queue
 // adapter must pass (DESIGN §6): TestLedger, TestPosts, TestAccounts and
-// TestQueue. An adapter's own _test.go calls them with a factory that
-// returns a fresh, empty adapter:
+// TestQueue, and TestPostPages for the operator's post listing. An
+// adapter's own _test.go calls them with a factory that returns a fresh,
+// empty adapter:
 //
 //	func TestConformance(t *testing.T) {
 //		publishingtest.TestLedger(t, func(t *testing.T) publishing.Ledger {

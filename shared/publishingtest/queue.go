@@ -121,6 +121,9 @@ func queueDepth(x *qt) {
 			if err != nil {
 				x.t.Fatalf("%s: Depth = %v", what, err)
 			}
+			// The queue's own messages; dead letters are the dead-letter
+			// checks' (a dead-letter queue may be shared).
+			got.DeadLetters, got.Undecodable = 0, 0
 			if got == d {
 				return
 			}
@@ -140,7 +143,7 @@ func queueDepth(x *qt) {
 	if err := x.q.DeadLetter(x.t.Context(), m.Receipt, "bad"); err != nil {
 		x.t.Fatal(err)
 	}
-	want(publishing.QueueDepth{Visible: 1, Delayed: 1}, "the received one dead-lettered (dead letters are not counted)")
+	want(publishing.QueueDepth{Visible: 1, Delayed: 1}, "the received one dead-lettered")
 }
 
 // qt is one queue check: the queue and the time unit.

@@ -3,6 +3,8 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -28,6 +30,59 @@ type PostFilter struct {
 	Account post.AccountID
 	// Limit is the most posts returned; ≤ 0 means DefaultListLimit.
 	Limit int
+	// After is the cursor of the page before (PostPage.Next); "" for the
+	// first page. A cursor is a position, not a filter: it may be used
+	// with other filters than its page's.
+	After string
+}
+
+// PostPage is one page of ListPostPage.
+type PostPage struct {
+	Posts []post.Post
+	// Next is the cursor of the following page (PostFilter.After), ""
+	// when no matching post is left.
+	Next string
+}
+
+// ErrBadCursor is returned (wrapped) by ListPostPage for a cursor it did
+// not make.
+var ErrBadCursor = errors.New("not a cursor of this post listing")
+
+// cursorPrefix starts every cursor ListPostPage makes.
+const cursorPrefix = "sq1."
+
+// listCursor is where a page ended: the earliest matching slot and the
+// id of its last post.
+type listCursor struct {
+	Slot string  `json:"slot"`
+	Post post.ID `json:"post"`
+}
+
+func (c listCursor) encode() string {
+	raw, _ := json.Marshal(c)
+	return cursorPrefix + base64.RawURLEncoding.EncodeToString(raw)
+}
+
+func decodeListCursor(s string) (listCursor, error) {
+	var c listCursor
+	body, ok := strings.CutPrefix(s, cursorPrefix)
+	if !ok {
+		return c, fmt.Errorf("%w: %q", ErrBadCursor, cut(s, maxValueBytes))
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(body)
+	if err == nil {
+		err = json.Unmarshal(raw, &c)
+	}
+	if err == nil && c.Post == "" {
+		err = errors.New("no post")
+	}
+	if err == nil {
+		_, err = sqltime.Decode(c.Slot)
+	}
+	if err != nil {
+		return c, fmt.Errorf("%w: %q (%v)", ErrBadCursor, cut(s, maxValueBytes), err)
+	}
+	return c, nil
 }
 
 // allStatuses are the target statuses, in the order ListPosts reads them.
@@ -41,9 +96,34 @@ var allStatuses = []post.TargetStatus{post.Scheduled, post.Triggered, post.Publi
 // order, triggered, publishing and waiting ones are sorted (they are
 // few). The account, if any, is ?1 and filters each range. With an account
 // only, one range of targets_by_account, in order.
-func listQuery(statuses []post.TargetStatus, byAccount bool) string {
+//
+// With after, a page after a cursor: ?2 and ?3 are the slot and post id
+// the page before ended with; each range starts there (its slot, then
+// post ids after it), and a post with a matching target at or before the
+// cursor is left out, since it was listed before (one lookup of the
+// post's targets by primary key per row read).
+func listQuery(statuses []post.TargetStatus, byAccount, after bool) string {
+	resume := ""
+	if after {
+		// The post's matching targets, as the arm's: the same statuses
+		// and account.
+		same := `e.account = ?1`
+		if len(statuses) > 0 {
+			quoted := make([]string, len(statuses))
+			for i, st := range statuses {
+				quoted[i] = "'" + string(st) + "'"
+			}
+			same = `e.status IN (` + strings.Join(quoted, ", ") + `)`
+			if byAccount {
+				same += ` AND e.account = ?1`
+			}
+		}
+		resume = ` AND slot >= ?2 AND (slot > ?2 OR post_id > ?3)` +
+			` AND NOT EXISTS (SELECT 1 FROM targets e WHERE e.post_id = targets.post_id AND ` + same +
+			` AND (e.slot < ?2 OR (e.slot = ?2 AND e.post_id <= ?3)))`
+	}
 	if len(statuses) == 0 {
-		return `SELECT post_id, slot FROM targets INDEXED BY targets_by_account WHERE account = ?1 ORDER BY slot, post_id`
+		return `SELECT post_id, slot FROM targets INDEXED BY targets_by_account WHERE account = ?1` + resume + ` ORDER BY slot, post_id`
 	}
 	arms := make([]string, len(statuses))
 	for i, st := range statuses {
@@ -51,16 +131,28 @@ func listQuery(statuses []post.TargetStatus, byAccount bool) string {
 		if byAccount {
 			arms[i] += ` AND account = ?1`
 		}
+		arms[i] += resume
 	}
 	return strings.Join(arms, "\nUNION ALL\n") + "\nORDER BY slot, post_id"
 }
 
-// ListPosts lists the posts that have at least one target matching f (in
-// one of f.Statuses if given, to f.Account if given), each with all its
-// targets, ordered by the earliest slot of its matching targets (with no
-// condition: of all its targets), then by id; at most f.Limit posts
-// (DefaultListLimit if not set). A status that is not a post.TargetStatus
-// constant is refused. Everything is read in one snapshot.
+// ListPosts is the posts of ListPostPage's page.
+func (s *Store) ListPosts(ctx context.Context, f PostFilter) ([]post.Post, error) {
+	pg, err := s.ListPostPage(ctx, f)
+	return pg.Posts, err
+}
+
+// ListPostPage lists the posts that have at least one target matching f
+// (in one of f.Statuses if given, to f.Account if given), each with all
+// its targets, ordered by the earliest slot of its matching targets (with
+// no condition: of all its targets), then by id; at most f.Limit posts
+// (DefaultListLimit if not set), after the cursor f.After. The page's
+// Next is the cursor of the following page when a matching post is left
+// (one more is read to know). A status that is not a post.TargetStatus
+// constant is refused, and so is a cursor ListPostPage did not make
+// (ErrBadCursor). Everything is read in one snapshot; pages read at
+// different times follow the same order, so a post whose targets did not
+// move is listed once.
 //
 // The matching targets are read in slot order from indexes (listQuery:
 // the partial index of each status asked for, every status when neither
@@ -70,7 +162,7 @@ func listQuery(statuses []post.TargetStatus, byAccount bool) string {
 // and waiting targets when those statuses are asked for (they are sorted),
 // plus, with both statuses and an account, the targets of other accounts
 // in those statuses with earlier slots. Never a scan of every target.
-func (s *Store) ListPosts(ctx context.Context, f PostFilter) ([]post.Post, error) {
+func (s *Store) ListPostPage(ctx context.Context, f PostFilter) (PostPage, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = DefaultListLimit
@@ -78,7 +170,7 @@ func (s *Store) ListPosts(ctx context.Context, f PostFilter) ([]post.Post, error
 	var statuses []post.TargetStatus
 	for _, st := range f.Statuses {
 		if !slices.Contains(allStatuses, st) {
-			return nil, fmt.Errorf("list posts: unknown status %q", st)
+			return PostPage{}, fmt.Errorf("list posts: unknown status %q", st)
 		}
 		if !slices.Contains(statuses, st) {
 			statuses = append(statuses, st)
@@ -88,52 +180,68 @@ func (s *Store) ListPosts(ctx context.Context, f PostFilter) ([]post.Post, error
 		statuses = allStatuses
 	}
 	var args []any
-	if f.Account != "" {
+	if f.Account != "" || f.After != "" {
 		args = append(args, string(f.Account))
+	}
+	if f.After != "" {
+		c, err := decodeListCursor(f.After)
+		if err != nil {
+			return PostPage{}, fmt.Errorf("list posts: %w", err)
+		}
+		args = append(args, c.Slot, string(c.Post))
 	}
 
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return nil, fmt.Errorf("list posts: %w", err)
+		return PostPage{}, fmt.Errorf("list posts: %w", err)
 	}
 	defer tx.Rollback()
-	ids, err := firstPosts(ctx, tx, listQuery(statuses, f.Account != ""), args, limit)
+	ids, slots, err := firstPosts(ctx, tx, listQuery(statuses, f.Account != "", f.After != ""), args, limit+1)
 	if err != nil {
-		return nil, fmt.Errorf("list posts: %w", err)
+		return PostPage{}, fmt.Errorf("list posts: %w", err)
 	}
-	out := make([]post.Post, 0, len(ids))
+	var pg PostPage
+	if len(ids) > limit {
+		ids = ids[:limit]
+		pg.Next = listCursor{Slot: slots[limit-1], Post: ids[limit-1]}.encode()
+	}
+	pg.Posts = make([]post.Post, 0, len(ids))
 	get := tx.StmtContext(ctx, s.rs.postGet)
 	for _, id := range ids {
 		p, err := readPost(ctx, get, id)
 		if err != nil {
-			return nil, fmt.Errorf("list posts: %w", err)
+			return PostPage{}, fmt.Errorf("list posts: %w", err)
 		}
-		out = append(out, p)
+		pg.Posts = append(pg.Posts, p)
 	}
-	return out, nil
+	return pg, nil
 }
 
 // firstPosts runs a (post_id, slot) query and returns the first limit
-// distinct post ids, in the order they first appear.
-func firstPosts(ctx context.Context, tx *sql.Tx, query string, args []any, limit int) ([]post.ID, error) {
+// distinct post ids, in the order they first appear, with the slot of
+// their first row.
+func firstPosts(ctx context.Context, tx *sql.Tx, query string, args []any, limit int) ([]post.ID, []string, error) {
 	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rows.Close()
-	var ids []post.ID
+	var (
+		ids   []post.ID
+		slots []string
+	)
 	seen := map[post.ID]bool{}
 	for len(ids) < limit && rows.Next() {
 		var id, slot string
 		if err := rows.Scan(&id, &slot); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if !seen[post.ID(id)] {
 			seen[post.ID(id)] = true
-			ids = append(ids, post.ID(id))
+			ids, slots = append(ids, post.ID(id)), append(slots, slot)
 		}
 	}
-	return ids, rows.Err()
+	return ids, slots, rows.Err()
 }
 
 // reschedulable are the statuses RescheduleTarget moves a target from.

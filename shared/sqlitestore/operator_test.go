@@ -105,6 +105,60 @@ func TestListPostsDefaultLimit(t *testing.T) {
 	}
 }
 
+// Pages follow one order, the listing's: the pages of any size, put end
+// to end, are the listing of every post at once, for every filter.
+func TestListPostPagesFollowTheListing(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Options{})
+	statuses := []post.TargetStatus{post.Scheduled, post.Held, post.Published, post.Waiting, post.Failed}
+	for i := range 40 {
+		targets := []post.Target{tgt("acct-a", (i*13)%17, statuses[i%len(statuses)])}
+		if i%3 == 0 {
+			targets = append(targets, tgt("acct-b", (i*5)%17, statuses[(i+2)%len(statuses)]))
+		}
+		mustCreatePost(t, s, post.ID(fmt.Sprintf("p-%02d", (i*11)%40)), targets...)
+	}
+	for _, f := range []PostFilter{{}, {Statuses: []post.TargetStatus{post.Held, post.Scheduled}}, {Account: "acct-b"},
+		{Statuses: []post.TargetStatus{post.Waiting, post.Published}, Account: "acct-a"}} {
+		all := f
+		all.Limit = 1000
+		whole, err := s.ListPosts(ctx, all)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, limit := range []int{1, 4, 9} {
+			var got []post.ID
+			f.Limit, f.After = limit, ""
+			for range 50 {
+				pg, err := s.ListPostPage(ctx, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, p := range pg.Posts {
+					got = append(got, p.ID)
+				}
+				if f.After = pg.Next; f.After == "" {
+					break
+				}
+			}
+			if d := cmp.Diff(postIDs(whole), got); d != "" {
+				t.Errorf("%+v, pages of %d (-listing +pages):\n%s", f, limit, d)
+			}
+		}
+	}
+	if _, err := s.ListPostPage(ctx, PostFilter{After: "sq1.e30"}); !errors.Is(err, ErrBadCursor) {
+		t.Errorf("a cursor without a position: %v, want ErrBadCursor", err)
+	}
+}
+
+func postIDs(posts []post.Post) []post.ID {
+	var out []post.ID
+	for _, p := range posts {
+		out = append(out, p.ID)
+	}
+	return out
+}
+
 // reschedules records the schedule calls RescheduleTarget makes, in a
 // table of the same file (as the runtime's schedules are).
 type reschedules struct {

@@ -44,10 +44,14 @@ func TestQueryPlans(t *testing.T) {
 		{"Unscheduled", unscheduledQuery, []any{10}, []string{"targets_unscheduled"}},
 		{"PruneLedger", expiredQuery, []any{"2026", 10}, []string{"ledger_expires"}},
 		{"ByState(held)", heldQuery, []any{10}, []string{"ledger_held"}},
-		{"ListPosts(held)", listQuery([]post.TargetStatus{post.Held}, false), nil, []string{"targets_settled"}},
-		{"ListPosts(scheduled, held, failed; account)", listQuery([]post.TargetStatus{post.Scheduled, post.Held, post.Failed}, true),
+		{"ListPosts(held)", listQuery([]post.TargetStatus{post.Held}, false, false), nil, []string{"targets_settled"}},
+		{"ListPosts(scheduled, held, failed; account)", listQuery([]post.TargetStatus{post.Scheduled, post.Held, post.Failed}, true, false),
 			[]any{"acct"}, []string{"targets_due", "targets_settled"}},
-		{"ListPosts(account)", listQuery(nil, true), []any{"acct"}, []string{"targets_by_account"}},
+		{"ListPosts(account)", listQuery(nil, true, false), []any{"acct"}, []string{"targets_by_account"}},
+		{"ListPostPage(held; after)", listQuery([]post.TargetStatus{post.Held}, false, true), []any{"", "2026", "p"}, []string{"targets_settled"}},
+		{"ListPostPage(scheduled, held; account; after)", listQuery([]post.TargetStatus{post.Scheduled, post.Held}, true, true),
+			[]any{"acct", "2026", "p"}, []string{"targets_due", "targets_settled"}},
+		{"ListPostPage(account; after)", listQuery(nil, true, true), []any{"acct", "2026", "p"}, []string{"targets_by_account"}},
 	}
 	statuses := []post.TargetStatus{post.Scheduled, post.Triggered, post.Publishing, post.Waiting,
 		post.Published, post.Failed, post.Held, post.Cancelled, post.Deleted}
@@ -66,7 +70,7 @@ func TestQueryPlans(t *testing.T) {
 	}
 	// Listing every status (or the transient ones) sorts the triggered,
 	// publishing and waiting targets, and only those.
-	all := queryPlan(t, s.r, listQuery(allStatuses, false))
+	all := queryPlan(t, s.r, listQuery(allStatuses, false, false))
 	t.Logf("ListPosts(every status):\n%s", strings.Join(all, "\n"))
 	for _, ix := range []string{"targets_due", "targets_unfinished", "targets_waiting", "targets_settled"} {
 		if !slices.ContainsFunc(all, func(l string) bool { return strings.Contains(l, "INDEX "+ix) }) {

@@ -36,6 +36,25 @@ const (
 	ReasonUndecodable = "undecodable_message"
 )
 
+// visibleAtReadable is an SQL condition true exactly when a stored
+// visible_at is a time sqltime.Decode reads: "" or text of
+// sqltime.Layout's shape whose date and time exist (strftime gives back
+// the same text; it is NULL or another day for 2026-13-01 or 2026-02-30).
+// visibleAtUnreadable is its negation, the partial index
+// queue_messages_undecodable's condition. Such a row is never visible by
+// its text ("tomorrow" sorts after every time), or is by chance, so
+// Receive looks for these rows through that index and dead-letters them.
+const (
+	visibleAtReadable = `(visible_at = '' OR (typeof(visible_at) = 'text' AND length(visible_at) = 30` +
+		` AND visible_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]Z'` +
+		` AND strftime('%Y-%m-%dT%H:%M:%S', substr(visible_at, 1, 19)) IS substr(visible_at, 1, 19)))`
+	visibleAtUnreadable = `NOT ` + visibleAtReadable
+)
+
+// undecodableBatch is the most rows with an unreadable visible_at one
+// Receive dead-letters (the next one takes the rest).
+const undecodableBatch = 100
+
 // cutMarker ends a text that was cut to a size limit.
 const cutMarker = "… (cut)"
 
@@ -83,18 +102,6 @@ func (q *Queue) Send(ctx context.Context, body []byte, delay time.Duration) (str
 	return id, nil
 }
 
-// Depth counts the queue's messages by where they stand (publishing.Queue):
-// visible now, delayed and never received, received and hidden (in
-// flight). One read of the queue's rows, from a read connection.
-func (q *Queue) Depth(ctx context.Context) (publishing.QueueDepth, error) {
-	var d publishing.QueueDepth
-	err := q.s.rs.queueDepth.QueryRowContext(ctx, q.name, sqltime.Encode(q.s.now())).Scan(&d.Visible, &d.Delayed, &d.InFlight)
-	if err != nil {
-		return d, fmt.Errorf("queue %s depth: %w", q.name, err)
-	}
-	return d, nil
-}
-
 // visible is a message picked by Receive, decoded as far as it can be.
 type visible struct {
 	seq          int64
@@ -112,7 +119,10 @@ type visible struct {
 // message already delivered maxReceives times is moved to the dead-letter
 // queue instead (ReasonMaxReceives), and so is a stored message whose
 // fields cannot be decoded (ReasonUndecodable, naming the field and the
-// stored value): one bad row never stops the others. It does not block.
+// stored value), a visible_at included, visible or not: one bad row never
+// stops the others, and none is kept for ever. Each message it
+// dead-letters is logged (a warning: queue, message id, reason; never the
+// body). It does not block.
 func (q *Queue) Receive(ctx context.Context, maxMessages int, visibility time.Duration) ([]publishing.Message, error) {
 	if maxMessages <= 0 {
 		return nil, nil
@@ -123,17 +133,21 @@ func (q *Queue) Receive(ctx context.Context, maxMessages int, visibility time.Du
 	// An empty poll is answered from a read connection, without taking the
 	// write lock; a message that becomes visible meanwhile is left for the
 	// next poll, as with any non-blocking receive.
-	var one int
-	switch err := q.s.rs.queueAnyVisible.QueryRowContext(ctx, q.name, nowText).Scan(&one); {
-	case errors.Is(err, sql.ErrNoRows):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("queue %s receive: %w", q.name, err)
+	if ok, err := q.anyToReceive(ctx, nowText); err != nil || !ok {
+		return nil, err
 	}
-	var out []publishing.Message
+	var (
+		out  []publishing.Message
+		dead []buried
+	)
 	changed := false
 	err := q.s.write(ctx, func(tx *sql.Tx) error {
-		out, changed = nil, false
+		out, dead, changed = nil, nil, false
+		var err error
+		if dead, err = q.buryUndecodable(ctx, tx, nowText); err != nil {
+			return err
+		}
+		changed = len(dead) > 0
 		delivered := map[int64]bool{} // with visibility 0 a delivered message stays visible
 		for len(out) < maxMessages {
 			n := maxMessages - len(out) + len(delivered)
@@ -158,6 +172,7 @@ func (q *Queue) Receive(ctx context.Context, maxMessages int, visibility time.Du
 					if err := q.moveToDead(ctx, tx, m.seq, reason, nowText); err != nil {
 						return err
 					}
+					dead = append(dead, buriedMessage(m.id, reason))
 					continue
 				}
 				count := m.receiveCount + 1
@@ -182,7 +197,106 @@ func (q *Queue) Receive(ctx context.Context, maxMessages int, visibility time.Du
 	if changed {
 		q.s.queueWrites.Add(1)
 	}
+	for _, b := range dead {
+		q.s.log.WarnContext(ctx, "dead-lettered by receive", "queue", q.name, "message_id", b.id, "reason", b.reason)
+	}
 	return out, nil
+}
+
+// buried is a message Receive dead-lettered by itself, for its log line.
+type buried struct{ id, reason string }
+
+// buriedMessage is the log line's message id and reason, the reason cut
+// as the dead-letter table keeps it.
+func buriedMessage(id, reason string) buried {
+	return buried{id: id, reason: cut(reason, publishing.MaxReasonBytes)}
+}
+
+// anyToReceive tells, from a read connection and without the write lock,
+// whether Receive has anything to do: a visible message, or one whose
+// visible_at cannot be read.
+func (q *Queue) anyToReceive(ctx context.Context, now string) (bool, error) {
+	var one int
+	err := q.s.rs.queueAnyVisible.QueryRowContext(ctx, q.name, now).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = q.s.rs.queueAnyUndecodable.QueryRowContext(ctx, q.name).Scan(&one)
+	}
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("queue %s receive: %w", q.name, err)
+	}
+	return true, nil
+}
+
+// buryUndecodable dead-letters up to undecodableBatch messages whose
+// visible_at cannot be read (ReasonUndecodable, naming the field and the
+// stored value), found through their partial index.
+func (q *Queue) buryUndecodable(ctx context.Context, tx *sql.Tx, now string) ([]buried, error) {
+	rows, err := tx.StmtContext(ctx, q.s.ws.queueUndecodable).QueryContext(ctx, q.name, undecodableBatch)
+	if err != nil {
+		return nil, err
+	}
+	type row struct {
+		seq    int64
+		id     string
+		reason string
+	}
+	var found []row
+	for rows.Next() {
+		var r row
+		var visibleAt any
+		if err := rows.Scan(&r.seq, &r.id, &visibleAt); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		r.reason = ReasonUndecodable + ": " + badValue("visible_at", visibleAt, "a time like "+sqltime.Layout)
+		found = append(found, r)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var out []buried
+	for _, r := range found {
+		if err := q.moveToDead(ctx, tx, r.seq, r.reason, now); err != nil {
+			return nil, err
+		}
+		out = append(out, buriedMessage(r.id, r.reason))
+	}
+	return out, nil
+}
+
+// Depth counts the queue's messages by where they are, in one snapshot:
+// a range of queue_messages_visible on each side of now, the partial
+// index of undecodable rows, and dead_letters_queue. The cost grows with
+// the queue's messages, never with other queues'.
+func (q *Queue) Depth(ctx context.Context) (publishing.QueueDepth, error) {
+	var d publishing.QueueDepth
+	now := sqltime.Encode(q.s.now())
+	tx, err := q.s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return d, fmt.Errorf("queue %s depth: %w", q.name, err)
+	}
+	defer tx.Rollback()
+	for _, c := range []struct {
+		st   *sql.Stmt
+		args []any
+		dst  []any
+	}{
+		{q.s.rs.queueVisibleCount, []any{q.name, now}, []any{&d.Visible}},
+		{q.s.rs.queueHiddenCount, []any{q.name, now}, []any{&d.InFlight, &d.Delayed}},
+		{q.s.rs.queueUndecodableCount, []any{q.name}, []any{&d.Undecodable}},
+		{q.s.rs.deadCount, []any{q.name}, []any{&d.DeadLetters}},
+	} {
+		if err := tx.StmtContext(ctx, c.st).QueryRowContext(ctx, c.args...).Scan(c.dst...); err != nil {
+			return publishing.QueueDepth{}, fmt.Errorf("queue %s depth: %w", q.name, err)
+		}
+	}
+	return d, nil
 }
 
 // visible lists up to n visible messages in delivery order. A row whose

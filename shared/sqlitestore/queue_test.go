@@ -1,9 +1,13 @@
 package sqlitestore
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +19,7 @@ import (
 
 	"oncepost/shared/clocktest"
 	"oncepost/shared/publishing"
+	"oncepost/shared/sqltime"
 )
 
 func receiveOne(t *testing.T, q *Queue, visibility time.Duration) publishing.Message {
@@ -294,6 +299,18 @@ func TestReceiveDeadLettersUndecodableMessages(t *testing.T) {
 			ReasonUndecodable + `: receive_count "-3" is not a count`, 0},
 		{"receive_count as a real", `UPDATE queue_messages SET receive_count = 2.5 WHERE id = ?1`,
 			ReasonUndecodable + `: receive_count "2.5" is not a count`, 2},
+		// A visible_at that cannot be read is never visible by its text
+		// (or is, by chance): it is dead-lettered either way.
+		{"visible_at in words", `UPDATE queue_messages SET visible_at = 'tomorrow' WHERE id = ?1`,
+			ReasonUndecodable + `: visible_at "tomorrow" is not a time like 2006-01-02T15:04:05.000000000Z`, 0},
+		{"visible_at with a one-digit month", `UPDATE queue_messages SET visible_at = '2026-3-14T09:26:53Z' WHERE id = ?1`,
+			ReasonUndecodable + `: visible_at "2026-3-14T09:26:53Z" is not a time like 2006-01-02T15:04:05.000000000Z`, 0},
+		{"visible_at on a day that does not exist", `UPDATE queue_messages SET visible_at = '2026-02-30T09:26:53.000000000Z' WHERE id = ?1`,
+			ReasonUndecodable + `: visible_at "2026-02-30T09:26:53.000000000Z" is not a time like 2006-01-02T15:04:05.000000000Z`, 0},
+		{"visible_at as bytes", `UPDATE queue_messages SET visible_at = x'323032362d' WHERE id = ?1`,
+			ReasonUndecodable + `: visible_at "2026-" is not a time like 2006-01-02T15:04:05.000000000Z`, 0},
+		{"visible_at as Unix seconds", `UPDATE queue_messages SET visible_at = 1773480413 WHERE id = ?1`,
+			ReasonUndecodable + `: visible_at "1773480413" is not a time like 2006-01-02T15:04:05.000000000Z`, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -479,4 +496,136 @@ func receiveN(t *testing.T, q *Queue, n int) []publishing.Message {
 		t.Fatalf("Receive returned %d messages, want %d", len(msgs), n)
 	}
 	return msgs
+}
+
+// Receive logs every message it dead-letters by itself, with the queue,
+// the message id and the reason (never the body): an undecodable row or
+// one delivered too often must not vanish from the queue unseen.
+func TestReceiveLogsWhatItDeadLetters(t *testing.T) {
+	ctx := context.Background()
+	clock := clocktest.New(t0)
+	var logs bytes.Buffer
+	s := openTest(t, Options{Now: clock.Now, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	q := s.Queue("publish", 1)
+	bad, err := q.Send(ctx, []byte("secret body"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tired, err := q.Send(ctx, []byte("secret body"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.w.Exec(`UPDATE queue_messages SET visible_at = 'tomorrow' WHERE id = ?1`, bad); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	if msgs, err := q.Receive(ctx, 10, time.Minute); err != nil || len(msgs) != 1 || msgs[0].ID != tired {
+		t.Fatalf("first Receive = %v, %v; want %s alone", msgs, err, tired)
+	}
+	clock.Advance(2 * time.Minute)
+	if msgs, err := q.Receive(ctx, 10, time.Minute); err != nil || len(msgs) != 0 {
+		t.Fatalf("second Receive = %v, %v; want nothing (the message was delivered its maximum)", msgs, err)
+	}
+	type line struct {
+		Level, Msg, Queue, Reason string
+		MessageID                 string `json:"message_id"`
+	}
+	var got []line
+	for _, raw := range bytes.Split(bytes.TrimSpace(logs.Bytes()), []byte("\n")) {
+		var l line
+		if err := json.Unmarshal(raw, &l); err != nil {
+			t.Fatalf("log line %s: %v", raw, err)
+		}
+		got = append(got, l)
+	}
+	want := []line{
+		{Level: "WARN", Msg: "dead-lettered by receive", Queue: "publish", MessageID: bad,
+			Reason: ReasonUndecodable + `: visible_at "tomorrow" is not a time like 2006-01-02T15:04:05.000000000Z`},
+		{Level: "WARN", Msg: "dead-lettered by receive", Queue: "publish", MessageID: tired, Reason: ReasonMaxReceives + ": delivered 1 times"},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("logs (-want +got):\n%s", d)
+	}
+	if bytes.Contains(logs.Bytes(), []byte("secret body")) {
+		t.Errorf("a log line holds a message body: %s", logs.String())
+	}
+}
+
+// Depth counts a queue's messages by where they are, undecodable ones
+// apart, and its dead letters: what `oncepost status` shows.
+func TestQueueDepth(t *testing.T) {
+	ctx := context.Background()
+	clock := clocktest.New(t0)
+	s := openTest(t, Options{Now: clock.Now})
+	q := s.Queue("publish", 5)
+	send := func(delay time.Duration) string {
+		id, err := q.Send(ctx, []byte("m"), delay)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	for range 3 {
+		send(0)
+	}
+	send(time.Hour)
+	bad := send(0)
+	if _, err := s.w.Exec(`UPDATE queue_messages SET visible_at = 'tomorrow' WHERE id = ?1`, bad); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Queue("other", 5).Send(ctx, []byte("m"), 0); err != nil {
+		t.Fatal(err)
+	}
+	got, err := q.Depth(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(publishing.QueueDepth{Visible: 3, Delayed: 1, Undecodable: 1}, got); d != "" {
+		t.Errorf("Depth before a receive (-want +got):\n%s", d)
+	}
+	msgs, err := q.Receive(ctx, 2, time.Minute)
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("Receive = %d, %v", len(msgs), err)
+	}
+	if err := q.DeadLetter(ctx, msgs[1].Receipt, "refused"); err != nil {
+		t.Fatal(err)
+	}
+	got, err = q.Depth(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(publishing.QueueDepth{Visible: 1, InFlight: 1, Delayed: 1, DeadLetters: 2}, got); d != "" {
+		t.Errorf("Depth after a receive (-want +got):\n%s", d)
+	}
+}
+
+// visibleAtReadable, the SQL behind the index of undecodable rows, agrees
+// with sqltime.Decode on every value: times across the years a Layout
+// can hold, leap days, and text that is almost a time.
+func TestVisibleAtReadableMatchesDecode(t *testing.T) {
+	s := openTest(t, Options{})
+	rng := rand.New(rand.NewPCG(5, 6))
+	values := []any{"", "tomorrow", "2026-3-14T09:26:53Z", "2026-02-30T09:26:53.000000000Z", "2026-13-01T00:00:00.000000000Z",
+		"2026-03-14T24:00:00.000000000Z", "2026-03-14T23:60:00.000000000Z", "2026-03-14T23:59:60.000000000Z",
+		"2024-02-29T00:00:00.000000000Z", "2025-02-29T00:00:00.000000000Z", "2026-03-14T09:26:53.000000000+", "2026-03-14 09:26:53.000000000Z",
+		"0000-01-01T00:00:00.000000000Z", "9999-12-31T23:59:59.999999999Z", "2026-03-14T09:26:53.58979323Z ",
+		[]byte("2026-03-14T09:26:53.589793238Z"), int64(1773480413), 1.5}
+	for range 2000 {
+		values = append(values, sqltime.Encode(time.Unix(rng.Int64N(253402300799), rng.Int64N(1e9))))
+	}
+	for _, v := range values {
+		var got bool
+		if err := s.r.QueryRow(`SELECT `+visibleAtReadable+` FROM (SELECT ? AS visible_at)`, v).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		text, isText := v.(string)
+		want := false
+		if isText {
+			_, err := sqltime.Decode(text)
+			want = err == nil
+		}
+		if got != want {
+			t.Errorf("visible_at %#v: readable in SQL %v, by sqltime.Decode %v", v, got, want)
+		}
+	}
 }

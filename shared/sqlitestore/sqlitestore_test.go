@@ -1,9 +1,11 @@
 package sqlitestore
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"oncepost/shared/post"
 	"oncepost/shared/publishing"
 	"oncepost/shared/publishingtest"
 )
@@ -14,6 +16,16 @@ func TestLedgerConformance(t *testing.T) {
 
 func TestPostsConformance(t *testing.T) {
 	publishingtest.TestPosts(t, func(t *testing.T) publishing.Posts { return openTest(t, Options{}) })
+}
+
+func TestPostPagesConformance(t *testing.T) {
+	publishingtest.TestPostPages(t, func(t *testing.T) (publishing.Posts, publishingtest.PostLister) {
+		s := openTest(t, Options{})
+		return s, func(ctx context.Context, statuses []post.TargetStatus, account post.AccountID, limit int, after string) ([]post.Post, string, error) {
+			pg, err := s.ListPostPage(ctx, PostFilter{Statuses: statuses, Account: account, Limit: limit, After: after})
+			return pg.Posts, pg.Next, err
+		}
+	})
 }
 
 func TestAccountsConformance(t *testing.T) {

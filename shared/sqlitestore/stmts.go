@@ -85,6 +85,7 @@ type writeStmts struct {
 
 	queueInsert, queueVisible, queueDeliver, queueToDead, queueDelete *sql.Stmt
 	queueAck, queueRetry, queueByReceipt, queueCurrent                *sql.Stmt
+	queueUndecodable                                                  *sql.Stmt
 	deadFind, deadRedrive, deadDelete                                 *sql.Stmt
 }
 
@@ -97,7 +98,7 @@ func (w *writeStmts) all() []*sql.Stmt {
 		w.accountPut, w.credentialPut, w.leaseTake, w.credentialSave, w.leaseRelease, w.refreshLost,
 		w.accountDelete, w.credentialDelete, w.blockedAdd, w.blockedRemove,
 		w.queueInsert, w.queueVisible, w.queueDeliver, w.queueToDead, w.queueDelete,
-		w.queueAck, w.queueRetry, w.queueByReceipt, w.queueCurrent,
+		w.queueAck, w.queueRetry, w.queueByReceipt, w.queueCurrent, w.queueUndecodable,
 		w.deadFind, w.deadRedrive, w.deadDelete,
 	}
 }
@@ -112,7 +113,9 @@ type readStmts struct {
 	accountGet, accountList, credential   *sql.Stmt
 	blocked                               *sql.Stmt
 	deadLetters, queueAnyVisible          *sql.Stmt
-	queueDepth                            *sql.Stmt
+	queueAnyUndecodable                   *sql.Stmt
+	queueVisibleCount, queueHiddenCount   *sql.Stmt
+	queueUndecodableCount, deadCount      *sql.Stmt
 }
 
 func (r *readStmts) all() []*sql.Stmt {
@@ -120,7 +123,8 @@ func (r *readStmts) all() []*sql.Stmt {
 		r.ledgerGet, r.ledgerOpen, r.ledgerHistory, r.ledgerHeld, r.ledgerByState,
 		r.postGet, r.due, r.unfinished, r.unscheduled, r.countAll,
 		r.accountGet, r.accountList, r.credential, r.blocked,
-		r.deadLetters, r.queueAnyVisible, r.queueDepth,
+		r.deadLetters, r.queueAnyVisible, r.queueAnyUndecodable,
+		r.queueVisibleCount, r.queueHiddenCount, r.queueUndecodableCount, r.deadCount,
 	}
 	for _, st := range r.count {
 		out = append(out, st)
@@ -263,8 +267,22 @@ func (s *Store) prepare(ctx context.Context) error {
 			SELECT queue, id, body, ?1, ?1, 0, '' FROM dead_letters WHERE seq = ?2`},
 		{&w.deadDelete, s.w, `DELETE FROM dead_letters WHERE seq = ?`},
 		{&r.queueAnyVisible, s.r, `SELECT 1 FROM queue_messages WHERE queue = ? AND visible_at <= ? LIMIT 1`},
-		{&r.queueDepth, s.r, `SELECT COALESCE(SUM(visible_at <= ?2), 0), COALESCE(SUM(visible_at > ?2 AND receive_count = 0), 0),
-			COALESCE(SUM(visible_at > ?2 AND receive_count > 0), 0) FROM queue_messages WHERE queue = ?1`},
+		// Rows whose visible_at cannot be read, through the partial index
+		// that holds them alone (the condition is the index's, word for
+		// word, so SQLite can use it).
+		{&w.queueUndecodable, s.w, `SELECT seq, id, visible_at FROM queue_messages INDEXED BY queue_messages_undecodable
+			WHERE queue = ? AND ` + visibleAtUnreadable + ` ORDER BY seq LIMIT ?`},
+		{&r.queueAnyUndecodable, s.r, `SELECT 1 FROM queue_messages INDEXED BY queue_messages_undecodable
+			WHERE queue = ? AND ` + visibleAtUnreadable + ` LIMIT 1`},
+		// Depth: visible, hidden (delivered, or sent with a delay), the
+		// undecodable apart, and the dead letters.
+		{&r.queueVisibleCount, s.r, `SELECT count(*) FROM queue_messages INDEXED BY queue_messages_visible
+			WHERE queue = ?1 AND visible_at <= ?2 AND ` + visibleAtReadable},
+		{&r.queueHiddenCount, s.r, `SELECT coalesce(sum(receive_count != 0), 0), coalesce(sum(receive_count = 0), 0)
+			FROM queue_messages INDEXED BY queue_messages_visible WHERE queue = ?1 AND visible_at > ?2 AND ` + visibleAtReadable},
+		{&r.queueUndecodableCount, s.r, `SELECT count(*) FROM queue_messages INDEXED BY queue_messages_undecodable
+			WHERE queue = ? AND ` + visibleAtUnreadable},
+		{&r.deadCount, s.r, `SELECT count(*) FROM dead_letters INDEXED BY dead_letters_queue WHERE queue = ?`},
 		{&r.deadLetters, s.r, `SELECT id, body, receive_count, reason, at FROM dead_letters
 			WHERE queue = ? ORDER BY seq LIMIT ?`},
 	}

@@ -78,6 +78,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	mathrand "math/rand/v2"
 	"net/url"
 	"os"
@@ -133,6 +134,9 @@ type Options struct {
 	// KeyFile is the file holding the key that encrypts the credentials
 	// (see "Credentials at rest"); default: the database path + ".key".
 	KeyFile string
+	// Logger gets a warning for every message a queue's Receive
+	// dead-letters by itself; default slog.Default().
+	Logger *slog.Logger
 }
 
 // Stats counts, since Open, the writes that changed data, per port. One port
@@ -158,6 +162,7 @@ type Store struct {
 	w   *sql.DB // writes: one connection, BEGIN IMMEDIATE
 	r   *sql.DB // reads: query_only connections
 	now func() time.Time
+	log *slog.Logger
 
 	// keyFile holds the credentials' key; seal is set by migrate.
 	keyFile string
@@ -190,9 +195,12 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 		}
 	}
-	s := &Store{now: opts.Now, keyFile: opts.KeyFile}
+	s := &Store{now: opts.Now, keyFile: opts.KeyFile, log: opts.Logger}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.Default()
 	}
 	if s.keyFile == "" {
 		s.keyFile = path + ".key"
@@ -526,6 +534,10 @@ var indexes = []string{
 	`CREATE INDEX IF NOT EXISTS targets_by_account ON targets (account, slot)`,
 
 	`CREATE INDEX IF NOT EXISTS queue_messages_visible ON queue_messages (queue, visible_at, seq)`,
+	// Messages whose visible_at cannot be read (written by another
+	// program): never visible by their text, so Receive finds them here
+	// to dead-letter them. Normally empty.
+	`CREATE INDEX IF NOT EXISTS queue_messages_undecodable ON queue_messages (queue, seq) WHERE ` + visibleAtUnreadable,
 	`CREATE INDEX IF NOT EXISTS dead_letters_queue ON dead_letters (queue, seq)`,
 }
 

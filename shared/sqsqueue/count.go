@@ -22,8 +22,31 @@ var _ publishing.DeadLetterCounter = (*Queue)(nil)
 // up to a minute, and a dead-letter queue shared by several queues is
 // counted whole.
 func (q *Queue) CountDeadLetters(ctx context.Context) (int, error) {
+	d, err := q.counts(ctx, q.deadURL)
+	if err != nil {
+		return 0, fmt.Errorf("sqsqueue %s count dead letters: %w", q.name, err)
+	}
+	return d.Visible + d.InFlight + d.Delayed, nil
+}
+
+// Depth counts the queue's messages and its dead-letter queue's with one
+// GetQueueAttributes each, receiving nothing.
+func (q *Queue) Depth(ctx context.Context) (publishing.QueueDepth, error) {
+	d, err := q.counts(ctx, q.url)
+	if err != nil {
+		return publishing.QueueDepth{}, fmt.Errorf("sqsqueue %s depth: %w", q.name, err)
+	}
+	if d.DeadLetters, err = q.CountDeadLetters(ctx); err != nil {
+		return publishing.QueueDepth{}, err
+	}
+	return d, nil
+}
+
+// counts reads a queue's approximate counts of visible, in-flight and
+// delayed messages.
+func (q *Queue) counts(ctx context.Context, url string) (publishing.QueueDepth, error) {
 	out, err := q.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(q.deadURL),
+		QueueUrl: aws.String(url),
 		AttributeNames: []types.QueueAttributeName{
 			types.QueueAttributeNameApproximateNumberOfMessages,
 			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
@@ -31,56 +54,21 @@ func (q *Queue) CountDeadLetters(ctx context.Context) (int, error) {
 		},
 	})
 	if err != nil {
-		return 0, fmt.Errorf("sqsqueue %s count dead letters: %w", q.name, translate(err))
+		return publishing.QueueDepth{}, translate(err)
 	}
-	total := 0
-	for _, name := range []types.QueueAttributeName{
-		types.QueueAttributeNameApproximateNumberOfMessages,
-		types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-		types.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+	var d publishing.QueueDepth
+	for name, dst := range map[types.QueueAttributeName]*int{
+		types.QueueAttributeNameApproximateNumberOfMessages:           &d.Visible,
+		types.QueueAttributeNameApproximateNumberOfMessagesNotVisible: &d.InFlight,
+		types.QueueAttributeNameApproximateNumberOfMessagesDelayed:    &d.Delayed,
 	} {
 		if v, ok := out.Attributes[string(name)]; ok {
 			n, err := strconv.Atoi(v)
 			if err != nil {
-				return 0, fmt.Errorf("sqsqueue %s count dead letters: %s %q is not a count", q.name, name, v)
+				return publishing.QueueDepth{}, fmt.Errorf("%s %q is not a count", name, v)
 			}
-			total += n
+			*dst = n
 		}
-	}
-	return total, nil
-}
-
-// Depth reads the publish queue's approximate counts with one
-// GetQueueAttributes (publishing.Queue): ApproximateNumberOfMessages
-// (visible), ...Delayed and ...NotVisible (in flight). SQS's counts lag by
-// up to a minute.
-func (q *Queue) Depth(ctx context.Context) (publishing.QueueDepth, error) {
-	out, err := q.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(q.url),
-		AttributeNames: []types.QueueAttributeName{
-			types.QueueAttributeNameApproximateNumberOfMessages,
-			types.QueueAttributeNameApproximateNumberOfMessagesDelayed,
-			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-		},
-	})
-	if err != nil {
-		return publishing.QueueDepth{}, fmt.Errorf("sqsqueue %s depth: %w", q.name, translate(err))
-	}
-	var d publishing.QueueDepth
-	for name, into := range map[types.QueueAttributeName]*int{
-		types.QueueAttributeNameApproximateNumberOfMessages:           &d.Visible,
-		types.QueueAttributeNameApproximateNumberOfMessagesDelayed:    &d.Delayed,
-		types.QueueAttributeNameApproximateNumberOfMessagesNotVisible: &d.InFlight,
-	} {
-		v, ok := out.Attributes[string(name)]
-		if !ok {
-			continue
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return publishing.QueueDepth{}, fmt.Errorf("sqsqueue %s depth: %s %q is not a count", q.name, name, v)
-		}
-		*into = n
 	}
 	return d, nil
 }
