@@ -108,11 +108,13 @@ invoke:
 ## bench-burst: the top of the hour on AWS: a slot of 10,000 targets over 1,000 accounts fired by
 ## the trigger under the RIE at the template's timeout and memory, on dynalite and fauxqs with 10 ms
 ## added to every call (wall and CPU time, the jobs' lead over their slot, calls, duplicates after
-## a retried firing); into var/bench-burst.txt.
+## a retried firing), and one publisher instance's batch of ten (its round, the time to its last
+## create, its CPU at the template's memory); into var/bench-burst.txt.
 .PHONY: bench-burst
 bench-burst: $(EMULATORS) $(RIE)
 	@mkdir -p var
-	set -o pipefail; ONCEPOST_EMULATORS=required $(GO) test -run '^$$' -bench TopOfHourBurst -benchtime 1x -count 3 -timeout 30m ./functions/pipeline/ | tee var/bench-burst.txt
+	set -o pipefail; { ONCEPOST_EMULATORS=required $(GO) test -run '^$$' -bench TopOfHourBurst -benchtime 1x -count 3 -timeout 30m ./functions/pipeline/ && \
+	ONCEPOST_EMULATORS=required $(GO) test -run '^$$' -bench PublisherBatch -benchtime 20x -count 3 ./functions/pipeline/; } | tee var/bench-burst.txt
 
 ## bench-aws: the dynamostore ledger against Powertools for AWS Lambda (TypeScript) idempotency
 ## (infra/emulators/powertools-harness.mjs on Node 22), side by side on one dynalite: DynamoDB calls
