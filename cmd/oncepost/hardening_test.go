@@ -106,8 +106,9 @@ func (p *failHeldOnce) UpdateTarget(ctx context.Context, id post.ID, a post.Acco
 
 // An operator decides on a held post from the CLI while the runtime is
 // stopped: the decision reaches the workflow through the token of its
-// retried Hold step, is applied when the runtime runs, and deciding again
-// is a no-op (deciding otherwise is refused).
+// retried Hold step; deciding the same again, with no task waiting any
+// more, applies it at once (the workflow, when the runtime runs, finds it
+// done); deciding otherwise is refused. The post goes out once.
 func TestHeldDecisionFromTheCLI(t *testing.T) {
 	flaky := &failHeldOnce{}
 	f := newFlowFixtureWith(t, post.GateManual, false, func(p ports) ports {
@@ -145,14 +146,17 @@ func TestHeldDecisionFromTheCLI(t *testing.T) {
 	if code, out := cli("approve", string(key)[:12]); code != exitOK || !strings.Contains(out, "delivered") {
 		t.Fatalf("approve: exit %d, %s", code, out)
 	}
-	if code, out := cli("approve", string(key)); code != exitOK || !strings.Contains(out, "already decided") {
-		t.Errorf("second approve: exit %d, %s; want a no-op", code, out)
-	}
 	if code, out := cli("reject", string(key), "--reason", "changed my mind"); code != exitFailure || !strings.Contains(out, "decided otherwise") {
 		t.Errorf("reject after approve: exit %d, %s; want refused", code, out)
 	}
-	if e := f.entry(job); e.State != ledger.Held {
-		t.Fatalf("entry %s before the runtime ran, want held with the decision recorded", e.State)
+	if e := f.entry(job); e.State != ledger.Held || e.Decision == "" {
+		t.Fatalf("entry %s (decision %q) before the runtime ran, want held with the decision recorded", e.State, e.Decision)
+	}
+	if code, out := cli("approve", string(key)); code != exitOK || !strings.Contains(out, "decision applied") {
+		t.Errorf("second approve: exit %d, %s; want the recorded decision applied", code, out)
+	}
+	if e := f.entry(job); e.State != ledger.Released {
+		t.Fatalf("entry %s after the second approve, want released", e.State)
 	}
 	// The runtime runs again: the workflow releases, the job is re-sent.
 	f.runDue()

@@ -125,7 +125,7 @@ func TestEverySampleEventThroughItsFunction(t *testing.T) {
 		var res struct{ Sent int }
 		s.Calls.Reset()
 		invoke(t, "trigger", "trigger-slot.json", &res)
-		noStoreWrites(t, s.Calls.Snapshot(), 2) // the slot claimed, then recorded done
+		noStoreWrites(t, s.Calls.Snapshot(), 1) // the slot claimed and recorded done in one write
 		if diff := cmp.Diff([]string{"launch", "slot-a", "slot-b"}, queued(t)); diff != "" || res.Sent != 3 {
 			t.Errorf("sent %d; queued (-want +got):\n%s", res.Sent, diff)
 		}
@@ -226,7 +226,7 @@ func TestEverySampleEventThroughItsFunction(t *testing.T) {
 // nothing (infra/template's least-privilege rules).
 // noStoreWrites: the trigger reads posts and writes none, nor a ledger
 // row or a credential; it may only update its slot's firing record in
-// the workspace table (at most a claim and a record for a small slot).
+// the workspace table (one write for a slot that fits one page).
 func noStoreWrites(t *testing.T, calls map[string]int, slotRecords int) {
 	t.Helper()
 	for _, op := range []string{"PutItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"} {
