@@ -41,7 +41,9 @@
 // Delay(slot, now): the seconds left, rounded up, bounded to 0-900. The
 // job becomes visible at the slot or within a second after it, never
 // before (the publisher puts a job that arrives early back anyway). A
-// late invocation (a Scheduler retry) gets 0 and goes at once.
+// late invocation (Scheduler retrying an invocation Lambda did not
+// accept, or Lambda retrying a firing that failed) gets 0 and goes at
+// once.
 //
 // A slot whose FireTime is less than MinLead from now is not scheduled:
 // Put returns ErrDue and the caller enqueues the job itself with Delay.
