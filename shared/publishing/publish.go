@@ -515,8 +515,8 @@ func notSentForTime(err error) (outcome, bool) {
 	return outcome{}, false
 }
 
-// sendAcquired runs the steps after a successful acquire: budget, dedup,
-// re-read, media, send, record. Every exit moves the pending entry out of
+// sendAcquired runs the steps after a successful acquire: the attempt
+// budget, dedup, re-read, the posting budget, media, send, record. Every exit moves the pending entry out of
 // pending, or leaves it pending for the lease to expire if the store is
 // unreachable.
 func (p *Publisher) sendAcquired(ctx context.Context, t target, a *authedClient, acq acquired) (Outcome, error) {
