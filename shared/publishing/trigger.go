@@ -210,6 +210,12 @@ func (t *Trigger) FireSlot(ctx context.Context, slot time.Time) (SlotReport, err
 	if err != nil {
 		return rep, fmt.Errorf("trigger slot %s: due targets: %w", name, err)
 	}
+	if len(first.Targets) == 0 && first.Next == "" {
+		// Nothing is scheduled at the slot (every post cancelled or moved):
+		// nothing to send, nothing to record.
+		t.log().InfoContext(ctx, "slot triggered", "slot", name, "due", 0, "sent", 0)
+		return rep, nil
+	}
 	firings, recorded := t.Posts.(SlotFirings)
 	var f SlotFiring
 	planned := false
