@@ -184,7 +184,8 @@ const (
 // With a SlotFirings store it first claims the slot (two firings never
 // send it at once) and records after each page how far it got, so a
 // retried or repeated firing sends only the jobs no firing sent yet, and
-// one that finds the slot done sends nothing. Before each page it checks
+// one that finds the slot done sends nothing; a slot that fits one page
+// is claimed and recorded done in one write, before its jobs go. Before each page it checks
 // that what is left of the invocation covers the page (twice the slowest
 // page so far, at least slotPageMargin): if not, it records where it
 // stopped and hands the rest to a new invocation (Continuer), or, without
@@ -195,9 +196,10 @@ const (
 // post on the publish path. A target whose job was lost stays scheduled,
 // and the sweeper triggers it; a job that is sent twice (a firing that
 // died between its send and its record) is absorbed by the ledger. The
-// targets are read back consistently, so a target cancelled or moved
-// before the firing is not sent; one cancelled after it is stopped by the
-// publisher's re-read.
+// listing checks the targets against the store, so a target cancelled or
+// moved before the firing is not sent; one cancelled after it (or just
+// before, within what an eventually consistent check may miss) is stopped
+// by the publisher's consistent re-read.
 func (t *Trigger) FireSlot(ctx context.Context, slot time.Time) (SlotReport, error) {
 	slot = slot.UTC()
 	name := slot.Format(time.RFC3339Nano)
