@@ -48,6 +48,7 @@ func TestQueryPlans(t *testing.T) {
 		{"ListPosts(scheduled, held, failed; account)", listQuery([]post.TargetStatus{post.Scheduled, post.Held, post.Failed}, true),
 			[]any{"acct"}, []string{"targets_due", "targets_settled"}},
 		{"ListPosts(account)", listQuery(nil, true), []any{"acct"}, []string{"targets_by_account"}},
+		{"NextVisible", nextVisibleQuery, []any{"publish"}, []string{"queue_messages_visible"}},
 	}
 	statuses := []post.TargetStatus{post.Scheduled, post.Triggered, post.Publishing, post.Waiting,
 		post.Published, post.Failed, post.Held, post.Cancelled, post.Deleted}

@@ -65,6 +65,8 @@ const (
 		ORDER BY slot, post_id, account LIMIT ?`
 	heldQuery = `SELECT ` + ledgerColumns + ` FROM ledger INDEXED BY ledger_held
 		WHERE state = 'held' ORDER BY updated_at, key LIMIT ?`
+	nextVisibleQuery = `SELECT visible_at FROM queue_messages INDEXED BY queue_messages_visible
+		WHERE queue = ? ORDER BY visible_at LIMIT 1`
 	expiredQuery = `SELECT key FROM ledger INDEXED BY ledger_expires
 		WHERE expires_at != '' AND expires_at < ? AND state IN ('confirmed', 'failed')
 		ORDER BY expires_at LIMIT ?`
@@ -112,7 +114,7 @@ type readStmts struct {
 	accountGet, accountList, credential   *sql.Stmt
 	blocked                               *sql.Stmt
 	deadLetters, queueAnyVisible          *sql.Stmt
-	queueDepth                            *sql.Stmt
+	queueDepth, queueNextVisible          *sql.Stmt
 }
 
 func (r *readStmts) all() []*sql.Stmt {
@@ -120,7 +122,7 @@ func (r *readStmts) all() []*sql.Stmt {
 		r.ledgerGet, r.ledgerOpen, r.ledgerHistory, r.ledgerHeld, r.ledgerByState,
 		r.postGet, r.due, r.unfinished, r.unscheduled, r.countAll,
 		r.accountGet, r.accountList, r.credential, r.blocked,
-		r.deadLetters, r.queueAnyVisible, r.queueDepth,
+		r.deadLetters, r.queueAnyVisible, r.queueDepth, r.queueNextVisible,
 	}
 	for _, st := range r.count {
 		out = append(out, st)
@@ -263,6 +265,7 @@ func (s *Store) prepare(ctx context.Context) error {
 			SELECT queue, id, body, ?1, ?1, 0, '' FROM dead_letters WHERE seq = ?2`},
 		{&w.deadDelete, s.w, `DELETE FROM dead_letters WHERE seq = ?`},
 		{&r.queueAnyVisible, s.r, `SELECT 1 FROM queue_messages WHERE queue = ? AND visible_at <= ? LIMIT 1`},
+		{&r.queueNextVisible, s.r, nextVisibleQuery},
 		{&r.queueDepth, s.r, `SELECT COALESCE(SUM(visible_at <= ?2), 0), COALESCE(SUM(visible_at > ?2 AND receive_count = 0), 0),
 			COALESCE(SUM(visible_at > ?2 AND receive_count > 0), 0) FROM queue_messages WHERE queue = ?1`},
 		{&r.deadLetters, s.r, `SELECT id, body, receive_count, reason, at FROM dead_letters
