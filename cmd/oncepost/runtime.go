@@ -50,7 +50,11 @@ type config struct {
 	ConfirmWait   time.Duration
 	ConfirmChecks int
 	// QuickWait is the first look's wait after a quick 5xx answer.
-	QuickWait  time.Duration
+	QuickWait time.Duration
+	// FireLead is how long before its slot a target's schedule fires: its
+	// job is queued then, delayed to the slot to the nanosecond, so that
+	// the firings of a burst (one after another) are done when it is due.
+	FireLead   time.Duration
 	SweepEvery time.Duration
 	// StaleAfter, MissedAfter, LookSkew, ThrottleLimit are the pipeline's
 	// time windows (publishing's defaults); a drill that scales time down
@@ -108,13 +112,17 @@ func defaultConfig() config {
 		ConfirmWait:      20 * time.Second,
 		ConfirmChecks:    3,
 		QuickWait:        3 * time.Second,
+		FireLead:         time.Minute,
 		SweepEvery:       time.Minute,
 		StaleAfter:       publishing.StaleAfter,
-		MissedAfter:      publishing.MissedAfter,
-		LookSkew:         publishing.LookSkew,
-		ThrottleLimit:    24 * time.Hour,
-		WatchEvery:       500 * time.Millisecond,
-		PruneEvery:       time.Hour,
+		// The schedules fire FireLead early and do not mark their targets
+		// (as on AWS): a target is scheduled until the publisher moves it,
+		// and missed two minutes past its slot (awsruntime.SweeperMissedAfter).
+		MissedAfter:   2 * time.Minute,
+		LookSkew:      publishing.LookSkew,
+		ThrottleLimit: 24 * time.Hour,
+		WatchEvery:    500 * time.Millisecond,
+		PruneEvery:    time.Hour,
 		// Step Functions keeps a closed execution's history 90 days.
 		ExecutionRetention: 90 * 24 * time.Hour,
 		// A one-time schedule is deleted when it fires (as EventBridge's
@@ -236,7 +244,7 @@ func openRuntime(ctx context.Context, cfg config) (*runtime, error) {
 		Logger:  cfg.Logger, Now: cfg.Now,
 	}
 	rt.operator = &publishing.Operator{Ledger: p.ledger, Confirmer: rt.confirmer, Tasks: p.tasks, Now: cfg.Now, Logger: cfg.Logger}
-	rt.trigger = &publishing.Trigger{Posts: p.posts, Queue: p.queue, Logger: cfg.Logger, Now: cfg.Now}
+	rt.trigger = &publishing.Trigger{Posts: p.posts, Queue: p.queue, Delay: exactDelay, Logger: cfg.Logger, Now: cfg.Now}
 	rt.cron, err = localcron.NewRunner(ctx, store.DB(), localcron.Options{Fire: rt.fire, Logger: cfg.Logger, Now: cfg.Now})
 	if err != nil {
 		store.Close()
@@ -439,15 +447,17 @@ func scheduleName(ref publishing.TargetRef) string {
 	return "post/" + string(ref.Post) + "/" + string(ref.Account) + "/" + ref.Slot.UTC().Format(time.RFC3339Nano)
 }
 
-// scheduleEntry is a target's at() schedule.
-func scheduleEntry(ref publishing.TargetRef) (localcron.Entry, error) {
+// scheduleEntry is a target's at() schedule: lead before the slot, in
+// whole seconds (at() counts seconds), never after it. The payload
+// carries the slot itself.
+func scheduleEntry(ref publishing.TargetRef, lead time.Duration) (localcron.Entry, error) {
 	payload, err := json.Marshal(ref)
 	if err != nil {
 		return localcron.Entry{}, fmt.Errorf("encode schedule payload: %w", err)
 	}
 	return localcron.Entry{
 		Name:       scheduleName(ref),
-		Expression: "at(" + ref.Slot.UTC().Format("2006-01-02T15:04:05") + ")",
+		Expression: "at(" + ref.Slot.Add(-lead).UTC().Format("2006-01-02T15:04:05") + ")",
 		Timezone:   "UTC",
 		Payload:    payload,
 	}, nil
@@ -455,7 +465,7 @@ func scheduleEntry(ref publishing.TargetRef) (localcron.Entry, error) {
 
 // scheduleTx registers a target's at() schedule inside tx.
 func (rt *runtime) scheduleTx(ctx context.Context, tx *sql.Tx, ref publishing.TargetRef) error {
-	e, err := scheduleEntry(ref)
+	e, err := scheduleEntry(ref, rt.cfg.FireLead)
 	if err != nil {
 		return err
 	}
@@ -500,7 +510,10 @@ func (rt *runtime) syncSchedules(ctx context.Context) error {
 	}
 }
 
-// fire is the scheduler's target: the trigger use case.
+// fire is the scheduler's target: the trigger use case. It queues the job
+// without writing the target (as the AWS trigger does): the job is the
+// record, and the target stays scheduled, so it can still be moved or
+// cancelled until its slot (the publisher re-reads it).
 func (rt *runtime) fire(ctx context.Context, name string, _ time.Time, payload json.RawMessage) error {
 	var ref publishing.TargetRef
 	if err := json.Unmarshal(payload, &ref); err != nil {
@@ -508,8 +521,16 @@ func (rt *runtime) fire(ctx context.Context, name string, _ time.Time, payload j
 		rt.log.ErrorContext(ctx, "schedule payload is not a target", "schedule", name, "err", err)
 		return nil
 	}
-	_, err := rt.trigger.Fire(ctx, ref)
+	_, err := rt.trigger.Enqueue(ctx, ref)
 	return err
+}
+
+// exactDelay is the embedded queue's delay of a job for slot sent at now:
+// it delays to the nanosecond, so a job fired early is visible at its
+// slot, not up to a second after it (publishing.DelayUntil's whole
+// seconds are SQS's).
+func exactDelay(slot, now time.Time) time.Duration {
+	return max(slot.Sub(now), 0)
 }
 
 // flowStarter starts confirm workflows on the local engine.
