@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -206,7 +207,8 @@ func openRuntime(ctx context.Context, cfg config) (*runtime, error) {
 	if cfg.owner != "" {
 		rt.owner, gone = cfg.owner, cfg.ownerGone
 	}
-	var plat publishing.Platforms = catalog.Connector{Mastodon: mastodon.Connector{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret}}
+	var plat publishing.Platforms = catalog.Connector{Mastodon: mastodon.Connector{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret}}.
+		WithHTTPClient(&http.Client{Transport: platformTransport(cfg.Workers)})
 	if cfg.Platforms != nil {
 		plat = cfg.Platforms
 	}
@@ -310,7 +312,7 @@ func (rt *runtime) run(ctx context.Context) error {
 		return err
 	}
 	var wg sync.WaitGroup
-	errs := make(chan error, 5+rt.cfg.Workers)
+	errs := make(chan error, 5)
 	goLoop := func(name string, f func(context.Context) error) {
 		wg.Add(1)
 		go func() {
@@ -322,9 +324,7 @@ func (rt *runtime) run(ctx context.Context) error {
 	}
 	goLoop("scheduler", rt.cron.Run)
 	goLoop("confirm workflows", rt.flows.Run)
-	for i := 0; i < rt.cfg.Workers; i++ {
-		goLoop("publisher", rt.newLoop().Run)
-	}
+	goLoop("publishers", rt.publish)
 	goLoop("sweeper", rt.sweepLoop)
 	goLoop("watcher", rt.watch)
 	rt.log.InfoContext(ctx, "runtime started", "db", rt.cfg.DBPath, "workers", rt.cfg.Workers, "owner", rt.owner)
@@ -339,9 +339,9 @@ func (rt *runtime) run(ctx context.Context) error {
 	return errors.Join(all...)
 }
 
-// newLoop is one publisher worker.
+// newLoop handles the publishers' deliveries (see publish).
 func (rt *runtime) newLoop() *publishing.Loop {
-	return &publishing.Loop{Queue: rt.ports.queue, Publisher: rt.publisher, Batch: 1, Visibility: rt.cfg.Visibility, Idle: 250 * time.Millisecond, Logger: rt.cfg.Logger,
+	return &publishing.Loop{Queue: rt.ports.queue, Publisher: rt.publisher, Batch: 1, Visibility: rt.cfg.Visibility, Logger: rt.cfg.Logger,
 		MaxReceives: rt.cfg.QueueMaxReceives}
 }
 
