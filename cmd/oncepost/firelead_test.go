@@ -15,9 +15,9 @@ import (
 
 // A target's schedule fires FireLead before its slot, so that a burst's
 // firings are done when it is due: the job is queued then, visible to the
-// publishers at the slot to the nanosecond (not before, and not up to a
-// second after as with whole-second delays), and the target is not
-// written (it stays scheduled, so it can still be moved until its slot).
+// publishers PrepareBefore before the slot to the nanosecond (not before,
+// and not up to a second after as with whole-second delays), and the
+// target is not written (it stays scheduled, so it can still be moved).
 func TestScheduleFiresBeforeTheSlot(t *testing.T) {
 	w := newWorkspace(t, sandbox.Options{}, 1)
 	ctx := context.Background()
@@ -63,15 +63,15 @@ func TestScheduleFiresBeforeTheSlot(t *testing.T) {
 		}
 		return seen{Fired: fired, Depth: d, Received: len(msgs), Status: got.Targets[0].Status}
 	}
-	lead := cfg.FireLead
-	if lead <= time.Second {
-		t.Fatalf("FireLead %s: want more than a second", lead)
+	lead, prepare := cfg.FireLead, cfg.PrepareBefore
+	if lead <= prepare+time.Second || prepare <= 0 {
+		t.Fatalf("FireLead %s, PrepareBefore %s: want a lead over a second longer than a positive preparation", lead, prepare)
 	}
 	got := []seen{
 		look(slot.Add(-lead - time.Second)),
 		look(slot.Add(-lead)),
-		look(slot.Add(-time.Nanosecond)),
-		look(slot),
+		look(slot.Add(-prepare - time.Nanosecond)),
+		look(slot.Add(-prepare)),
 	}
 	want := []seen{
 		{Status: post.Scheduled},
@@ -80,6 +80,6 @@ func TestScheduleFiresBeforeTheSlot(t *testing.T) {
 		{Depth: publishing.QueueDepth{Visible: 1}, Received: 1, Status: post.Scheduled},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("before the lead, at it, a nanosecond before the slot, at the slot (-want +got):\n%s", diff)
+		t.Errorf("before the lead, at it, a nanosecond before the preparation, at it (-want +got):\n%s", diff)
 	}
 }

@@ -20,6 +20,7 @@ func runtimeFlags(fs *flag.FlagSet, cfg *config) {
 	fs.DurationVar(&cfg.RecordMargin, "record-margin", cfg.RecordMargin, "time kept after a platform call to record its outcome")
 	fs.DurationVar(&cfg.Lease, "lease", cfg.Lease, "how long a pending ledger entry belongs to its worker")
 	fs.DurationVar(&cfg.Visibility, "visibility", cfg.Visibility, "queue visibility timeout")
+	fs.DurationVar(&cfg.PrepareBefore, "prepare-before", cfg.PrepareBefore, "how long before its slot a post is prepared (reads, ledger entry), so only the send is left at the slot; 0: all at the slot")
 	fs.DurationVar(&cfg.ConfirmWait, "confirm-wait", cfg.ConfirmWait, "wait between confirm looks (whole seconds)")
 	fs.IntVar(&cfg.ConfirmChecks, "confirm-checks", cfg.ConfirmChecks, "looks before a confirm workflow gives up")
 	fs.DurationVar(&cfg.SweepEvery, "sweep-every", cfg.SweepEvery, "sweeper period")

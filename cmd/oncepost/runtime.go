@@ -55,8 +55,13 @@ type config struct {
 	// FireLead is how long before its slot a target's schedule fires: its
 	// job is queued then, delayed to the slot to the nanosecond, so that
 	// the firings of a burst (one after another) are done when it is due.
-	FireLead   time.Duration
-	SweepEvery time.Duration
+	FireLead time.Duration
+	// PrepareBefore is how long before its slot a job is delivered and
+	// prepared (publishing.Publisher.PrepareBefore: the reads, the dedup
+	// read, the pending entry and its lease), so that at the slot only
+	// the re-read and the create are left.
+	PrepareBefore time.Duration
+	SweepEvery    time.Duration
 	// StaleAfter, MissedAfter, LookSkew, ThrottleLimit are the pipeline's
 	// time windows (publishing's defaults); a drill that scales time down
 	// scales them too.
@@ -114,6 +119,7 @@ func defaultConfig() config {
 		ConfirmChecks:    3,
 		QuickWait:        3 * time.Second,
 		FireLead:         time.Minute,
+		PrepareBefore:    2 * time.Second,
 		SweepEvery:       time.Minute,
 		StaleAfter:       publishing.StaleAfter,
 		// The schedules fire FireLead early and do not mark their targets
@@ -143,10 +149,14 @@ func (c config) validate() error {
 		return usageError("workers", "%d: need at least 1", c.Workers)
 	case c.CallTimeout <= 0:
 		return usageError("call-timeout", "%s: must be positive", c.CallTimeout)
-	case c.Lease <= c.CallTimeout+c.RecordMargin:
-		return usageError("lease", "%s must exceed the call timeout plus the record margin (%s)", c.Lease, c.CallTimeout+c.RecordMargin)
-	case c.Visibility <= c.CallTimeout+c.RecordMargin:
-		return usageError("visibility", "%s must exceed the call timeout plus the record margin (%s)", c.Visibility, c.CallTimeout+c.RecordMargin)
+	case c.PrepareBefore < 0:
+		return usageError("prepare-before", "%s: must not be negative", c.PrepareBefore)
+	case c.Lease <= c.PrepareBefore+c.CallTimeout+c.RecordMargin:
+		return usageError("lease", "%s must exceed the preparation before the slot plus the call timeout plus the record margin (%s)",
+			c.Lease, c.PrepareBefore+c.CallTimeout+c.RecordMargin)
+	case c.Visibility <= c.PrepareBefore+c.CallTimeout+c.RecordMargin:
+		return usageError("visibility", "%s must exceed the preparation before the slot plus the call timeout plus the record margin (%s)",
+			c.Visibility, c.PrepareBefore+c.CallTimeout+c.RecordMargin)
 	case c.ConfirmWait < time.Second || c.ConfirmWait%time.Second != 0:
 		return usageError("confirm-wait", "%s: whole seconds, at least 1s (a Step Functions Wait counts seconds)", c.ConfirmWait)
 	case c.ConfirmChecks < 1:
@@ -158,11 +168,13 @@ func (c config) validate() error {
 }
 
 // scaled returns c with every time window of the pipeline multiplied by f
-// (a drill at 1/100 of real time scales leases, waits and the sweeper's
-// and lookups' windows alike). Confirm waits stay whole seconds.
+// (a drill at 1/100 of real time scales leases, waits, the preparation
+// before the slot and the sweeper's and lookups' windows alike). Confirm
+// waits stay whole seconds.
 func (c config) scaled(f float64) config {
 	sc := func(d time.Duration) time.Duration { return time.Duration(float64(d) * f) }
 	c.StaleAfter, c.MissedAfter, c.LookSkew, c.ThrottleLimit = sc(c.StaleAfter), sc(c.MissedAfter), sc(c.LookSkew), sc(c.ThrottleLimit)
+	c.PrepareBefore = sc(c.PrepareBefore)
 	return c
 }
 
@@ -241,12 +253,12 @@ func openRuntime(ctx context.Context, cfg config) (*runtime, error) {
 	rt.publisher = &publishing.Publisher{
 		Ledger: p.ledger, Posts: p.posts, Accounts: p.accounts, Flows: p.flows, Platforms: p.platforms, Credentials: creds,
 		Pacer: store, Media: dirMedia{cfg.MediaDir}, Metrics: metrics, Owner: rt.owner, CallTimeout: cfg.CallTimeout, RecordMargin: cfg.RecordMargin,
-		Lease: cfg.Lease, ThrottleLimit: cfg.ThrottleLimit, Blocklist: store,
+		Lease: cfg.Lease, PrepareBefore: cfg.PrepareBefore, ThrottleLimit: cfg.ThrottleLimit, Blocklist: store,
 		Confirm: publishing.ConfirmSettings{Wait: cfg.ConfirmWait, MaxChecks: cfg.ConfirmChecks, QuickWait: cfg.QuickWait},
 		Logger:  cfg.Logger, Now: cfg.Now,
 	}
 	rt.operator = &publishing.Operator{Ledger: p.ledger, Confirmer: rt.confirmer, Tasks: p.tasks, Now: cfg.Now, Logger: cfg.Logger}
-	rt.trigger = &publishing.Trigger{Posts: p.posts, Queue: p.queue, Delay: exactDelay, Logger: cfg.Logger, Now: cfg.Now}
+	rt.trigger = &publishing.Trigger{Posts: p.posts, Queue: p.queue, Delay: rt.jobDelay, Logger: cfg.Logger, Now: cfg.Now}
 	rt.cron, err = localcron.NewRunner(ctx, store.DB(), localcron.Options{Fire: rt.fire, Logger: cfg.Logger, Now: cfg.Now})
 	if err != nil {
 		store.Close()
@@ -525,12 +537,12 @@ func (rt *runtime) fire(ctx context.Context, name string, _ time.Time, payload j
 	return err
 }
 
-// exactDelay is the embedded queue's delay of a job for slot sent at now:
-// it delays to the nanosecond, so a job fired early is visible at its
-// slot, not up to a second after it (publishing.DelayUntil's whole
-// seconds are SQS's).
-func exactDelay(slot, now time.Time) time.Duration {
-	return max(slot.Sub(now), 0)
+// jobDelay is the embedded queue's delay of a job for slot sent at now:
+// to the nanosecond (publishing.DelayUntil's whole seconds are SQS's), so
+// a job fired early is visible PrepareBefore before its slot, when the
+// publisher prepares it, not up to a second later.
+func (rt *runtime) jobDelay(slot, now time.Time) time.Duration {
+	return max(slot.Add(-rt.cfg.PrepareBefore).Sub(now), 0)
 }
 
 // flowStarter starts confirm workflows on the local engine.
