@@ -15,7 +15,7 @@ import (
 func runtimeFlags(fs *flag.FlagSet, cfg *config) {
 	fs.StringVar(&cfg.DBPath, "db", cfg.DBPath, "SQLite file (created 0600)")
 	fs.StringVar(&cfg.MediaDir, "media", cfg.MediaDir, "directory holding post attachments (default: media next to --db)")
-	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "publisher workers")
+	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "publishes in flight at once (a burst due in one second needs one per post)")
 	fs.DurationVar(&cfg.CallTimeout, "call-timeout", cfg.CallTimeout, "deadline of one platform call")
 	fs.DurationVar(&cfg.RecordMargin, "record-margin", cfg.RecordMargin, "time kept after a platform call to record its outcome")
 	fs.DurationVar(&cfg.Lease, "lease", cfg.Lease, "how long a pending ledger entry belongs to its worker")

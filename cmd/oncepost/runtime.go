@@ -108,7 +108,7 @@ type ports struct {
 func defaultConfig() config {
 	return config{
 		DBPath:           filepath.Join("var", "oncepost.db"),
-		Workers:          4,
+		Workers:          1000,
 		QueueMaxReceives: 20,
 		Visibility:       time.Minute,
 		CallTimeout:      10 * time.Second,
