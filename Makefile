@@ -7,7 +7,7 @@ BENCHCOUNT ?= 5
 # The Lambda functions of template.yaml, by logical id: <Name>Function is built from ./functions/<name>.
 LAMBDA_FUNCTIONS := TriggerFunction PublisherFunction ConfirmFunction SweeperFunction
 
-.PHONY: all build run test test-short lint asl emulators rie pds bench bench-burst tidy-check clean invoke \
+.PHONY: all build run test test-short lint asl emulators rie pds bench bench-burst bench-burst-local tidy-check clean invoke \
 	$(LAMBDA_FUNCTIONS:%=build-%)
 
 all: test
@@ -87,6 +87,17 @@ bench:
 	set -o pipefail; { $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./shared/sqlitestore/ ./shared/publishing/ && \
 	$(GO) test -run '^$$' -bench SchedulingLateness -benchtime 500x -count $(BENCHCOUNT) ./cmd/oncepost/ && \
 	$(GO) test -run '^$$' -bench 'RestartWithManyScheduled|IdleRuntimeCPU' -benchtime 1x -count $(BENCHCOUNT) -timeout 30m ./cmd/oncepost/; } | tee var/bench.txt
+
+## bench-burst-local: the top-of-hour burst on the embedded runtime: 1,000 posts over 10 accounts
+## due in one second against `oncepost sandbox` as a separate process, every create answered
+## 300 ms after it arrives; lateness from the slot to the sandbox's arrival of each create (p50,
+## p99, max; target p99 ≤ 1 s), CPU per post at and before the slot, duplicates; with the default
+## workers (BURST_WORKERS=256,512 measures others); into var/bench-burst-local.txt.
+BURST_WORKERS ?=
+bench-burst-local:
+	@mkdir -p var
+	set -o pipefail; uptime | tee var/bench-burst-local.txt; \
+	ONCEPOST_BURST_WORKERS=$(BURST_WORKERS) $(GO) test -run '^$$' -bench TopOfHourBurst -benchtime 1x -count $(BENCHCOUNT) -timeout 30m ./cmd/oncepost/ | tee -a var/bench-burst-local.txt
 
 ## build-<LogicalId>: what `sam build` runs for each function of template.yaml (BuildMethod:
 ## makefile), with ARTIFACTS_DIR set: a static linux/arm64 `bootstrap` for provided.al2023, built

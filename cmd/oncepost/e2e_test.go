@@ -31,7 +31,7 @@ import (
 // runs as a separate server, and only stdin, stdout, exit codes and the
 // sandbox's HTTP API are looked at.
 type e2e struct {
-	t       *testing.T
+	t       testing.TB
 	dir, db string
 	sbURL   string
 	tokens  map[string]string // sandbox username → token file
@@ -184,7 +184,7 @@ func (e *e2e) startProcess(logName string, args ...string) (*exec.Cmd, <-chan st
 
 // stopProcess interrupts a process and waits for it, killing it if it
 // does not stop within 10 s.
-func stopProcess(t *testing.T, cmd *exec.Cmd) {
+func stopProcess(t testing.TB, cmd *exec.Cmd) {
 	if cmd.ProcessState != nil {
 		return
 	}
@@ -536,28 +536,30 @@ func TestAccountAddThroughOAuth(t *testing.T) {
 
 // sandboxProcess is `oncepost sandbox` running as its own process.
 type sandboxProcess struct {
-	URL        string
+	URL string
+	// Pid is the sandbox process's id (its CPU time is read from /proc).
+	Pid        int
 	TokenFiles map[string]string
 	AccountIDs map[string]string
 }
 
 // startSandboxProcess starts `oncepost sandbox` with the given accounts
 // and stops it by PID when the test ends.
-func startSandboxProcess(t *testing.T, dir string, accounts ...string) *sandboxProcess {
+func startSandboxProcess(t testing.TB, dir string, accounts ...string) *sandboxProcess {
 	t.Helper()
 	return startSandboxProcessWith(t, dir, nil, accounts...)
 }
 
 // startSandboxProcessWith is startSandboxProcess with more flags.
-func startSandboxProcessWith(t *testing.T, dir string, flags []string, accounts ...string) *sandboxProcess {
+func startSandboxProcessWith(t testing.TB, dir string, flags []string, accounts ...string) *sandboxProcess {
 	t.Helper()
 	args := append([]string{"sandbox", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "sb")}, flags...)
 	for _, a := range accounts {
 		args = append(args, "--account", a)
 	}
 	e := &e2e{t: t, dir: dir}
-	_, lines := e.startProcess("sandbox.log", args...)
-	sp := &sandboxProcess{TokenFiles: map[string]string{}, AccountIDs: map[string]string{}}
+	cmd, lines := e.startProcess("sandbox.log", args...)
+	sp := &sandboxProcess{Pid: cmd.Process.Pid, TokenFiles: map[string]string{}, AccountIDs: map[string]string{}}
 	timeout := time.After(20 * time.Second)
 	for sp.URL == "" || len(sp.TokenFiles) < len(accounts) {
 		select {

@@ -109,6 +109,8 @@ func TestCLIRefusesBadArguments(t *testing.T) {
 		{[]string{"run", "--workers", "0"}, exitUsage, "--workers: 0"},
 		{[]string{"run", "--confirm-wait", "1500ms"}, exitUsage, "--confirm-wait"},
 		{[]string{"run", "--lease", "1s"}, exitUsage, "--lease"},
+		{[]string{"run", "--lease", "13s"}, exitUsage, "--lease: 13s must exceed the preparation before the slot plus the call timeout plus the record margin (14s)"},
+		{[]string{"run", "--prepare-before", "-1s"}, exitUsage, "--prepare-before: -1s"},
 		{[]string{"run", "--nope"}, exitUsage, "flag provided but not defined: -nope"},
 		{[]string{"run", "extra"}, exitUsage, `unexpected argument "extra"`},
 		{[]string{"run", "--log", "xml"}, exitUsage, "--log"},

@@ -18,7 +18,7 @@ import (
 // runtimeArgs tune a runtime process for a test: short leases and waits.
 func runtimeArgs(db string) []string {
 	return []string{"run", "--db", db, "--media", filepath.Join(filepath.Dir(db), "media"), "--workers", "4",
-		"--call-timeout", "300ms", "--record-margin", "200ms", "--lease", "1s", "--visibility", "2s", "--confirm-wait", "1s", "--sweep-every", "500ms"}
+		"--call-timeout", "300ms", "--record-margin", "200ms", "--prepare-before", "200ms", "--lease", "1s", "--visibility", "2s", "--confirm-wait", "1s", "--sweep-every", "500ms"}
 }
 
 // A runtime killed with SIGKILL while posts are in flight, then started

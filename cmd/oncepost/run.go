@@ -15,11 +15,12 @@ import (
 func runtimeFlags(fs *flag.FlagSet, cfg *config) {
 	fs.StringVar(&cfg.DBPath, "db", cfg.DBPath, "SQLite file (created 0600)")
 	fs.StringVar(&cfg.MediaDir, "media", cfg.MediaDir, "directory holding post attachments (default: media next to --db)")
-	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "publisher workers")
+	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "publishes in flight at once (a burst due in one second needs one per post)")
 	fs.DurationVar(&cfg.CallTimeout, "call-timeout", cfg.CallTimeout, "deadline of one platform call")
 	fs.DurationVar(&cfg.RecordMargin, "record-margin", cfg.RecordMargin, "time kept after a platform call to record its outcome")
 	fs.DurationVar(&cfg.Lease, "lease", cfg.Lease, "how long a pending ledger entry belongs to its worker")
 	fs.DurationVar(&cfg.Visibility, "visibility", cfg.Visibility, "queue visibility timeout")
+	fs.DurationVar(&cfg.PrepareBefore, "prepare-before", cfg.PrepareBefore, "how long before its slot a post is prepared (reads, ledger entry), so only the send is left at the slot; 0: all at the slot")
 	fs.DurationVar(&cfg.ConfirmWait, "confirm-wait", cfg.ConfirmWait, "wait between confirm looks (whole seconds)")
 	fs.IntVar(&cfg.ConfirmChecks, "confirm-checks", cfg.ConfirmChecks, "looks before a confirm workflow gives up")
 	fs.DurationVar(&cfg.SweepEvery, "sweep-every", cfg.SweepEvery, "sweeper period")

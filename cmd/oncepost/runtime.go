@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -50,8 +51,17 @@ type config struct {
 	ConfirmWait   time.Duration
 	ConfirmChecks int
 	// QuickWait is the first look's wait after a quick 5xx answer.
-	QuickWait  time.Duration
-	SweepEvery time.Duration
+	QuickWait time.Duration
+	// FireLead is how long before its slot a target's schedule fires: its
+	// job is queued then, delayed to the slot to the nanosecond, so that
+	// the firings of a burst (one after another) are done when it is due.
+	FireLead time.Duration
+	// PrepareBefore is how long before its slot a job is delivered and
+	// prepared (publishing.Publisher.PrepareBefore: the reads, the dedup
+	// read, the pending entry and its lease), so that at the slot only
+	// the re-read and the create are left.
+	PrepareBefore time.Duration
+	SweepEvery    time.Duration
 	// StaleAfter, MissedAfter, LookSkew, ThrottleLimit are the pipeline's
 	// time windows (publishing's defaults); a drill that scales time down
 	// scales them too.
@@ -98,7 +108,7 @@ type ports struct {
 func defaultConfig() config {
 	return config{
 		DBPath:           filepath.Join("var", "oncepost.db"),
-		Workers:          4,
+		Workers:          1000,
 		QueueMaxReceives: 20,
 		Visibility:       time.Minute,
 		CallTimeout:      10 * time.Second,
@@ -108,13 +118,18 @@ func defaultConfig() config {
 		ConfirmWait:      20 * time.Second,
 		ConfirmChecks:    3,
 		QuickWait:        3 * time.Second,
+		FireLead:         time.Minute,
+		PrepareBefore:    2 * time.Second,
 		SweepEvery:       time.Minute,
 		StaleAfter:       publishing.StaleAfter,
-		MissedAfter:      publishing.MissedAfter,
-		LookSkew:         publishing.LookSkew,
-		ThrottleLimit:    24 * time.Hour,
-		WatchEvery:       500 * time.Millisecond,
-		PruneEvery:       time.Hour,
+		// The schedules fire FireLead early and do not mark their targets
+		// (as on AWS): a target is scheduled until the publisher moves it,
+		// and missed two minutes past its slot (awsruntime.SweeperMissedAfter).
+		MissedAfter:   2 * time.Minute,
+		LookSkew:      publishing.LookSkew,
+		ThrottleLimit: 24 * time.Hour,
+		WatchEvery:    500 * time.Millisecond,
+		PruneEvery:    time.Hour,
 		// Step Functions keeps a closed execution's history 90 days.
 		ExecutionRetention: 90 * 24 * time.Hour,
 		// A one-time schedule is deleted when it fires (as EventBridge's
@@ -134,10 +149,14 @@ func (c config) validate() error {
 		return usageError("workers", "%d: need at least 1", c.Workers)
 	case c.CallTimeout <= 0:
 		return usageError("call-timeout", "%s: must be positive", c.CallTimeout)
-	case c.Lease <= c.CallTimeout+c.RecordMargin:
-		return usageError("lease", "%s must exceed the call timeout plus the record margin (%s)", c.Lease, c.CallTimeout+c.RecordMargin)
-	case c.Visibility <= c.CallTimeout+c.RecordMargin:
-		return usageError("visibility", "%s must exceed the call timeout plus the record margin (%s)", c.Visibility, c.CallTimeout+c.RecordMargin)
+	case c.PrepareBefore < 0:
+		return usageError("prepare-before", "%s: must not be negative", c.PrepareBefore)
+	case c.Lease <= c.PrepareBefore+c.CallTimeout+c.RecordMargin:
+		return usageError("lease", "%s must exceed the preparation before the slot plus the call timeout plus the record margin (%s)",
+			c.Lease, c.PrepareBefore+c.CallTimeout+c.RecordMargin)
+	case c.Visibility <= c.PrepareBefore+c.CallTimeout+c.RecordMargin:
+		return usageError("visibility", "%s must exceed the preparation before the slot plus the call timeout plus the record margin (%s)",
+			c.Visibility, c.PrepareBefore+c.CallTimeout+c.RecordMargin)
 	case c.ConfirmWait < time.Second || c.ConfirmWait%time.Second != 0:
 		return usageError("confirm-wait", "%s: whole seconds, at least 1s (a Step Functions Wait counts seconds)", c.ConfirmWait)
 	case c.ConfirmChecks < 1:
@@ -149,11 +168,13 @@ func (c config) validate() error {
 }
 
 // scaled returns c with every time window of the pipeline multiplied by f
-// (a drill at 1/100 of real time scales leases, waits and the sweeper's
-// and lookups' windows alike). Confirm waits stay whole seconds.
+// (a drill at 1/100 of real time scales leases, waits, the preparation
+// before the slot and the sweeper's and lookups' windows alike). Confirm
+// waits stay whole seconds.
 func (c config) scaled(f float64) config {
 	sc := func(d time.Duration) time.Duration { return time.Duration(float64(d) * f) }
 	c.StaleAfter, c.MissedAfter, c.LookSkew, c.ThrottleLimit = sc(c.StaleAfter), sc(c.MissedAfter), sc(c.LookSkew), sc(c.ThrottleLimit)
+	c.PrepareBefore = sc(c.PrepareBefore)
 	return c
 }
 
@@ -198,7 +219,8 @@ func openRuntime(ctx context.Context, cfg config) (*runtime, error) {
 	if cfg.owner != "" {
 		rt.owner, gone = cfg.owner, cfg.ownerGone
 	}
-	var plat publishing.Platforms = catalog.Connector{Mastodon: mastodon.Connector{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret}}
+	var plat publishing.Platforms = catalog.Connector{Mastodon: mastodon.Connector{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret}}.
+		WithHTTPClient(&http.Client{Transport: platformTransport(cfg.Workers)})
 	if cfg.Platforms != nil {
 		plat = cfg.Platforms
 	}
@@ -231,12 +253,12 @@ func openRuntime(ctx context.Context, cfg config) (*runtime, error) {
 	rt.publisher = &publishing.Publisher{
 		Ledger: p.ledger, Posts: p.posts, Accounts: p.accounts, Flows: p.flows, Platforms: p.platforms, Credentials: creds,
 		Pacer: store, Media: dirMedia{cfg.MediaDir}, Metrics: metrics, Owner: rt.owner, CallTimeout: cfg.CallTimeout, RecordMargin: cfg.RecordMargin,
-		Lease: cfg.Lease, ThrottleLimit: cfg.ThrottleLimit, Blocklist: store,
+		Lease: cfg.Lease, PrepareBefore: cfg.PrepareBefore, ThrottleLimit: cfg.ThrottleLimit, Blocklist: store,
 		Confirm: publishing.ConfirmSettings{Wait: cfg.ConfirmWait, MaxChecks: cfg.ConfirmChecks, QuickWait: cfg.QuickWait},
 		Logger:  cfg.Logger, Now: cfg.Now,
 	}
 	rt.operator = &publishing.Operator{Ledger: p.ledger, Confirmer: rt.confirmer, Tasks: p.tasks, Now: cfg.Now, Logger: cfg.Logger}
-	rt.trigger = &publishing.Trigger{Posts: p.posts, Queue: p.queue, Logger: cfg.Logger, Now: cfg.Now}
+	rt.trigger = &publishing.Trigger{Posts: p.posts, Queue: p.queue, Delay: rt.jobDelay, Logger: cfg.Logger, Now: cfg.Now}
 	rt.cron, err = localcron.NewRunner(ctx, store.DB(), localcron.Options{Fire: rt.fire, Logger: cfg.Logger, Now: cfg.Now})
 	if err != nil {
 		store.Close()
@@ -302,7 +324,7 @@ func (rt *runtime) run(ctx context.Context) error {
 		return err
 	}
 	var wg sync.WaitGroup
-	errs := make(chan error, 5+rt.cfg.Workers)
+	errs := make(chan error, 5)
 	goLoop := func(name string, f func(context.Context) error) {
 		wg.Add(1)
 		go func() {
@@ -314,9 +336,7 @@ func (rt *runtime) run(ctx context.Context) error {
 	}
 	goLoop("scheduler", rt.cron.Run)
 	goLoop("confirm workflows", rt.flows.Run)
-	for i := 0; i < rt.cfg.Workers; i++ {
-		goLoop("publisher", rt.newLoop().Run)
-	}
+	goLoop("publishers", rt.publish)
 	goLoop("sweeper", rt.sweepLoop)
 	goLoop("watcher", rt.watch)
 	rt.log.InfoContext(ctx, "runtime started", "db", rt.cfg.DBPath, "workers", rt.cfg.Workers, "owner", rt.owner)
@@ -331,9 +351,9 @@ func (rt *runtime) run(ctx context.Context) error {
 	return errors.Join(all...)
 }
 
-// newLoop is one publisher worker.
+// newLoop handles the publishers' deliveries (see publish).
 func (rt *runtime) newLoop() *publishing.Loop {
-	return &publishing.Loop{Queue: rt.ports.queue, Publisher: rt.publisher, Batch: 1, Visibility: rt.cfg.Visibility, Idle: 250 * time.Millisecond, Logger: rt.cfg.Logger,
+	return &publishing.Loop{Queue: rt.ports.queue, Publisher: rt.publisher, Batch: 1, Visibility: rt.cfg.Visibility, Logger: rt.cfg.Logger,
 		MaxReceives: rt.cfg.QueueMaxReceives}
 }
 
@@ -439,15 +459,17 @@ func scheduleName(ref publishing.TargetRef) string {
 	return "post/" + string(ref.Post) + "/" + string(ref.Account) + "/" + ref.Slot.UTC().Format(time.RFC3339Nano)
 }
 
-// scheduleEntry is a target's at() schedule.
-func scheduleEntry(ref publishing.TargetRef) (localcron.Entry, error) {
+// scheduleEntry is a target's at() schedule: lead before the slot, in
+// whole seconds (at() counts seconds), never after it. The payload
+// carries the slot itself.
+func scheduleEntry(ref publishing.TargetRef, lead time.Duration) (localcron.Entry, error) {
 	payload, err := json.Marshal(ref)
 	if err != nil {
 		return localcron.Entry{}, fmt.Errorf("encode schedule payload: %w", err)
 	}
 	return localcron.Entry{
 		Name:       scheduleName(ref),
-		Expression: "at(" + ref.Slot.UTC().Format("2006-01-02T15:04:05") + ")",
+		Expression: "at(" + ref.Slot.Add(-lead).UTC().Format("2006-01-02T15:04:05") + ")",
 		Timezone:   "UTC",
 		Payload:    payload,
 	}, nil
@@ -455,7 +477,7 @@ func scheduleEntry(ref publishing.TargetRef) (localcron.Entry, error) {
 
 // scheduleTx registers a target's at() schedule inside tx.
 func (rt *runtime) scheduleTx(ctx context.Context, tx *sql.Tx, ref publishing.TargetRef) error {
-	e, err := scheduleEntry(ref)
+	e, err := scheduleEntry(ref, rt.cfg.FireLead)
 	if err != nil {
 		return err
 	}
@@ -500,7 +522,10 @@ func (rt *runtime) syncSchedules(ctx context.Context) error {
 	}
 }
 
-// fire is the scheduler's target: the trigger use case.
+// fire is the scheduler's target: the trigger use case. It queues the job
+// without writing the target (as the AWS trigger does): the job is the
+// record, and the target stays scheduled, so it can still be moved or
+// cancelled until its slot (the publisher re-reads it).
 func (rt *runtime) fire(ctx context.Context, name string, _ time.Time, payload json.RawMessage) error {
 	var ref publishing.TargetRef
 	if err := json.Unmarshal(payload, &ref); err != nil {
@@ -508,8 +533,16 @@ func (rt *runtime) fire(ctx context.Context, name string, _ time.Time, payload j
 		rt.log.ErrorContext(ctx, "schedule payload is not a target", "schedule", name, "err", err)
 		return nil
 	}
-	_, err := rt.trigger.Fire(ctx, ref)
+	_, err := rt.trigger.Enqueue(ctx, ref)
 	return err
+}
+
+// jobDelay is the embedded queue's delay of a job for slot sent at now:
+// to the nanosecond (publishing.DelayUntil's whole seconds are SQS's), so
+// a job fired early is visible PrepareBefore before its slot, when the
+// publisher prepares it, not up to a second later.
+func (rt *runtime) jobDelay(slot, now time.Time) time.Duration {
+	return max(slot.Add(-rt.cfg.PrepareBefore).Sub(now), 0)
 }
 
 // flowStarter starts confirm workflows on the local engine.

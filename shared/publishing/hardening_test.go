@@ -524,6 +524,102 @@ func TestEarlyJobWaitsForItsSlot(t *testing.T) {
 	}
 }
 
+// A Publisher with PrepareBefore prepares a job delivered that close to
+// its slot: the dedup read and the pending entry with its lease are done
+// then, and it waits for the slot before the re-read and the create. A
+// post cancelled while it waits is not sent; a job delivered earlier goes
+// back on the queue until it can be prepared, and one stopped while it
+// waits (the runtime shuts down) is released unsent, to come back at its
+// slot.
+func TestJobPreparedBeforeItsSlot(t *testing.T) {
+	e := newEnv(t, sandbox.Options{})
+	e.pub.PrepareBefore = 2 * time.Second
+	ctx := context.Background()
+	slot := e.clock.Now().Truncate(time.Second).Add(10 * time.Second)
+	sent, cancelled := e.scheduleAt("sent", "Prepared, then sent at the slot.", slot), e.scheduleAt("cancelled", "Prepared, then cancelled.", slot)
+	stopped := e.scheduleAt("stopped", "Prepared, then stopped.", slot)
+
+	type step struct {
+		Result     publishing.Result
+		Reason     string
+		RetryAfter time.Duration
+		Entry      ledger.State // "" when there is none
+		Creates    int
+	}
+	entryState := func(job publishing.Job) ledger.State {
+		en, err := e.store.Get(ctx, ledger.PublishKey(string(job.Account), string(job.Post), job.Slot))
+		if errors.Is(err, ledger.ErrNotFound) {
+			return ""
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return en.State
+	}
+	var got []step
+	e.clock.Set(slot.Add(-10 * time.Second))
+	out := e.publish(sent)
+	got = append(got, step{out.Result, out.Reason, out.RetryAfter, entryState(sent), e.sb.Stats().CreateRequests})
+
+	// 30 ms before the slot, by the Publisher's clock: both are prepared
+	// and wait for the clock to reach the slot.
+	e.clock.Set(slot.Add(-30 * time.Millisecond))
+	outs := make(chan publishing.Outcome, 3)
+	stop, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for _, job := range []publishing.Job{sent, cancelled, stopped} {
+		go func() {
+			jobCtx := ctx
+			if job == stopped {
+				jobCtx = stop
+			}
+			out, err := e.pub.Publish(jobCtx, job)
+			if err != nil {
+				t.Error(err)
+			}
+			outs <- out
+		}()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for entryState(sent) != ledger.Pending || entryState(cancelled) != ledger.Pending || entryState(stopped) != ledger.Pending {
+		if time.Now().After(deadline) {
+			t.Fatalf("entries %q, %q and %q, want all pending before the slot", entryState(sent), entryState(cancelled), entryState(stopped))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	got = append(got, step{Entry: entryState(sent), Creates: e.sb.Stats().CreateRequests})
+	cancel()
+	o := <-outs
+	got = append(got, step{o.Result, o.Reason, o.RetryAfter, entryState(stopped), e.sb.Stats().CreateRequests})
+	if _, err := e.store.UpdateTarget(ctx, cancelled.Post, cancelled.Account, post.TargetUpdate{Status: post.Cancelled, At: e.clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Set(slot)
+	byResult := map[publishing.Result]publishing.Outcome{}
+	for range 2 {
+		o := <-outs
+		byResult[o.Result] = o
+	}
+	for _, r := range []publishing.Result{publishing.Published, publishing.Skipped} {
+		o := byResult[r]
+		job := sent
+		if r == publishing.Skipped {
+			job = cancelled
+		}
+		got = append(got, step{o.Result, o.Reason, o.RetryAfter, entryState(job), e.sb.Stats().CreateRequests})
+	}
+	want := []step{
+		{Result: publishing.Retry, Reason: publishing.ReasonEarly, RetryAfter: 8 * time.Second},
+		{Entry: ledger.Pending},
+		{Result: publishing.Retry, Reason: publishing.ReasonEarly, RetryAfter: 30 * time.Millisecond, Entry: ledger.Released},
+		{Result: publishing.Published, Entry: ledger.Confirmed, Creates: 1},
+		{Result: publishing.Skipped, Reason: publishing.ReasonCancelled, Entry: ledger.Released, Creates: 1},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("10 s early; prepared 30 ms early; stopped; at the slot: sent, cancelled (-want +got):\n%s", diff)
+	}
+}
+
 // Upload trouble (503s, a dropped request, a 429) never spends the attempt
 // budget, leaves no upload row open, and says which upload failed.
 func TestUploadTroubleDoesNotBurnAttempts(t *testing.T) {

@@ -144,6 +144,16 @@ type Publisher struct {
 	// Lease is how long a pending entry is ours; it must exceed
 	// CallTimeout+RecordMargin. Default 2 min.
 	Lease time.Duration
+	// PrepareBefore is how long before its slot a delivered job is
+	// prepared: the blocklist, the credential, the dedup read and the
+	// pending entry with its lease are done then, and the publish waits for
+	// the slot before the re-read of the post and the create, so that a
+	// burst due at one second spends its slot on the creates alone. A job
+	// delivered earlier goes back on the queue until it can be prepared.
+	// The lease must outlast it (Lease > PrepareBefore + CallTimeout +
+	// RecordMargin); the dedup read and the blocklist are then up to
+	// PrepareBefore old at the send. Default 0: nothing before the slot.
+	PrepareBefore time.Duration
 	// DedupWindow is how many recent posts pre-publish dedup reads; default 20.
 	DedupWindow int
 	// MaxAttempts bounds the sends of one entry that may have reached the
@@ -256,10 +266,11 @@ func (p *Publisher) Publish(ctx context.Context, job Job) (Outcome, error) {
 		// A rescheduled, cancelled or finished target: this delivery is stale.
 		return Outcome{Result: Skipped, Key: t.key, Reason: "target " + string(t.target.Status)}, nil
 	}
-	if now := p.now(); now.Before(t.target.Slot) {
+	if now := p.now(); t.target.Slot.Sub(now) > p.PrepareBefore {
 		// A job delivered early (a foreign producer, a replay, a clock
-		// jump) goes back on the queue until its slot.
-		return Outcome{Result: Retry, Key: t.key, Reason: ReasonEarly, RetryAfter: t.target.Slot.Sub(now)}, nil
+		// jump) goes back on the queue until its slot, or until it can be
+		// prepared (PrepareBefore).
+		return Outcome{Result: Retry, Key: t.key, Reason: ReasonEarly, RetryAfter: t.target.Slot.Sub(now) - p.PrepareBefore}, nil
 	}
 	if out, held, err := p.checkBlocklist(ctx, t); err != nil || held {
 		return out, err
@@ -545,6 +556,12 @@ func (p *Publisher) sendAcquired(ctx context.Context, t target, a *authedClient,
 		}
 	}
 
+	if err := p.waitForSlot(ctx, t.target.Slot); err != nil {
+		// Stopped while a prepared job waited: nothing was sent, and the
+		// job comes back at its slot.
+		return p.record(ctx, t, e, outcomePostponed(ReasonEarly, max(t.target.Slot.Sub(p.now()), 0)))
+	}
+
 	// Re-read the post right before the irreversible call.
 	fresh, err := p.readTarget(ctx, t.post.ID, t.account.ID)
 	switch {
@@ -621,6 +638,23 @@ func (p *Publisher) sendAcquired(ctx context.Context, t target, a *authedClient,
 		return p.record(ctx, t, e, classify(err))
 	}
 	return p.record(ctx, t, e, outcome{state: ledger.Confirmed, remoteID: rcpt.RemoteID})
+}
+
+// waitForSlot waits until the slot, by the Publisher's clock, for a job
+// prepared before it (PrepareBefore): each wait is what the clock says is
+// left, then the clock is read again. It returns ctx's error if ctx ends
+// first.
+func (p *Publisher) waitForSlot(ctx context.Context, slot time.Time) error {
+	for d := slot.Sub(p.now()); d > 0; d = slot.Sub(p.now()) {
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
 }
 
 // callContext bounds one platform call: CallTimeout, and never past the

@@ -58,12 +58,24 @@ type Trigger struct {
 	// SendConcurrency is how many batch sends FireSlot has in flight;
 	// default DefaultSendConcurrency.
 	SendConcurrency int
+	// Delay is the queue delay of a job for slot sent at now; nil means
+	// DelayUntil (whole seconds, as SQS's DelaySeconds). A queue that
+	// delays to the nanosecond (the embedded one) lets a job fired early
+	// become visible at its slot, not up to a second after it.
+	Delay func(slot, now time.Time) time.Duration
 	// Now is the clock; default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
 }
 
 func (t *Trigger) now() time.Time { return nowFrom(t.Now) }
+
+func (t *Trigger) delay(slot, now time.Time) time.Duration {
+	if t.Delay != nil {
+		return t.Delay(slot, now)
+	}
+	return DelayUntil(slot, now)
+}
 
 func (t *Trigger) log() *slog.Logger { return loggerOr(t.Logger) }
 
@@ -117,7 +129,7 @@ func (t *Trigger) enqueue(ctx context.Context, ref TargetRef) (post.Target, bool
 	if err != nil {
 		return post.Target{}, false, fmt.Errorf("trigger %s/%s: encode job: %w", ref.Post, ref.Account, err)
 	}
-	if _, err := t.Queue.Send(ctx, body, DelayUntil(tg.Slot, t.now())); err != nil {
+	if _, err := t.Queue.Send(ctx, body, t.delay(tg.Slot, t.now())); err != nil {
 		return post.Target{}, false, fmt.Errorf("trigger %s/%s: enqueue: %w", ref.Post, ref.Account, err)
 	}
 	t.log().InfoContext(ctx, "triggered", "post", p.ID, "account", tg.Account, "slot", tg.Slot.Format(time.RFC3339))
@@ -385,7 +397,7 @@ func (t *Trigger) sendSlotPage(ctx context.Context, slot time.Time, refs []Targe
 		if err != nil {
 			return 0, fmt.Errorf("encode job %s/%s: %w", ref.Post, ref.Account, err)
 		}
-		msgs = append(msgs, Outgoing{Body: body, Delay: DelayUntil(ref.Slot, now)})
+		msgs = append(msgs, Outgoing{Body: body, Delay: t.delay(ref.Slot, now)})
 	}
 	const batch = 10
 	var (

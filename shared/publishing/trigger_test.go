@@ -180,3 +180,29 @@ func TestDelayUntil(t *testing.T) {
 		}
 	}
 }
+
+// TestTriggerDelayReplacesWholeSeconds: a Trigger given a queue delay of
+// its own (a queue that delays to the nanosecond) sends every job with it,
+// from a per-target firing and from a slot's, instead of DelayUntil's
+// whole seconds.
+func TestTriggerDelayReplacesWholeSeconds(t *testing.T) {
+	e := newEnv(t, sandbox.Options{})
+	ctx := context.Background()
+	slot := e.clock.Now().Truncate(time.Second).Add(time.Minute)
+	now := slot.Add(-1500 * time.Millisecond)
+	one := e.scheduleAt("one", "Fired on its own.", slot)
+	two := e.scheduleAt("two", "Fired with its slot.", slot.Add(time.Second))
+	q := &sendRecorder{Queue: e.queue}
+	exact := func(slot, now time.Time) time.Duration { return max(slot.Sub(now), 0) }
+	tr := &publishing.Trigger{Posts: e.store, Queue: q, Now: func() time.Time { return now }, Delay: exact}
+	if sent, err := tr.Enqueue(ctx, one); err != nil || !sent {
+		t.Fatalf("Enqueue = %v, %v; want sent", sent, err)
+	}
+	if rep, err := tr.FireSlot(ctx, two.Slot); err != nil || rep.Sent != 1 {
+		t.Fatalf("FireSlot = %+v, %v; want 1 sent", rep, err)
+	}
+	want := []sentJob{{one, 1500 * time.Millisecond}, {two, 2500 * time.Millisecond}}
+	if diff := cmp.Diff(want, q.sent); diff != "" {
+		t.Errorf("jobs sent and their delays (-want +got):\n%s", diff)
+	}
+}

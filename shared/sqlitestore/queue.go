@@ -102,6 +102,27 @@ func (q *Queue) Send(ctx context.Context, body []byte, delay time.Duration) (str
 	return id, nil
 }
 
+// NextVisible returns when the queue's next message becomes visible, so
+// that a receiver can sleep until then instead of polling: the earliest
+// visibility time of its messages (one in flight comes back when its
+// visibility timeout ends; one already visible gives a time not after
+// now), and false when the queue is empty. One read of the index on
+// (queue, visible_at), from a read connection.
+func (q *Queue) NextVisible(ctx context.Context) (time.Time, bool, error) {
+	var at string
+	switch err := q.s.rs.queueNextVisible.QueryRowContext(ctx, q.name).Scan(&at); {
+	case errors.Is(err, sql.ErrNoRows):
+		return time.Time{}, false, nil
+	case err != nil:
+		return time.Time{}, false, fmt.Errorf("queue %s next visible: %w", q.name, err)
+	}
+	t, err := sqltime.Decode(at)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("queue %s next visible: visible_at %q: %w", q.name, cut(at, maxValueBytes), err)
+	}
+	return t, true, nil
+}
+
 // visible is a message picked by Receive, decoded as far as it can be.
 type visible struct {
 	seq          int64

@@ -629,3 +629,51 @@ func TestVisibleAtReadableMatchesDecode(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueNextVisible: when the queue's next message becomes visible, so
+// a receiver can sleep until then: none in an empty queue; the earliest
+// delay; a message in flight comes back when its visibility ends; a
+// message already visible is due now; other queues do not count.
+func TestQueueNextVisible(t *testing.T) {
+	ctx := context.Background()
+	clock := clocktest.New(t0)
+	s := openTest(t, Options{Now: clock.Now})
+	q := s.Queue("publish", 3)
+	if _, err := s.Queue("other", 3).Send(ctx, []byte("elsewhere"), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	type next struct {
+		At time.Time
+		OK bool
+	}
+	look := func() next {
+		t.Helper()
+		at, ok, err := q.NextVisible(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return next{at, ok}
+	}
+	var got []next
+	got = append(got, look())
+	for _, d := range []time.Duration{5 * time.Second, 2*time.Second + time.Millisecond} {
+		if _, err := q.Send(ctx, []byte("later"), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got = append(got, look())
+	clock.Advance(3 * time.Second)
+	receiveOne(t, q, 10*time.Second) // the 2 s one, hidden until t0+13s
+	got = append(got, look())
+	clock.Advance(3 * time.Second)
+	got = append(got, look())
+	want := []next{
+		{},
+		{t0.Add(2*time.Second + time.Millisecond), true},
+		{t0.Add(5 * time.Second), true},
+		{t0.Add(5 * time.Second), true},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("next visible: empty, two delayed, one in flight, one visible (-want +got):\n%s", diff)
+	}
+}

@@ -65,6 +65,8 @@ const (
 		ORDER BY slot, post_id, account LIMIT ?`
 	heldQuery = `SELECT ` + ledgerColumns + ` FROM ledger INDEXED BY ledger_held
 		WHERE state = 'held' ORDER BY updated_at, key LIMIT ?`
+	nextVisibleQuery = `SELECT visible_at FROM queue_messages INDEXED BY queue_messages_visible
+		WHERE queue = ? AND ` + visibleAtReadable + ` ORDER BY visible_at LIMIT 1`
 	expiredQuery = `SELECT key FROM ledger INDEXED BY ledger_expires
 		WHERE expires_at != '' AND expires_at < ? AND state IN ('confirmed', 'failed')
 		ORDER BY expires_at LIMIT ?`
@@ -116,6 +118,7 @@ type readStmts struct {
 	queueAnyUndecodable                   *sql.Stmt
 	queueVisibleCount, queueHiddenCount   *sql.Stmt
 	queueUndecodableCount, deadCount      *sql.Stmt
+	queueNextVisible                      *sql.Stmt
 }
 
 func (r *readStmts) all() []*sql.Stmt {
@@ -124,7 +127,7 @@ func (r *readStmts) all() []*sql.Stmt {
 		r.postGet, r.due, r.unfinished, r.unscheduled, r.countAll,
 		r.accountGet, r.accountList, r.credential, r.blocked,
 		r.deadLetters, r.queueAnyVisible, r.queueAnyUndecodable,
-		r.queueVisibleCount, r.queueHiddenCount, r.queueUndecodableCount, r.deadCount,
+		r.queueVisibleCount, r.queueHiddenCount, r.queueUndecodableCount, r.deadCount, r.queueNextVisible,
 	}
 	for _, st := range r.count {
 		out = append(out, st)
@@ -283,6 +286,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		{&r.queueUndecodableCount, s.r, `SELECT count(*) FROM queue_messages INDEXED BY queue_messages_undecodable
 			WHERE queue = ? AND ` + visibleAtUnreadable},
 		{&r.deadCount, s.r, `SELECT count(*) FROM dead_letters INDEXED BY dead_letters_queue WHERE queue = ?`},
+		{&r.queueNextVisible, s.r, nextVisibleQuery},
 		{&r.deadLetters, s.r, `SELECT id, body, receive_count, reason, at FROM dead_letters
 			WHERE queue = ? ORDER BY seq LIMIT ?`},
 	}
