@@ -213,39 +213,42 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 		readFailed(fmt.Errorf("unfinished targets: %w", err))
 	}
 	rep.StuckTargets = len(stuck)
-	if len(stuck) > 0 {
+	// Scheduled targets past their slot: the schedule did not fire, or its
+	// job waits in line (a slot's firing does not mark its targets).
+	missed, err := s.Posts.Due(ctx, now.Add(-missedAfter), limit)
+	if err != nil {
+		readFailed(fmt.Errorf("missed schedules: %w", err))
+	}
+	rep.MissedSchedules = len(missed)
+	if len(stuck)+len(missed) > 0 {
 		// Jobs waiting to be received (the top of the hour's line) are
 		// probably these targets' own: a copy would only lengthen the
-		// line. Re-enqueue only when nothing waits, i.e. when a job may
-		// really have been lost; they are counted (and alarm) either way.
+		// line. Re-enqueue and trigger only when nothing waits, i.e. when
+		// a job may really have been lost or a schedule missed; they are
+		// counted (and alarm) either way.
 		depth, err := s.Queue.Depth(ctx)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("queue depth: %w", err))
 		case depth.Visible > 0:
 			rep.QueueVisible = depth.Visible
-			s.log().InfoContext(ctx, "stuck targets not re-enqueued: the queue has a backlog", "stuck_targets", len(stuck), "queue_visible", depth.Visible)
+			s.log().InfoContext(ctx, "stuck and missed targets left alone: the queue has a backlog", "stuck_targets", len(stuck),
+				"missed_schedules", len(missed), "queue_visible", depth.Visible)
 		default:
 			for _, ref := range stuck {
 				// Publish decides from the ledger what the target needs: a
 				// re-send only if the entry is released (and due) or absent.
 				requeue(ref)
 			}
-		}
-	}
-
-	missed, err := s.Posts.Due(ctx, now.Add(-missedAfter), limit)
-	if err != nil {
-		readFailed(fmt.Errorf("missed schedules: %w", err))
-	}
-	rep.MissedSchedules = len(missed)
-	for _, ref := range missed {
-		ok, err := s.Trigger.Fire(ctx, ref)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		if ok {
-			rep.Triggered++
+			for _, ref := range missed {
+				ok, err := s.Trigger.Fire(ctx, ref)
+				if err != nil {
+					errs = append(errs, err)
+				}
+				if ok {
+					rep.Triggered++
+				}
+			}
 		}
 	}
 

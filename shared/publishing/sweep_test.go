@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -215,12 +216,14 @@ func TestSweepDoesNotRequeueIntoABacklog(t *testing.T) {
 	inLine := e.schedule("in-line", "Waiting its turn.")
 	e.enqueue(inLine)
 	lost := e.schedule("lost", "Its job was lost.")
+	missed := e.scheduleAt("missed", "Its schedule never fired.", e.clock.Now())
 	e.clock.Advance(10 * time.Minute)
 	var metrics bytes.Buffer
 	sw := e.sweeper(&metrics)
 	rep, err := sw.Sweep(ctx)
-	if err != nil || rep.StuckTargets != 2 || rep.Requeued != 0 {
-		t.Fatalf("sweep with a backlog: stuck %d requeued %d (err %v), want 2 counted and none re-enqueued", rep.StuckTargets, rep.Requeued, err)
+	if err != nil || rep.StuckTargets != 2 || rep.Requeued != 0 || rep.MissedSchedules != 1 || rep.Triggered != 0 {
+		t.Fatalf("sweep with a backlog: stuck %d requeued %d, missed %d triggered %d (err %v), want 2 and 1 counted, nothing sent",
+			rep.StuckTargets, rep.Requeued, rep.MissedSchedules, rep.Triggered, err)
 	}
 	if rep.QueueVisible != 1 {
 		t.Errorf("sweep saw %d visible jobs, want 1", rep.QueueVisible)
@@ -230,11 +233,14 @@ func TestSweepDoesNotRequeueIntoABacklog(t *testing.T) {
 		t.Fatalf("in-line target %s, want published", tg.Status)
 	}
 	rep, err = sw.Sweep(ctx)
-	if err != nil || rep.StuckTargets != 1 || rep.Requeued != 1 {
-		t.Fatalf("sweep with nothing in line: stuck %d requeued %d (err %v), want the lost one re-enqueued", rep.StuckTargets, rep.Requeued, err)
+	if err != nil || rep.StuckTargets != 1 || rep.Requeued != 1 || rep.Triggered != 1 {
+		t.Fatalf("sweep with nothing in line: stuck %d requeued %d triggered %d (err %v), want the lost one re-enqueued, the missed one triggered",
+			rep.StuckTargets, rep.Requeued, rep.Triggered, err)
 	}
-	if jobs := e.queued(); len(jobs) != 1 || jobs[0] != lost {
-		t.Errorf("queue holds %v, want the lost job once", jobs)
+	jobs := e.queued()
+	slices.SortFunc(jobs, func(a, b publishing.Job) int { return strings.Compare(string(a.Post), string(b.Post)) })
+	if diff := cmp.Diff([]publishing.Job{lost, missed}, jobs); diff != "" {
+		t.Errorf("queued (-want +got):\n%s", diff)
 	}
 }
 
