@@ -298,8 +298,8 @@ type dynamoViews struct{ s *dynamostore.Store }
 // ListPosts lists a page of posts in StatusIndex order
 // (dynamostore.Store.ListPostPage).
 func (v dynamoViews) ListPosts(ctx context.Context, f postFilter) (postPage, error) {
-	pg, err := v.s.ListPostPage(ctx, dynamostore.PostFilter{Statuses: f.Statuses, Account: f.Account, Limit: f.Limit, After: f.After})
-	if errors.Is(err, dynamostore.ErrBadCursor) {
+	pg, err := v.s.ListPostPage(ctx, publishing.PostFilter{Statuses: f.Statuses, Account: f.Account, Limit: f.Limit, After: f.After})
+	if errors.Is(err, publishing.ErrBadCursor) {
 		return postPage{}, badCursor(f.After)
 	}
 	return postPage(pg), err

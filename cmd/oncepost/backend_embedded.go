@@ -61,8 +61,8 @@ type sqliteViews struct{ s *sqlitestore.Store }
 // ListPosts lists a page of posts by their earliest matching slot
 // (sqlitestore.Store.ListPostPage).
 func (v sqliteViews) ListPosts(ctx context.Context, f postFilter) (postPage, error) {
-	pg, err := v.s.ListPostPage(ctx, sqlitestore.PostFilter{Statuses: f.Statuses, Account: f.Account, Limit: f.Limit, After: f.After})
-	if errors.Is(err, sqlitestore.ErrBadCursor) {
+	pg, err := v.s.ListPostPage(ctx, publishing.PostFilter{Statuses: f.Statuses, Account: f.Account, Limit: f.Limit, After: f.After})
+	if errors.Is(err, publishing.ErrBadCursor) {
 		return postPage{}, badCursor(f.After)
 	}
 	return postPage(pg), err

@@ -15,6 +15,7 @@ import (
 	"oncepost/shared/platform/catalog"
 	"oncepost/shared/platform/sandbox"
 	"oncepost/shared/post"
+	"oncepost/shared/publishing"
 	"oncepost/shared/sqlitestore"
 )
 
@@ -49,7 +50,7 @@ func takeSnapshot(t *testing.T, db string) snapshot {
 		}
 		snap.Credentials[a.ID] = c.AccessToken
 	}
-	if snap.Posts, err = s.ListPosts(ctx, sqlitestore.PostFilter{Limit: 1000}); err != nil {
+	if snap.Posts, err = s.ListPosts(ctx, publishing.PostFilter{Limit: 1000}); err != nil {
 		t.Fatal(err)
 	}
 	if snap.Blocked, err = s.BlockedTerms(ctx); err != nil {

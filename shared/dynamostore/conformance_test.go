@@ -48,7 +48,7 @@ func TestPostPagesConformance(t *testing.T) {
 	publishingtest.TestPostPages(t, func(t *testing.T) (publishing.Posts, publishingtest.PostLister) {
 		s := e.store(t, next(t), nil, Options{})
 		return s, func(ctx context.Context, statuses []post.TargetStatus, account post.AccountID, limit int, after string) ([]post.Post, string, error) {
-			pg, err := s.ListPostPage(ctx, PostFilter{Statuses: statuses, Account: account, Limit: limit, After: after})
+			pg, err := s.ListPostPage(ctx, publishing.PostFilter{Statuses: statuses, Account: account, Limit: limit, After: after})
 			return pg.Posts, pg.Next, err
 		}
 	})

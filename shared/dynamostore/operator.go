@@ -17,6 +17,7 @@ import (
 
 	"oncepost/shared/ledger"
 	"oncepost/shared/post"
+	"oncepost/shared/publishing"
 )
 
 // The operator's reads and moves: what `oncepost … --backend aws` does
@@ -24,36 +25,8 @@ import (
 // embedded workspace). None of them is on the publish path.
 
 // DefaultListLimit is how many posts ListPosts returns when
-// PostFilter.Limit is not set.
+// publishing.PostFilter.Limit is not set.
 const DefaultListLimit = 100
-
-// PostFilter selects the posts ListPosts returns: those with at least one
-// target that matches every condition given.
-type PostFilter struct {
-	// Statuses, if any, are the statuses a matching target may have;
-	// none means every status.
-	Statuses []post.TargetStatus
-	// Account, if set, is the account a matching target goes to.
-	Account post.AccountID
-	// Limit is the most posts returned; ≤ 0 means DefaultListLimit.
-	Limit int
-	// After is the cursor of the page before (PostPage.Next); "" for the
-	// first page. A cursor is a position, not a filter: it may be used
-	// with other filters than its page's.
-	After string
-}
-
-// PostPage is one page of ListPostPage.
-type PostPage struct {
-	Posts []post.Post
-	// Next is the cursor of the following page (PostFilter.After), ""
-	// when no matching post is left.
-	Next string
-}
-
-// ErrBadCursor is returned (wrapped) by ListPostPage for a cursor it did
-// not make.
-var ErrBadCursor = errors.New("not a cursor of this post listing")
 
 // cursorPrefix starts every cursor ListPostPage makes.
 const cursorPrefix = "dy1."
@@ -73,7 +46,7 @@ func decodeListCursor(s string) (listCursor, error) {
 	var c listCursor
 	body, ok := strings.CutPrefix(s, cursorPrefix)
 	if !ok {
-		return c, fmt.Errorf("%w: %q", ErrBadCursor, s[:min(len(s), 64)])
+		return c, fmt.Errorf("%w: %q", publishing.ErrBadCursor, s[:min(len(s), 64)])
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(body)
 	if err == nil {
@@ -83,7 +56,7 @@ func decodeListCursor(s string) (listCursor, error) {
 		err = errors.New("no index position")
 	}
 	if err != nil {
-		return c, fmt.Errorf("%w: %q (%v)", ErrBadCursor, s[:min(len(s), 64)], err)
+		return c, fmt.Errorf("%w: %q (%v)", publishing.ErrBadCursor, s[:min(len(s), 64)], err)
 	}
 	return c, nil
 }
@@ -92,7 +65,7 @@ func decodeListCursor(s string) (listCursor, error) {
 const postReaders = 8
 
 // ListPosts is the posts of ListPostPage's page.
-func (s *Store) ListPosts(ctx context.Context, f PostFilter) ([]post.Post, error) {
+func (s *Store) ListPosts(ctx context.Context, f publishing.PostFilter) ([]post.Post, error) {
 	pg, err := s.ListPostPage(ctx, f)
 	return pg.Posts, err
 }
@@ -112,7 +85,7 @@ func (s *Store) ListPosts(ctx context.Context, f PostFilter) ([]post.Post, error
 // move between the pages is listed once; a later page may hold earlier
 // slots than the one before. A status that is not a post.TargetStatus
 // constant is refused, and so is a cursor ListPostPage did not make
-// (ErrBadCursor).
+// (publishing.ErrBadCursor).
 //
 // Cost: StatusShards Queries of StatusIndex per status asked for (36 for
 // every status), reading index keys only (about 150 bytes a target: 0.5
@@ -124,15 +97,15 @@ func (s *Store) ListPosts(ctx context.Context, f PostFilter) ([]post.Post, error
 // accounts are read and skipped: the cost then grows with the targets in
 // the asked statuses that come first in index order, not only with the
 // posts returned. No Scan.
-func (s *Store) ListPostPage(ctx context.Context, f PostFilter) (PostPage, error) {
+func (s *Store) ListPostPage(ctx context.Context, f publishing.PostFilter) (publishing.PostPage, error) {
 	pg, err := s.listPosts(ctx, f)
 	if err != nil {
-		return PostPage{}, fmt.Errorf("list posts: %w", err)
+		return publishing.PostPage{}, fmt.Errorf("list posts: %w", err)
 	}
 	return pg, nil
 }
 
-func (s *Store) listPosts(ctx context.Context, f PostFilter) (PostPage, error) {
+func (s *Store) listPosts(ctx context.Context, f publishing.PostFilter) (publishing.PostPage, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = DefaultListLimit
@@ -140,7 +113,7 @@ func (s *Store) listPosts(ctx context.Context, f PostFilter) (PostPage, error) {
 	var statuses []post.TargetStatus
 	for _, st := range f.Statuses {
 		if !slices.Contains(allStatuses, st) {
-			return PostPage{}, fmt.Errorf("unknown status %q", st)
+			return publishing.PostPage{}, fmt.Errorf("unknown status %q", st)
 		}
 		if !slices.Contains(statuses, st) {
 			statuses = append(statuses, st)
@@ -153,7 +126,7 @@ func (s *Store) listPosts(ctx context.Context, f PostFilter) (PostPage, error) {
 	if f.After != "" {
 		c, err := decodeListCursor(f.After)
 		if err != nil {
-			return PostPage{}, err
+			return publishing.PostPage{}, err
 		}
 		after = c.At
 	}
@@ -168,7 +141,7 @@ func (s *Store) listPosts(ctx context.Context, f PostFilter) (PostPage, error) {
 	queries := s.listQueries(statuses, after, pageLimit(limit+1))
 	m, err := s.mergeQueries(ctx, attrStAt, queries)
 	if err != nil {
-		return PostPage{}, err
+		return publishing.PostPage{}, err
 	}
 	// Each post found, and the index position it was met at.
 	type found struct {
@@ -185,7 +158,7 @@ func (s *Store) listPosts(ctx context.Context, f PostFilter) (PostPage, error) {
 		for len(batch) < limit+1-len(met) {
 			it, ok, err := m.next(ctx)
 			if err != nil {
-				return PostPage{}, err
+				return publishing.PostPage{}, err
 			}
 			if !ok {
 				exhausted = true
@@ -202,7 +175,7 @@ func (s *Store) listPosts(ctx context.Context, f PostFilter) (PostPage, error) {
 		}
 		posts, err := s.getPosts(ctx, batch)
 		if err != nil {
-			return PostPage{}, err
+			return publishing.PostPage{}, err
 		}
 		for _, p := range posts {
 			if slices.ContainsFunc(p.Targets, matches) && !listedBefore(p) {
@@ -213,7 +186,7 @@ func (s *Store) listPosts(ctx context.Context, f PostFilter) (PostPage, error) {
 			break
 		}
 	}
-	var pg PostPage
+	var pg publishing.PostPage
 	if len(met) > limit {
 		met = met[:limit]
 		pg.Next = listCursor{At: met[limit-1].at}.encode()

@@ -76,20 +76,20 @@ func TestListPosts(t *testing.T) {
 
 	tests := []struct {
 		name string
-		f    PostFilter
+		f    publishing.PostFilter
 		want []post.ID
 	}{
-		{"every post, by earliest slot", PostFilter{}, []post.ID{"b", "a", "c", "d", "e"}},
-		{"scheduled", PostFilter{Statuses: []post.TargetStatus{post.Scheduled}}, []post.ID{"b", "a"}},
-		{"scheduled on news: b by its news target", PostFilter{Statuses: []post.TargetStatus{post.Scheduled}, Account: "news"}, []post.ID{"a", "b"}},
-		{"account only", PostFilter{Account: "other"}, []post.ID{"b", "c"}},
-		{"two statuses", PostFilter{Statuses: []post.TargetStatus{post.Waiting, post.Published, post.Waiting}}, []post.ID{"c", "e"}},
-		{"nothing matches", PostFilter{Statuses: []post.TargetStatus{post.Failed}}, []post.ID{}},
-		{"limit: the first in index order", PostFilter{Statuses: []post.TargetStatus{post.Scheduled}, Limit: 1}, []post.ID{"b"}},
+		{"every post, by earliest slot", publishing.PostFilter{}, []post.ID{"b", "a", "c", "d", "e"}},
+		{"scheduled", publishing.PostFilter{Statuses: []post.TargetStatus{post.Scheduled}}, []post.ID{"b", "a"}},
+		{"scheduled on news: b by its news target", publishing.PostFilter{Statuses: []post.TargetStatus{post.Scheduled}, Account: "news"}, []post.ID{"a", "b"}},
+		{"account only", publishing.PostFilter{Account: "other"}, []post.ID{"b", "c"}},
+		{"two statuses", publishing.PostFilter{Statuses: []post.TargetStatus{post.Waiting, post.Published, post.Waiting}}, []post.ID{"c", "e"}},
+		{"nothing matches", publishing.PostFilter{Statuses: []post.TargetStatus{post.Failed}}, []post.ID{}},
+		{"limit: the first in index order", publishing.PostFilter{Statuses: []post.TargetStatus{post.Scheduled}, Limit: 1}, []post.ID{"b"}},
 		// In index order d (cancelled, listed by its update a minute before
 		// opSlot) and a (scheduled at +2h) come before b (+3h on news);
 		// the page is then ordered by slot.
-		{"limit on an account", PostFilter{Account: "news", Statuses: []post.TargetStatus{post.Scheduled, post.Cancelled}, Limit: 2}, []post.ID{"a", "d"}},
+		{"limit on an account", publishing.PostFilter{Account: "news", Statuses: []post.TargetStatus{post.Scheduled, post.Cancelled}, Limit: 2}, []post.ID{"a", "d"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -114,7 +114,7 @@ func TestListPosts(t *testing.T) {
 			}
 		})
 	}
-	if _, err := s.ListPosts(ctx, PostFilter{Statuses: []post.TargetStatus{"sent"}}); err == nil || !strings.Contains(err.Error(), `unknown status "sent"`) {
+	if _, err := s.ListPosts(ctx, publishing.PostFilter{Statuses: []post.TargetStatus{"sent"}}); err == nil || !strings.Contains(err.Error(), `unknown status "sent"`) {
 		t.Errorf("an unknown status: %v", err)
 	}
 }

@@ -140,10 +140,7 @@ func slotFiringOf(it item) publishing.SlotFiring {
 func (s *Store) ClaimSlot(ctx context.Context, slot time.Time, owner string, now, until time.Time, plan publishing.SlotFiring) (publishing.SlotFiring, bool, error) {
 	if plan != (publishing.SlotFiring{}) {
 		var x expr
-		var u update
-		u.set(&x, attrSlotOwner, str(owner))
-		u.set(&x, attrSlotLease, str(sortTime(until)))
-		u.set(&x, attrSlotAt, str(encTime(now)))
+		u := slotClaim(&x, owner, now, until)
 		slotProgress(&x, &u, plan)
 		cond := fmt.Sprintf("attribute_not_exists(%s)", x.name(attrPK))
 		expression := u.String()
@@ -160,10 +157,7 @@ func (s *Store) ClaimSlot(ctx context.Context, slot time.Time, owner string, now
 		}
 	}
 	var x expr
-	var u update
-	u.set(&x, attrSlotOwner, str(owner))
-	u.set(&x, attrSlotLease, str(sortTime(until)))
-	u.set(&x, attrSlotAt, str(encTime(now)))
+	u := slotClaim(&x, owner, now, until)
 	cond := fmt.Sprintf("attribute_not_exists(%s) OR (attribute_not_exists(%s) AND (attribute_not_exists(%s) OR %s = %s OR %s < %s))",
 		x.name(attrPK), x.name(attrSlotDone), x.name(attrSlotOwner), x.name(attrSlotOwner), x.str(owner), x.name(attrSlotLease), x.str(sortTime(now)))
 	expression := u.String()
@@ -218,6 +212,15 @@ func (s *Store) RecordSlot(ctx context.Context, slot time.Time, owner string, f 
 		return fmt.Errorf("record slot %s: %w", encTime(slot), err)
 	}
 	return nil
+}
+
+// slotClaim is the update that takes a slot for owner until until.
+func slotClaim(x *expr, owner string, now, until time.Time) update {
+	var u update
+	u.set(x, attrSlotOwner, str(owner))
+	u.set(x, attrSlotLease, str(sortTime(until)))
+	u.set(x, attrSlotAt, str(encTime(now)))
+	return u
 }
 
 // slotProgress adds f's fields to an update: after (removed when ""),

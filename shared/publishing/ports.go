@@ -65,6 +65,35 @@ type Posts interface {
 	CountTargets(ctx context.Context, statuses ...post.TargetStatus) (map[post.TargetStatus]int, error)
 }
 
+// PostFilter selects the posts an operator's listing returns (the
+// stores' ListPostPage): those with at least one target that matches
+// every condition given.
+type PostFilter struct {
+	// Statuses, if any, are the statuses a matching target may have;
+	// none means every status.
+	Statuses []post.TargetStatus
+	// Account, if set, is the account a matching target goes to.
+	Account post.AccountID
+	// Limit is the most posts returned; ≤ 0 means the store's default.
+	Limit int
+	// After is the cursor of the page before (PostPage.Next); "" for the
+	// first page. A cursor is a position, not a filter: it may be used
+	// with other filters than its page's.
+	After string
+}
+
+// PostPage is one page of an operator's post listing.
+type PostPage struct {
+	Posts []post.Post
+	// Next is the cursor of the following page (PostFilter.After), ""
+	// when no matching post is left.
+	Next string
+}
+
+// ErrBadCursor is returned (wrapped) by a store's ListPostPage for a
+// cursor it did not make.
+var ErrBadCursor = errors.New("not a cursor of this post listing")
+
 // SlotLister is a Posts that can list the targets scheduled at exactly
 // one slot without reading those of earlier slots (Due lists every
 // scheduled target up to a time), a page at a time. The trigger uses it

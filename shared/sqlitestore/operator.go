@@ -18,35 +18,8 @@ import (
 )
 
 // DefaultListLimit is how many posts ListPosts returns when
-// PostFilter.Limit is not set.
+// publishing.PostFilter.Limit is not set.
 const DefaultListLimit = 100
-
-// PostFilter selects the posts ListPosts returns: those with at least one
-// target that matches every condition given.
-type PostFilter struct {
-	// Statuses, if any, are the statuses a matching target may have.
-	Statuses []post.TargetStatus
-	// Account, if set, is the account a matching target goes to.
-	Account post.AccountID
-	// Limit is the most posts returned; ≤ 0 means DefaultListLimit.
-	Limit int
-	// After is the cursor of the page before (PostPage.Next); "" for the
-	// first page. A cursor is a position, not a filter: it may be used
-	// with other filters than its page's.
-	After string
-}
-
-// PostPage is one page of ListPostPage.
-type PostPage struct {
-	Posts []post.Post
-	// Next is the cursor of the following page (PostFilter.After), ""
-	// when no matching post is left.
-	Next string
-}
-
-// ErrBadCursor is returned (wrapped) by ListPostPage for a cursor it did
-// not make.
-var ErrBadCursor = errors.New("not a cursor of this post listing")
 
 // cursorPrefix starts every cursor ListPostPage makes.
 const cursorPrefix = "sq1."
@@ -67,7 +40,7 @@ func decodeListCursor(s string) (listCursor, error) {
 	var c listCursor
 	body, ok := strings.CutPrefix(s, cursorPrefix)
 	if !ok {
-		return c, fmt.Errorf("%w: %q", ErrBadCursor, cut(s, maxValueBytes))
+		return c, fmt.Errorf("%w: %q", publishing.ErrBadCursor, cut(s, maxValueBytes))
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(body)
 	if err == nil {
@@ -80,7 +53,7 @@ func decodeListCursor(s string) (listCursor, error) {
 		_, err = sqltime.Decode(c.Slot)
 	}
 	if err != nil {
-		return c, fmt.Errorf("%w: %q (%v)", ErrBadCursor, cut(s, maxValueBytes), err)
+		return c, fmt.Errorf("%w: %q (%v)", publishing.ErrBadCursor, cut(s, maxValueBytes), err)
 	}
 	return c, nil
 }
@@ -137,7 +110,7 @@ func listQuery(statuses []post.TargetStatus, byAccount, after bool) string {
 }
 
 // ListPosts is the posts of ListPostPage's page.
-func (s *Store) ListPosts(ctx context.Context, f PostFilter) ([]post.Post, error) {
+func (s *Store) ListPosts(ctx context.Context, f publishing.PostFilter) ([]post.Post, error) {
 	pg, err := s.ListPostPage(ctx, f)
 	return pg.Posts, err
 }
@@ -150,7 +123,7 @@ func (s *Store) ListPosts(ctx context.Context, f PostFilter) ([]post.Post, error
 // Next is the cursor of the following page when a matching post is left
 // (one more is read to know). A status that is not a post.TargetStatus
 // constant is refused, and so is a cursor ListPostPage did not make
-// (ErrBadCursor). Everything is read in one snapshot; pages read at
+// (publishing.ErrBadCursor). Everything is read in one snapshot; pages read at
 // different times follow the same order, so a post whose targets did not
 // move is listed once.
 //
@@ -162,7 +135,7 @@ func (s *Store) ListPosts(ctx context.Context, f PostFilter) ([]post.Post, error
 // and waiting targets when those statuses are asked for (they are sorted),
 // plus, with both statuses and an account, the targets of other accounts
 // in those statuses with earlier slots. Never a scan of every target.
-func (s *Store) ListPostPage(ctx context.Context, f PostFilter) (PostPage, error) {
+func (s *Store) ListPostPage(ctx context.Context, f publishing.PostFilter) (publishing.PostPage, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = DefaultListLimit
@@ -170,7 +143,7 @@ func (s *Store) ListPostPage(ctx context.Context, f PostFilter) (PostPage, error
 	var statuses []post.TargetStatus
 	for _, st := range f.Statuses {
 		if !slices.Contains(allStatuses, st) {
-			return PostPage{}, fmt.Errorf("list posts: unknown status %q", st)
+			return publishing.PostPage{}, fmt.Errorf("list posts: unknown status %q", st)
 		}
 		if !slices.Contains(statuses, st) {
 			statuses = append(statuses, st)
@@ -186,21 +159,21 @@ func (s *Store) ListPostPage(ctx context.Context, f PostFilter) (PostPage, error
 	if f.After != "" {
 		c, err := decodeListCursor(f.After)
 		if err != nil {
-			return PostPage{}, fmt.Errorf("list posts: %w", err)
+			return publishing.PostPage{}, fmt.Errorf("list posts: %w", err)
 		}
 		args = append(args, c.Slot, string(c.Post))
 	}
 
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return PostPage{}, fmt.Errorf("list posts: %w", err)
+		return publishing.PostPage{}, fmt.Errorf("list posts: %w", err)
 	}
 	defer tx.Rollback()
 	ids, slots, err := firstPosts(ctx, tx, listQuery(statuses, f.Account != "", f.After != ""), args, limit+1)
 	if err != nil {
-		return PostPage{}, fmt.Errorf("list posts: %w", err)
+		return publishing.PostPage{}, fmt.Errorf("list posts: %w", err)
 	}
-	var pg PostPage
+	var pg publishing.PostPage
 	if len(ids) > limit {
 		ids = ids[:limit]
 		pg.Next = listCursor{Slot: slots[limit-1], Post: ids[limit-1]}.encode()
@@ -210,7 +183,7 @@ func (s *Store) ListPostPage(ctx context.Context, f PostFilter) (PostPage, error
 	for _, id := range ids {
 		p, err := readPost(ctx, get, id)
 		if err != nil {
-			return PostPage{}, fmt.Errorf("list posts: %w", err)
+			return publishing.PostPage{}, fmt.Errorf("list posts: %w", err)
 		}
 		pg.Posts = append(pg.Posts, p)
 	}

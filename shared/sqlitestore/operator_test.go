@@ -46,28 +46,28 @@ func TestListPosts(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		f    PostFilter
+		f    publishing.PostFilter
 		want []post.ID
 	}{
-		{"everything, by earliest slot then id", PostFilter{},
+		{"everything, by earliest slot then id", publishing.PostFilter{},
 			[]post.ID{"p-held-b", "p-cancelled", "p-tie-1", "p-tie-2", "p-two-held", "p-late"}},
-		{"limit", PostFilter{Limit: 2}, []post.ID{"p-held-b", "p-cancelled"}},
+		{"limit", publishing.PostFilter{Limit: 2}, []post.ID{"p-held-b", "p-cancelled"}},
 		// By the earliest matching target: p-two-held's held target at 6
 		// comes after p-held-b's at 5, though its other one is at 7.
-		{"held", PostFilter{Statuses: []post.TargetStatus{post.Held}}, []post.ID{"p-held-b", "p-two-held"}},
-		{"held, twice", PostFilter{Statuses: []post.TargetStatus{post.Held, post.Held}}, []post.ID{"p-held-b", "p-two-held"}},
-		{"held or failed", PostFilter{Statuses: []post.TargetStatus{post.Held, post.Failed}},
+		{"held", publishing.PostFilter{Statuses: []post.TargetStatus{post.Held}}, []post.ID{"p-held-b", "p-two-held"}},
+		{"held, twice", publishing.PostFilter{Statuses: []post.TargetStatus{post.Held, post.Held}}, []post.ID{"p-held-b", "p-two-held"}},
+		{"held or failed", publishing.PostFilter{Statuses: []post.TargetStatus{post.Held, post.Failed}},
 			[]post.ID{"p-tie-1", "p-held-b", "p-two-held"}},
-		{"scheduled", PostFilter{Statuses: []post.TargetStatus{post.Scheduled}}, []post.ID{"p-held-b", "p-late"}},
-		{"account", PostFilter{Account: "acct-a"}, []post.ID{"p-held-b", "p-two-held", "p-tie-1", "p-late"}},
-		{"account b", PostFilter{Account: "acct-b"}, []post.ID{"p-cancelled", "p-held-b", "p-two-held"}},
+		{"scheduled", publishing.PostFilter{Statuses: []post.TargetStatus{post.Scheduled}}, []post.ID{"p-held-b", "p-late"}},
+		{"account", publishing.PostFilter{Account: "acct-a"}, []post.ID{"p-held-b", "p-two-held", "p-tie-1", "p-late"}},
+		{"account b", publishing.PostFilter{Account: "acct-b"}, []post.ID{"p-cancelled", "p-held-b", "p-two-held"}},
 		// One target must match both: p-held-b's held target is acct-b's.
-		{"held on account a", PostFilter{Statuses: []post.TargetStatus{post.Held}, Account: "acct-a"}, []post.ID{"p-two-held"}},
-		{"waiting or published on account c", PostFilter{Statuses: []post.TargetStatus{post.Waiting, post.Published}, Account: "acct-c"},
+		{"held on account a", publishing.PostFilter{Statuses: []post.TargetStatus{post.Held}, Account: "acct-a"}, []post.ID{"p-two-held"}},
+		{"waiting or published on account c", publishing.PostFilter{Statuses: []post.TargetStatus{post.Waiting, post.Published}, Account: "acct-c"},
 			[]post.ID{"p-tie-2"}},
-		{"nothing matches", PostFilter{Statuses: []post.TargetStatus{post.Publishing}}, nil},
-		{"unknown account", PostFilter{Account: "acct-zzz"}, nil},
-		{"limit with statuses", PostFilter{Statuses: []post.TargetStatus{post.Held, post.Failed}, Limit: 1}, []post.ID{"p-tie-1"}},
+		{"nothing matches", publishing.PostFilter{Statuses: []post.TargetStatus{post.Publishing}}, nil},
+		{"unknown account", publishing.PostFilter{Account: "acct-zzz"}, nil},
+		{"limit with statuses", publishing.PostFilter{Statuses: []post.TargetStatus{post.Held, post.Failed}, Limit: 1}, []post.ID{"p-tie-1"}},
 	} {
 		got, err := s.ListPosts(ctx, tc.f)
 		if err != nil {
@@ -82,7 +82,7 @@ func TestListPosts(t *testing.T) {
 			t.Errorf("%s: ListPosts(%+v) (-want +got):\n%s", tc.name, tc.f, d)
 		}
 	}
-	if _, err := s.ListPosts(ctx, PostFilter{Statuses: []post.TargetStatus{"stuck"}}); err == nil || !strings.Contains(err.Error(), "stuck") {
+	if _, err := s.ListPosts(ctx, publishing.PostFilter{Statuses: []post.TargetStatus{"stuck"}}); err == nil || !strings.Contains(err.Error(), "stuck") {
 		t.Errorf("ListPosts(unknown status) = %v, want an error naming it", err)
 	}
 }
@@ -94,13 +94,13 @@ func TestListPostsDefaultLimit(t *testing.T) {
 	for i := range DefaultListLimit + 5 {
 		mustCreatePost(t, s, post.ID(fmt.Sprintf("p-%03d", i)), tgt("acct-a", i, post.Scheduled))
 	}
-	for _, f := range []PostFilter{{}, {Account: "acct-a"}, {Statuses: []post.TargetStatus{post.Scheduled}}} {
+	for _, f := range []publishing.PostFilter{{}, {Account: "acct-a"}, {Statuses: []post.TargetStatus{post.Scheduled}}} {
 		got, err := s.ListPosts(ctx, f)
 		if err != nil || len(got) != DefaultListLimit || got[0].ID != "p-000" || got[len(got)-1].ID != post.ID(fmt.Sprintf("p-%03d", DefaultListLimit-1)) {
 			t.Errorf("ListPosts(%+v) = %d posts, %v; want the first %d", f, len(got), err, DefaultListLimit)
 		}
 	}
-	if got, err := s.ListPosts(ctx, PostFilter{Limit: 1000}); err != nil || len(got) != DefaultListLimit+5 {
+	if got, err := s.ListPosts(ctx, publishing.PostFilter{Limit: 1000}); err != nil || len(got) != DefaultListLimit+5 {
 		t.Errorf("ListPosts(limit 1000) = %d posts, %v; want all %d", len(got), err, DefaultListLimit+5)
 	}
 }
@@ -118,7 +118,7 @@ func TestListPostPagesFollowTheListing(t *testing.T) {
 		}
 		mustCreatePost(t, s, post.ID(fmt.Sprintf("p-%02d", (i*11)%40)), targets...)
 	}
-	for _, f := range []PostFilter{{}, {Statuses: []post.TargetStatus{post.Held, post.Scheduled}}, {Account: "acct-b"},
+	for _, f := range []publishing.PostFilter{{}, {Statuses: []post.TargetStatus{post.Held, post.Scheduled}}, {Account: "acct-b"},
 		{Statuses: []post.TargetStatus{post.Waiting, post.Published}, Account: "acct-a"}} {
 		all := f
 		all.Limit = 1000
@@ -146,8 +146,8 @@ func TestListPostPagesFollowTheListing(t *testing.T) {
 			}
 		}
 	}
-	if _, err := s.ListPostPage(ctx, PostFilter{After: "sq1.e30"}); !errors.Is(err, ErrBadCursor) {
-		t.Errorf("a cursor without a position: %v, want ErrBadCursor", err)
+	if _, err := s.ListPostPage(ctx, publishing.PostFilter{After: "sq1.e30"}); !errors.Is(err, publishing.ErrBadCursor) {
+		t.Errorf("a cursor without a position: %v, want publishing.ErrBadCursor", err)
 	}
 }
 
