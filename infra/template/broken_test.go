@@ -147,6 +147,9 @@ func TestBrokenTemplatesAreCaught(t *testing.T) {
 		{"no TTL on the ledger", func(d map[string]any) {
 			delete(properties(d, "LedgerTable"), "TimeToLiveSpecification")
 		}, `tables: LedgerTable: TTL attribute "", want "ttl"`},
+		{"no TTL on the workspace (idempotency records kept forever)", func(d map[string]any) {
+			delete(properties(d, "WorkspaceTable"), "TimeToLiveSpecification")
+		}, `tables: WorkspaceTable: TTL attribute "", want "ttl"`},
 		{"no point-in-time recovery", func(d map[string]any) {
 			delete(properties(d, "CredentialsTable"), "PointInTimeRecoverySpecification")
 		}, "tables: CredentialsTable: point-in-time recovery is off"},

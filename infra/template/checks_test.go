@@ -333,8 +333,8 @@ type indexShape struct {
 }
 
 // checkTables: the tables are dynamostore.Tables(prefix), with
-// point-in-time recovery, retained with the stack, the ledger's TTL on
-// dynamostore.TTLAttribute.
+// point-in-time recovery, retained with the stack, the TTLs of
+// dynamostore.TimeToLives (the ledger's and the workspace table's).
 func checkTables(c *contract, t *tmpl) []string {
 	w, problems := wiring(t)
 	if t.typed == nil {
@@ -363,7 +363,10 @@ func checkTables(c *contract, t *tmpl) []string {
 		want[aws.ToString(in.TableName)] = s
 	}
 	got := map[string]tableShape{}
-	ttl := dynamostore.TimeToLive(w.prefix)
+	ttls := map[string]string{} // table name → TTL attribute
+	for _, in := range dynamostore.TimeToLives(w.prefix) {
+		ttls[aws.ToString(in.TableName)] = aws.ToString(in.TimeToLiveSpecification.AttributeName)
+	}
 	for id, tb := range t.typed.GetAllDynamoDBTableResources() {
 		name := id + " (no TableName)"
 		if tb.TableName != nil {
@@ -404,12 +407,8 @@ func checkTables(c *contract, t *tmpl) []string {
 		if s := tb.TimeToLiveSpecification; s != nil && s.Enabled {
 			gotTTL = aws.ToString(s.AttributeName)
 		}
-		wantTTL := ""
-		if name == aws.ToString(ttl.TableName) {
-			wantTTL = aws.ToString(ttl.TimeToLiveSpecification.AttributeName)
-		}
-		if gotTTL != wantTTL {
-			problems = append(problems, fmt.Sprintf("%s: TTL attribute %q, want %q (dynamostore.TimeToLive)", id, gotTTL, wantTTL))
+		if wantTTL := ttls[name]; gotTTL != wantTTL {
+			problems = append(problems, fmt.Sprintf("%s: TTL attribute %q, want %q (dynamostore.TimeToLives)", id, gotTTL, wantTTL))
 		}
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
