@@ -288,7 +288,8 @@ func wiring(t *tmpl) (wired, []string) {
 
 // checkEnvironment: every function sets every variable the code reads
 // (but the documented exceptions), none the code does not read, never
-// the static key; the shared settings point at the right resources.
+// the static key, and the variables of functionOnlyEnv exactly where
+// they are needed; the shared settings point at the right resources.
 func checkEnvironment(c *contract, t *tmpl) []string {
 	_, problems := wiring(t)
 	for _, id := range resourcesOf(t, "AWS::Serverless::Function") {
@@ -297,6 +298,15 @@ func checkEnvironment(c *contract, t *tmpl) []string {
 			_, set := env[name]
 			_, optional := optionalEnv[name]
 			why, forbidden := forbiddenEnv[name]
+			if only, ok := functionOnlyEnv[name]; ok {
+				switch needs := slices.Contains(only.functions, id); {
+				case needs && !set:
+					problems = append(problems, fmt.Sprintf("%s: %s is not set: %s", id, name, only.why))
+				case !needs && set:
+					problems = append(problems, fmt.Sprintf("%s sets %s, which only %s read(s): %s", id, name, strings.Join(only.functions, ", "), only.why))
+				}
+				continue
+			}
 			switch {
 			case forbidden && set:
 				problems = append(problems, fmt.Sprintf("%s sets %s: %s", id, name, why))
