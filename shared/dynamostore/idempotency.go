@@ -132,16 +132,18 @@ func checkKey(p post.Post, k publishing.IdempotencyRecord) error {
 // refused put; dynalite does not send it, so there one GetItem reads
 // it), InFlight when its post is not readable: the post item is read
 // with one consistent GetItem, and the record's post is readable once it
-// is ready and written by the record's creation. One exception: a retry
-// of a crashed request — the same fingerprint and post id, the record
-// older than CreateStaleAfter, the post's own creation unfinished for as
-// long or absent — takes the record over (a PutItem conditional on the
-// record it read, so one retry wins) and writes the post, taking its
-// unfinished creation over as CreatePost does; the dead request's
-// creation can then never commit (its create id no longer matches). A
-// request of the api function lives at most its timeout (under 30 s), so
-// a record that old is a dead request's. Another fingerprint never takes
-// a record over.
+// is ready and written by the record's creation.
+//
+// One exception: a dead request's record — older than CreateStaleAfter,
+// its post not committed and its creation not live (see keyedPostState)
+// — is taken over by a retry with the same fingerprint (a PutItem
+// conditional on the record it read, so one retry wins), which then
+// writes its post. A retry under the same post id takes the unfinished
+// creation over as CreatePost does; one under another post id (the Desk
+// generates ids) first fences the dead creation (abandon), so neither
+// can it commit later nor can two posts come of one key. An api request
+// lives at most its function's timeout (under 30 s): a record that old
+// is a dead request's. Another fingerprint never takes a record over.
 //
 // If the post's first write is refused (the id exists, or another
 // creation holds it), nothing of the post was written: the record is
@@ -150,8 +152,8 @@ func checkKey(p post.Post, k publishing.IdempotencyRecord) error {
 // than a replayed answer for a post that is not its own.
 //
 // The record's CreatedAt is the store's clock; key is not modified.
-// Cost: one write more than CreatePost; a replay costs one refused write
-// and one read.
+// Cost: one write more than CreatePost; a key used before costs one
+// refused write and one read; a takeover two writes more.
 func (s *Store) CreatePostWithKey(ctx context.Context, p post.Post, key *publishing.IdempotencyRecord) error {
 	if key == nil {
 		return s.CreatePost(ctx, p)
@@ -216,22 +218,28 @@ func (s *Store) putKey(ctx context.Context, it item, rec publishing.IdempotencyR
 		if err != nil {
 			return err
 		}
-		ready, claimable, err := s.keyedPost(ctx, stored.Post, storedItem.CreateID, now)
+		kp, err := s.keyedPost(ctx, stored, storedItem.CreateID, now)
 		if err != nil {
 			return err
 		}
-		if ready {
+		switch {
+		case kp.ready:
 			return &publishing.KeyExistsError{Record: stored}
-		}
-		stale := stored.CreatedAt.Before(now.Add(-CreateStaleAfter))
-		if !stale || !claimable || stored.Fingerprint != rec.Fingerprint || stored.Post != rec.Post {
+		case !kp.dead || stored.Fingerprint != rec.Fingerprint:
 			return &publishing.KeyExistsError{Record: stored, InFlight: true}
 		}
-		// A dead request's record: take it over, if no one else did since.
+		// A dead request's record, and a retry of the same request: take
+		// it over. A retry under another post id (a generated one) first
+		// fences the dead request's creation, so that it can never commit.
+		if stored.Post != rec.Post {
+			if err := s.abandon(ctx, stored.Post, storedItem.CreateID, kp.item); err != nil {
+				return &publishing.KeyExistsError{Record: stored, InFlight: true}
+			}
+		}
 		var y expr
 		cond = fmt.Sprintf("%s = %s AND %s = %s AND %s = %s",
 			y.name(attrCreatedAt), y.str(storedItem.CreatedAt), y.name(attrFingerprint), y.str(stored.Fingerprint),
-			y.name(attrPostID), y.str(string(stored.Post)))
+			y.name(attrCreateID), y.str(storedItem.CreateID))
 		_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
 			TableName: &s.tables.workspace, Item: it, ConditionExpression: &cond,
 			ExpressionAttributeNames: y.names, ExpressionAttributeValues: y.values,
@@ -253,27 +261,74 @@ func (s *Store) putKey(ctx context.Context, it item, rec publishing.IdempotencyR
 	return errors.New("the idempotency record keeps expiring while it is written; try again")
 }
 
-// keyedPost reads the post item of id (one consistent GetItem): ready when
-// it is committed by the creation createID; claimable when a new creation
-// may take the id (CreatePost's condition: absent, or a creation
-// unfinished for CreateStaleAfter) or the id is another creation's (a
-// creation under the record can then only be refused, which drops the
-// record).
-func (s *Store) keyedPost(ctx context.Context, id post.ID, createID string, now time.Time) (ready, claimable bool, err error) {
-	it, err := s.getItem(ctx, s.tables.posts, postKey(id))
+// keyedPostState is what a record's post says of the record.
+type keyedPostState struct {
+	// item is the post item (nil if none).
+	item item
+	// ready: the post is committed by the record's creation (readable).
+	ready bool
+	// dead: the request that wrote the record died before its post was
+	// committed: the record is older than CreateStaleAfter and its
+	// creation is not ready and not live (its post item absent, another
+	// creation's, or claimed longer than CreateStaleAfter ago). An api
+	// request lives at most its function's timeout (under 30 s), and it
+	// claims its post within that time.
+	dead bool
+}
+
+// keyedPost reads the post item of the record (one consistent GetItem)
+// whose creation is createID.
+func (s *Store) keyedPost(ctx context.Context, rec publishing.IdempotencyRecord, createID string, now time.Time) (keyedPostState, error) {
+	it, err := s.getItem(ctx, s.tables.posts, postKey(rec.Post))
 	if err != nil {
-		return false, false, fmt.Errorf("read post %s of the idempotency record: %w", id, err)
+		return keyedPostState{}, fmt.Errorf("read post %s of the idempotency record: %w", rec.Post, err)
 	}
+	stale := encTime(now.Add(-CreateStaleAfter))
+	ours := it != nil && sval(it, attrCreateID) == createID
+	st := keyedPostState{item: it, ready: ours && sval(it, attrPhase) == phaseReady}
+	live := ours && sval(it, attrPhase) == phaseCreating && sval(it, attrClaimed) >= stale
+	st.dead = encTime(rec.CreatedAt) < stale && !st.ready && !live
+	return st, nil
+}
+
+// phaseAbandoned marks the post item of a dead request's creation fenced
+// by a retry under another post id: no reader shows it (they want
+// "ready"), and the dead creation can neither claim the id (it exists and
+// is not "creating") nor commit (it is not "creating").
+const phaseAbandoned = "abandoned"
+
+// abandon fences the creation createID of post id (whose post item is it,
+// nil if none): a tombstone where it never claimed the id, or its claim
+// marked abandoned and the targets it wrote deleted. A post item of
+// another creation is left alone.
+func (s *Store) abandon(ctx context.Context, id post.ID, createID string, it item) error {
+	var x expr
 	switch {
 	case it == nil:
-		return false, true, nil
-	case sval(it, attrCreateID) != createID:
-		return false, sval(it, attrPhase) == phaseReady || sval(it, attrClaimed) < encTime(now.Add(-CreateStaleAfter)), nil
-	case sval(it, attrPhase) == phaseReady:
-		return true, false, nil
-	default:
-		return false, sval(it, attrClaimed) < encTime(now.Add(-CreateStaleAfter)), nil
+		tomb := item{attrPost: str(string(id)), attrItem: str(postItemKey), attrCreateID: str(createID), attrPhase: str(phaseAbandoned)}
+		cond := fmt.Sprintf("attribute_not_exists(%s)", x.name(attrPost))
+		_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: &s.tables.posts, Item: tomb, ConditionExpression: &cond, ExpressionAttributeNames: x.names,
+		})
+		if err != nil {
+			return fmt.Errorf("fence the creation of post %s: %w", id, err)
+		}
+	case sval(it, attrCreateID) == createID && sval(it, attrPhase) == phaseCreating:
+		var u update
+		u.set(&x, attrPhase, str(phaseAbandoned))
+		u.remove(&x, attrClaimed)
+		expression := u.String()
+		cond := fmt.Sprintf("%s = %s AND %s = %s", x.name(attrCreateID), x.str(createID), x.name(attrPhase), x.str(phaseCreating))
+		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: &s.tables.posts, Key: postKey(id), UpdateExpression: &expression, ConditionExpression: &cond,
+			ExpressionAttributeNames: x.names, ExpressionAttributeValues: x.values,
+		})
+		if err != nil {
+			return fmt.Errorf("fence the creation of post %s: %w", id, err)
+		}
+		s.dropLeftovers(ctx, id, it, nil)
 	}
+	return nil
 }
 
 // dropKey deletes the record written for the creation createID, if it
@@ -291,19 +346,32 @@ func (s *Store) dropKey(ctx context.Context, rec publishing.IdempotencyRecord, c
 
 // GetIdempotencyRecord reads the record of scope's key (one strongly
 // consistent GetItem), or returns an error wrapping post.ErrNotFound when
-// there is none or it has expired (publishing.IdempotencyKeep after it
-// was written; DynamoDB deletes it lazily).
+// there is none, it has expired (publishing.IdempotencyKeep after it was
+// written; DynamoDB deletes it lazily), or it is a dead request's (its
+// post never committed, see CreatePostWithKey): that record is no answer
+// to replay, and a retry of the same request takes it over. A record
+// older than CreateStaleAfter costs one more GetItem (its post item).
 func (s *Store) GetIdempotencyRecord(ctx context.Context, scope, key string) (publishing.IdempotencyRecord, error) {
 	it, err := s.getItem(ctx, s.tables.workspace, idempotencyKey(scope, key))
 	if err != nil {
 		return publishing.IdempotencyRecord{}, fmt.Errorf("get idempotency record %q: %w", key, err)
 	}
-	if it == nil || expired(it, s.now()) {
+	now := s.now()
+	if it == nil || expired(it, now) {
 		return publishing.IdempotencyRecord{}, fmt.Errorf("get idempotency record %q: %w", key, post.ErrNotFound)
 	}
-	r, _, err := decodeKeyItem(it)
+	r, ki, err := decodeKeyItem(it)
 	if err != nil {
 		return publishing.IdempotencyRecord{}, fmt.Errorf("get idempotency record %q: %w", key, err)
+	}
+	if r.CreatedAt.Before(now.Add(-CreateStaleAfter)) {
+		kp, err := s.keyedPost(ctx, r, ki.CreateID, now)
+		if err != nil {
+			return publishing.IdempotencyRecord{}, fmt.Errorf("get idempotency record %q: %w", key, err)
+		}
+		if kp.dead {
+			return publishing.IdempotencyRecord{}, fmt.Errorf("get idempotency record %q: a dead request's (taken over by its retry): %w", key, post.ErrNotFound)
+		}
 	}
 	return r, nil
 }

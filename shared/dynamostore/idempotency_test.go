@@ -103,9 +103,11 @@ func TestCreatePostWithKey(t *testing.T) {
 }
 
 // A request that died after the record, or part way through its post,
-// leaves the key in flight; after CreateStaleAfter a retry of the same
-// request (fingerprint and post id) takes it over and writes the post,
-// and a request with another body never does.
+// leaves the key in flight. After CreateStaleAfter its record reads as
+// gone, and a retry of the same request (the same fingerprint) takes it
+// over and writes the post — under the same post id or another one (a
+// generated id), the dead creation fenced so that it can never commit —
+// while a request with another body never does.
 func TestCreatePostWithKeyCrash(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -114,46 +116,77 @@ func TestCreatePostWithKeyCrash(t *testing.T) {
 	healthy := e.store(t, prefix, nil, Options{Now: clock.now})
 	ctx := t.Context()
 	const scope = "arn:aws:iam::123456789012:user/cms"
+	type crash struct {
+		key      string
+		id, retr post.ID // the dead request's post id, the retry's
+		createID string  // the dead request's creation
+	}
+	var crashes []crash
 	// writes: the record; + the post's claim; + one target (no commit).
 	for writes := 1; writes <= 3; writes++ {
-		id := post.ID(fmt.Sprintf("p-keycrash-%d", writes))
-		key := fmt.Sprintf("k-crash-%d", writes)
-		dying := &crashAfter{API: healthy.db}
-		dying.n.Store(int64(writes))
-		s := &Store{db: dying, now: clock.now, tables: healthy.tables}
-		if err := s.CreatePostWithKey(ctx, twoTargets(id, "first try", "acct-a", "acct-b"), keyRecord(scope, key, "fp", id)); !errors.Is(err, errCrashed) {
-			t.Fatalf("CreatePostWithKey dying after %d writes = %v", writes, err)
-		}
-		for _, fp := range []string{"fp", "fp-other"} {
-			ke := keyExists(t, healthy.CreatePostWithKey(ctx, twoTargets(id, "retry", "acct-b"), keyRecord(scope, key, fp, id)))
-			if !ke.InFlight || ke.Record.Post != id || ke.Record.Fingerprint != "fp" {
-				t.Errorf("after %d writes, at once, fingerprint %s: %+v; want the dead request's record, in flight", writes, fp, ke)
+		for _, retryID := range []string{"same", "other"} {
+			c := crash{key: fmt.Sprintf("k-crash-%d-%s", writes, retryID), id: post.ID(fmt.Sprintf("p-keycrash-%d-%s", writes, retryID))}
+			c.retr = c.id
+			if retryID == "other" {
+				c.retr += "-retry"
 			}
+			dying := &crashAfter{API: healthy.db}
+			dying.n.Store(int64(writes))
+			s := &Store{db: dying, now: clock.now, tables: healthy.tables}
+			if err := s.CreatePostWithKey(ctx, twoTargets(c.id, "first try", "acct-a", "acct-b"), keyRecord(scope, c.key, "fp", c.id)); !errors.Is(err, errCrashed) {
+				t.Fatalf("CreatePostWithKey dying after %d writes = %v", writes, err)
+			}
+			c.createID = sval(rawItem(t, e, healthy.tables.workspace, idempotencyKey(scope, c.key)), attrCreateID)
+			for _, fp := range []string{"fp", "fp-other"} {
+				ke := keyExists(t, healthy.CreatePostWithKey(ctx, twoTargets(c.retr, "retry", "acct-b"), keyRecord(scope, c.key, fp, c.retr)))
+				if !ke.InFlight || ke.Record.Post != c.id || ke.Record.Fingerprint != "fp" {
+					t.Errorf("%s, at once, fingerprint %s: %+v; want the dead request's record, in flight", c.key, fp, ke)
+				}
+			}
+			if r, err := healthy.GetIdempotencyRecord(ctx, scope, c.key); err != nil || r.Post != c.id {
+				t.Errorf("%s, at once: GetIdempotencyRecord = %+v, %v; want the record", c.key, r, err)
+			}
+			crashes = append(crashes, c)
 		}
 	}
 	clock.add(CreateStaleAfter + time.Second)
-	for writes := 1; writes <= 3; writes++ {
-		id := post.ID(fmt.Sprintf("p-keycrash-%d", writes))
-		key := fmt.Sprintf("k-crash-%d", writes)
-		ke := keyExists(t, healthy.CreatePostWithKey(ctx, twoTargets(id, "another body", "acct-c"), keyRecord(scope, key, "fp-other", id)))
+	for _, c := range crashes {
+		if _, err := healthy.GetIdempotencyRecord(ctx, scope, c.key); !errors.Is(err, post.ErrNotFound) {
+			t.Errorf("%s, stale: GetIdempotencyRecord = %v, want post.ErrNotFound (a dead request's)", c.key, err)
+		}
+		ke := keyExists(t, healthy.CreatePostWithKey(ctx, twoTargets(c.retr, "another body", "acct-c"), keyRecord(scope, c.key, "fp-other", c.retr)))
 		if !ke.InFlight || ke.Record.Fingerprint != "fp" {
-			t.Errorf("after %d writes, stale, another fingerprint: %+v; want the record kept, in flight", writes, ke)
+			t.Errorf("%s, stale, another fingerprint: %+v; want the record kept, in flight", c.key, ke)
 		}
-		ke = keyExists(t, healthy.CreatePostWithKey(ctx, twoTargets("p-keycrash-new", "retry", "acct-b"), keyRecord(scope, key, "fp", "p-keycrash-new")))
-		if !ke.InFlight || ke.Record.Post != id {
-			t.Errorf("after %d writes, stale, another post id: %+v; want the record kept, in flight", writes, ke)
+		mustDo(t, healthy.CreatePostWithKey(ctx, twoTargets(c.retr, "retry", "acct-b"), keyRecord(scope, c.key, "fp", c.retr)))
+		if p, err := healthy.GetPost(ctx, c.retr); err != nil || p.Body != "retry" || len(p.Targets) != 1 {
+			t.Errorf("%s, the takeover: GetPost = %+v, %v; want the retry's post", c.key, p, err)
 		}
-		mustDo(t, healthy.CreatePostWithKey(ctx, twoTargets(id, "retry", "acct-b"), keyRecord(scope, key, "fp", id)))
-		if p, err := healthy.GetPost(ctx, id); err != nil || p.Body != "retry" || len(p.Targets) != 1 {
-			t.Errorf("after %d writes, the takeover: GetPost = %+v, %v; want the retry's post", writes, p, err)
+		ke = keyExists(t, healthy.CreatePostWithKey(ctx, twoTargets(c.retr, "retry", "acct-b"), keyRecord(scope, c.key, "fp", c.retr)))
+		if ke.InFlight || ke.Record.Post != c.retr || !ke.Record.CreatedAt.Equal(clock.now()) {
+			t.Errorf("%s, the key after the takeover: %+v; want the retry's record, done", c.key, ke)
 		}
-		ke = keyExists(t, healthy.CreatePostWithKey(ctx, twoTargets(id, "retry", "acct-b"), keyRecord(scope, key, "fp", id)))
-		if ke.InFlight || !ke.Record.CreatedAt.Equal(clock.now()) {
-			t.Errorf("after %d writes, the key after the takeover: %+v; want the retry's record, done", writes, ke)
+		if c.retr == c.id {
+			continue
+		}
+		// The dead request, had it only stalled, can neither commit nor
+		// claim its id again; what it wrote is gone.
+		if err := healthy.commitPost(ctx, c.id, c.createID); !errors.Is(err, post.ErrConflict) {
+			t.Errorf("%s: the dead creation's commit = %v, want post.ErrConflict", c.key, err)
+		}
+		if err := healthy.CreatePost(ctx, twoTargets(c.id, "first try", "acct-a")); !errors.Is(err, post.ErrConflict) {
+			t.Errorf("%s: CreatePost of the dead creation's id = %v, want post.ErrConflict", c.key, err)
+		}
+		if _, err := healthy.GetPost(ctx, c.id); !errors.Is(err, post.ErrNotFound) {
+			t.Errorf("%s: GetPost(%s) = %v, want post.ErrNotFound", c.key, c.id, err)
+		}
+		if it := rawItem(t, e, healthy.tables.posts, targetKey(c.id, "acct-a")); it != nil {
+			t.Errorf("%s: the dead creation's acct-a target is still stored: %v", c.key, it)
 		}
 	}
-	if _, err := healthy.GetPost(ctx, "p-keycrash-new"); !errors.Is(err, post.ErrNotFound) {
-		t.Errorf("GetPost(p-keycrash-new) = %v, want post.ErrNotFound", err)
+	refs, err := healthy.Due(ctx, t0.Add(time.Hour), 0)
+	if err != nil || len(refs) != len(crashes) {
+		t.Errorf("Due = %v, %v; want the %d retries' targets only", refs, err, len(crashes))
 	}
 }
 
@@ -271,5 +304,42 @@ func TestCreatePostWithKeyBadInput(t *testing.T) {
 				t.Errorf("GetIdempotencyRecord = %v, want post.ErrNotFound: nothing written", err)
 			}
 		})
+	}
+}
+
+// A request that claimed its post late (a slow request) is live while its
+// claim is younger than CreateStaleAfter, however old its record: its key
+// is in flight, not taken over.
+func TestCreatePostWithKeyLiveClaim(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	prefix := e.tables(t, PostsTable, WorkspaceTable)
+	clock := &fixedClock{t: t0}
+	healthy := e.store(t, prefix, nil, Options{Now: clock.now})
+	ctx := t.Context()
+	p := twoTargets("p-slow", "slow", "acct-a")
+	slow := &crashAfter{API: healthy.db}
+	slow.n.Store(1) // the record only
+	s := &Store{db: slow, now: clock.now, tables: healthy.tables}
+	if err := s.CreatePostWithKey(ctx, p, keyRecord("scope", "k-slow", "fp", p.ID)); !errors.Is(err, errCrashed) {
+		t.Fatal(err)
+	}
+	createID := sval(rawItem(t, e, healthy.tables.workspace, idempotencyKey("scope", "k-slow")), attrCreateID)
+	clock.add(CreateStaleAfter - 10*time.Second)
+	slow.n.Store(1) // its claim, 50 s later
+	if err := s.createPost(ctx, p, clock.now(), createID); !errors.Is(err, errCrashed) {
+		t.Fatal(err)
+	}
+	clock.add(20 * time.Second) // the record 70 s old, the claim 20 s
+	if r, err := healthy.GetIdempotencyRecord(ctx, "scope", "k-slow"); err != nil || r.Post != p.ID {
+		t.Errorf("GetIdempotencyRecord = %+v, %v; want the live request's record", r, err)
+	}
+	if ke := keyExists(t, healthy.CreatePostWithKey(ctx, twoTargets("p-slow-retry", "slow", "acct-a"), keyRecord("scope", "k-slow", "fp", "p-slow-retry"))); !ke.InFlight {
+		t.Errorf("a retry while the claim is live: %+v, want in flight", ke)
+	}
+	clock.add(CreateStaleAfter)
+	mustDo(t, healthy.CreatePostWithKey(ctx, twoTargets("p-slow-retry", "slow", "acct-a"), keyRecord("scope", "k-slow", "fp", "p-slow-retry")))
+	if _, err := healthy.GetPost(ctx, "p-slow-retry"); err != nil {
+		t.Errorf("GetPost after the claim went stale = %v", err)
 	}
 }

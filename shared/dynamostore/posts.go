@@ -308,14 +308,20 @@ func (s *Store) createPost(ctx context.Context, p post.Post, now time.Time, crea
 	}
 
 	// 3. Commit.
+	return s.commitPost(ctx, p.ID, createID)
+}
+
+// commitPost makes the creation createID of post id visible, if the post
+// item is still that creation's, unfinished.
+func (s *Store) commitPost(ctx context.Context, id post.ID, createID string) error {
 	var c expr
 	var u update
 	u.set(&c, attrPhase, str(phaseReady))
 	u.remove(&c, attrClaimed)
 	expression := u.String()
-	cond = fmt.Sprintf("%s = %s AND %s = %s", c.name(attrCreateID), c.str(createID), c.name(attrPhase), c.str(phaseCreating))
-	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: &s.tables.posts, Key: postKey(p.ID), UpdateExpression: &expression, ConditionExpression: &cond,
+	cond := fmt.Sprintf("%s = %s AND %s = %s", c.name(attrCreateID), c.str(createID), c.name(attrPhase), c.str(phaseCreating))
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.tables.posts, Key: postKey(id), UpdateExpression: &expression, ConditionExpression: &cond,
 		ExpressionAttributeNames: c.names, ExpressionAttributeValues: c.values,
 	})
 	if _, ok := conditionFailed(err); ok {
