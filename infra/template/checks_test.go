@@ -143,7 +143,8 @@ func functionDir(id string) (string, bool) {
 
 // checkFunctions: every function is built by the Makefile from the module
 // root for provided.al2023 on arm64 as `bootstrap`, logs JSON, and has a
-// timeout.
+// timeout; every package main under functions/ is a function of the
+// template.
 func checkFunctions(c *contract, t *tmpl) []string {
 	var problems []string
 	fns := resourcesOf(t, "AWS::Serverless::Function")
@@ -179,6 +180,18 @@ func checkFunctions(c *contract, t *tmpl) []string {
 		}
 		if _, ok := functionDir(id); !ok {
 			problems = append(problems, fmt.Sprintf("%s: a function's logical id must be <Name>Function, built from functions/<name>", id))
+		}
+	}
+	// Every function of the code is deployed.
+	dirs, err := filepath.Glob(filepath.Join(c.root, "functions", "*", "main.go"))
+	if err != nil {
+		return append(problems, err.Error())
+	}
+	for _, d := range dirs {
+		name := filepath.Base(filepath.Dir(d))
+		id := strings.ToUpper(name[:1]) + name[1:] + "Function"
+		if resourceType(t, id) != "AWS::Serverless::Function" {
+			problems = append(problems, fmt.Sprintf("functions/%s has no function %s in the template", name, id))
 		}
 	}
 	return problems
