@@ -81,12 +81,13 @@ asl: $(EMULATORS)
 	@for f in infra/statemachine/*.asl.json; do $(ASL_VALIDATOR) --json-path $$f || exit 1; done
 
 ## bench: throughput, write counts, scheduling lateness, and a restart and an idle runtime on
-## 1,000,000 scheduled posts; median with `benchstat` if installed.
-bench:
+## 1,000,000 scheduled posts, the api function's init under the RIE; median with `benchstat` if installed.
+bench: $(EMULATORS) $(RIE)
 	@mkdir -p var
 	set -o pipefail; { $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./shared/sqlitestore/ ./shared/publishing/ && \
 	$(GO) test -run '^$$' -bench SchedulingLateness -benchtime 500x -count $(BENCHCOUNT) ./cmd/oncepost/ && \
-	$(GO) test -run '^$$' -bench 'RestartWithManyScheduled|IdleRuntimeCPU' -benchtime 1x -count $(BENCHCOUNT) -timeout 30m ./cmd/oncepost/; } | tee var/bench.txt
+	$(GO) test -run '^$$' -bench 'RestartWithManyScheduled|IdleRuntimeCPU' -benchtime 1x -count $(BENCHCOUNT) -timeout 30m ./cmd/oncepost/ && \
+	ONCEPOST_EMULATORS=required $(GO) test -run '^$$' -bench APIFunctionInit -benchtime 10x -count $(BENCHCOUNT) ./functions/api/; } | tee var/bench.txt
 
 ## bench-burst-local: the top-of-hour burst on the embedded runtime: 1,000 posts over 10 accounts
 ## due in one second against `oncepost sandbox` as a separate process, every create answered

@@ -39,10 +39,29 @@ func build(rt *awsruntime.Runtime) (any, error) {
 type callerKey struct{}
 
 // caller puts the IAM identity API Gateway verified into the request's
-// context: the ARN (or the caller id), which scopes idempotency keys.
+// context: its callerScope, which scopes idempotency keys.
 func caller(ctx context.Context, ev events.APIGatewayV2HTTPRequest) context.Context {
 	arn, id, _ := apigw.IAM(ev)
-	return context.WithValue(ctx, callerKey{}, cmp.Or(arn, id))
+	return context.WithValue(ctx, callerKey{}, callerScope(arn, id))
+}
+
+// callerScope names an IAM caller for its idempotency keys: its ARN, but
+// an assumed role's without the session name
+// (arn:aws:sts::ACCOUNT:assumed-role/ROLE/SESSION → …/ROLE). A session
+// name changes whenever a client's credentials are renewed (the SDKs name
+// sessions by the time), and a retry under new credentials must still
+// find its key; the sessions of one role are one principal to IAM
+// anyway. Without an ARN, the caller id.
+func callerScope(arn, callerID string) string {
+	if rest, ok := strings.CutPrefix(arn, "arn:"); ok {
+		parts := strings.SplitN(rest, ":", 5) // partition, service, region, account, resource
+		if len(parts) == 5 && parts[1] == "sts" && strings.HasPrefix(parts[4], "assumed-role/") {
+			if role, _, ok := strings.Cut(strings.TrimPrefix(parts[4], "assumed-role/"), "/"); ok {
+				return "arn:" + strings.Join(parts[:4], ":") + ":assumed-role/" + role
+			}
+		}
+	}
+	return cmp.Or(arn, callerID)
 }
 
 // interimAPI is POST /v1/posts and GET /v1/posts/{id} only, until
