@@ -54,8 +54,14 @@ type keyItem struct {
 	CreateID  string `dynamodbav:"create_id"`
 	Status    int    `dynamodbav:"status"`
 	Response  []byte `dynamodbav:"response,omitempty"`
+	// CreatedAt is the record's CreatedAt as given (the store's clock
+	// when zero), returned as it is.
 	CreatedAt string `dynamodbav:"created_at"`
-	// TTL is CreatedAt + publishing.IdempotencyKeep in epoch seconds,
+	// WrittenAt is when the store wrote the record, by its clock: what
+	// a record's age (a dead request's, the TTL) is reckoned from, never
+	// a time the caller gave.
+	WrittenAt string `dynamodbav:"written_at"`
+	// TTL is WrittenAt + publishing.IdempotencyKeep in epoch seconds,
 	// the workspace table's TTL attribute.
 	TTL int64 `dynamodbav:"ttl"`
 }
@@ -65,6 +71,7 @@ const (
 	attrFingerprint = "fingerprint"
 	attrPostID      = "post_id"
 	attrCreatedAt   = "created_at"
+	attrWrittenAt   = "written_at"
 )
 
 // idempotencyPartition is the partition key of scope's key.
@@ -77,12 +84,21 @@ func idempotencyKey(scope, key string) item {
 	return item{attrPK: str(idempotencyPartition(scope, key)), attrSK: str(skIdempotency)}
 }
 
-func keyItemOf(r publishing.IdempotencyRecord, createID string) keyItem {
+func keyItemOf(r publishing.IdempotencyRecord, createID string, written time.Time) keyItem {
 	return keyItem{
 		PK: idempotencyPartition(r.Scope, r.Key), SK: skIdempotency, Scope: r.Scope, Key: r.Key, Fingerprint: r.Fingerprint,
 		Post: string(r.Post), CreateID: createID, Status: r.Status, Response: r.Response, CreatedAt: encTime(r.CreatedAt),
-		TTL: ttlSeconds(r.CreatedAt.Add(publishing.IdempotencyKeep)),
+		WrittenAt: encTime(written), TTL: ttlSeconds(written.Add(publishing.IdempotencyKeep)),
 	}
+}
+
+// writtenAt is when the store wrote the record (its creation time for a
+// record without one).
+func (it keyItem) writtenAt() string {
+	if it.WrittenAt != "" {
+		return it.WrittenAt
+	}
+	return it.CreatedAt
 }
 
 func decodeKeyItem(raw item) (publishing.IdempotencyRecord, keyItem, error) {
@@ -151,7 +167,9 @@ func checkKey(p post.Post, k publishing.IdempotencyRecord) error {
 // post.ErrConflict, so a retry with the key meets that error again rather
 // than a replayed answer for a post that is not its own.
 //
-// The record's CreatedAt is the store's clock; key is not modified.
+// The record keeps key's CreatedAt (the store's clock if it is zero); its
+// age — when it is a dead request's, when it expires — is reckoned from
+// when the store wrote it, by the store's clock. key is not modified.
 // Cost: one write more than CreatePost; a key used before costs one
 // refused write and one read; a takeover two writes more.
 func (s *Store) CreatePostWithKey(ctx context.Context, p post.Post, key *publishing.IdempotencyRecord) error {
@@ -174,8 +192,12 @@ func (s *Store) createWithKey(ctx context.Context, p post.Post, key publishing.I
 	now := s.now()
 	createID := newCreateID(now)
 	rec := key
-	rec.Post, rec.CreatedAt = p.ID, now.UTC()
-	it, err := attributevalue.MarshalMap(keyItemOf(rec, createID))
+	rec.Post = p.ID
+	if rec.CreatedAt.IsZero() {
+		rec.CreatedAt = now
+	}
+	rec.CreatedAt = rec.CreatedAt.UTC()
+	it, err := attributevalue.MarshalMap(keyItemOf(rec, createID, now))
 	if err != nil {
 		return err
 	}
@@ -218,7 +240,7 @@ func (s *Store) putKey(ctx context.Context, it item, rec publishing.IdempotencyR
 		if err != nil {
 			return err
 		}
-		kp, err := s.keyedPost(ctx, stored, storedItem.CreateID, now)
+		kp, err := s.keyedPost(ctx, stored.Post, storedItem, now)
 		if err != nil {
 			return err
 		}
@@ -238,7 +260,7 @@ func (s *Store) putKey(ctx context.Context, it item, rec publishing.IdempotencyR
 		}
 		var y expr
 		cond = fmt.Sprintf("%s = %s AND %s = %s AND %s = %s",
-			y.name(attrCreatedAt), y.str(storedItem.CreatedAt), y.name(attrFingerprint), y.str(stored.Fingerprint),
+			y.name(attrWrittenAt), y.str(storedItem.writtenAt()), y.name(attrFingerprint), y.str(stored.Fingerprint),
 			y.name(attrCreateID), y.str(storedItem.CreateID))
 		_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
 			TableName: &s.tables.workspace, Item: it, ConditionExpression: &cond,
@@ -276,18 +298,18 @@ type keyedPostState struct {
 	dead bool
 }
 
-// keyedPost reads the post item of the record (one consistent GetItem)
-// whose creation is createID.
-func (s *Store) keyedPost(ctx context.Context, rec publishing.IdempotencyRecord, createID string, now time.Time) (keyedPostState, error) {
-	it, err := s.getItem(ctx, s.tables.posts, postKey(rec.Post))
+// keyedPost reads the post item of the record rec (one consistent
+// GetItem), post id.
+func (s *Store) keyedPost(ctx context.Context, id post.ID, rec keyItem, now time.Time) (keyedPostState, error) {
+	it, err := s.getItem(ctx, s.tables.posts, postKey(id))
 	if err != nil {
-		return keyedPostState{}, fmt.Errorf("read post %s of the idempotency record: %w", rec.Post, err)
+		return keyedPostState{}, fmt.Errorf("read post %s of the idempotency record: %w", id, err)
 	}
 	stale := encTime(now.Add(-CreateStaleAfter))
-	ours := it != nil && sval(it, attrCreateID) == createID
+	ours := it != nil && sval(it, attrCreateID) == rec.CreateID
 	st := keyedPostState{item: it, ready: ours && sval(it, attrPhase) == phaseReady}
 	live := ours && sval(it, attrPhase) == phaseCreating && sval(it, attrClaimed) >= stale
-	st.dead = encTime(rec.CreatedAt) < stale && !st.ready && !live
+	st.dead = rec.writtenAt() < stale && !st.ready && !live
 	return st, nil
 }
 
@@ -364,8 +386,8 @@ func (s *Store) GetIdempotencyRecord(ctx context.Context, scope, key string) (pu
 	if err != nil {
 		return publishing.IdempotencyRecord{}, fmt.Errorf("get idempotency record %q: %w", key, err)
 	}
-	if r.CreatedAt.Before(now.Add(-CreateStaleAfter)) {
-		kp, err := s.keyedPost(ctx, r, ki.CreateID, now)
+	if ki.writtenAt() < encTime(now.Add(-CreateStaleAfter)) {
+		kp, err := s.keyedPost(ctx, r.Post, ki, now)
 		if err != nil {
 			return publishing.IdempotencyRecord{}, fmt.Errorf("get idempotency record %q: %w", key, err)
 		}

@@ -343,3 +343,30 @@ func TestCreatePostWithKeyLiveClaim(t *testing.T) {
 		t.Errorf("GetPost after the claim went stale = %v", err)
 	}
 }
+
+// A record keeps the CreatedAt it was given, but its age is the store's:
+// a caller whose clock is an hour behind does not make its own request
+// look dead to a concurrent retry.
+func TestIdempotencyRecordAgeIsTheStores(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	clock := &fixedClock{t: t0}
+	healthy := e.store(t, e.tables(t, PostsTable, WorkspaceTable), nil, Options{Now: clock.now})
+	ctx := t.Context()
+	key := keyRecord("scope", "k-age", "fp", "p-age")
+	key.CreatedAt = t0.Add(-time.Hour)
+	slow := &crashAfter{API: healthy.db}
+	slow.n.Store(1) // the record only, the post not claimed yet
+	s := &Store{db: slow, now: clock.now, tables: healthy.tables}
+	if err := s.CreatePostWithKey(ctx, twoTargets("p-age", "b", "acct-a"), key); !errors.Is(err, errCrashed) {
+		t.Fatal(err)
+	}
+	got, err := healthy.GetIdempotencyRecord(ctx, "scope", "k-age")
+	if err != nil || !got.CreatedAt.Equal(key.CreatedAt) {
+		t.Errorf("GetIdempotencyRecord = %+v, %v; want the record with the CreatedAt given", got, err)
+	}
+	retry := keyRecord("scope", "k-age", "fp", "p-age-retry")
+	if ke := keyExists(t, healthy.CreatePostWithKey(ctx, twoTargets("p-age-retry", "b", "acct-a"), retry)); !ke.InFlight {
+		t.Errorf("a retry at once: %+v, want in flight (the record was written just now)", ke)
+	}
+}
