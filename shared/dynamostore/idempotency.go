@@ -51,9 +51,9 @@ type keyItem struct {
 	// CreateID is the creation of the post the record leads to (the post
 	// item carries it once written): a post of that id written by
 	// another creation is not this record's.
-	CreateID  string `dynamodbav:"create_id"`
-	Status    int    `dynamodbav:"status"`
-	Response  []byte `dynamodbav:"response,omitempty"`
+	CreateID string `dynamodbav:"create_id"`
+	Status   int    `dynamodbav:"status"`
+	Response []byte `dynamodbav:"response,omitempty"`
 	// CreatedAt is the record's CreatedAt as given (the store's clock
 	// when zero), returned as it is.
 	CreatedAt string `dynamodbav:"created_at"`
