@@ -20,9 +20,12 @@ const mustBePublic = "receivers must be public, or pass --allow-private"
 // subscription allows private receivers: the IANA special-purpose ranges
 // that reach this machine, its network, a cloud's metadata service or
 // nowhere public. net.IP's helpers (IsPrivate, IsLoopback…) miss carrier-
-// grade NAT and the benchmarking range, so the list is explicit. The
-// first match names the address; the metadata address precedes the
-// unique-local range that holds it.
+// grade NAT and the benchmarking range, so the list is explicit. It is
+// kept here rather than taken from code.dny.dev/ssrf so that a refusal
+// can say what the address is (the operator reads it in a delivery's
+// last error), and because that library's defaults allow ports 80 and
+// 443 only. The first match names the address; the metadata address
+// precedes the unique-local range that holds it.
 var blockedRanges = []struct {
 	prefix netip.Prefix
 	what   string
