@@ -94,6 +94,9 @@ const (
 	removePendingQuery = `DELETE FROM deliveries INDEXED BY deliveries_due WHERE state = 'pending' AND subscription_id = ?`
 	removeDeadQuery    = `DELETE FROM deliveries INDEXED BY deliveries_by_state WHERE state = 'dead' AND subscription_id = ?`
 	recentEventsQuery  = `SELECT event FROM events ORDER BY seq DESC LIMIT ?`
+	// nextDueQuery: the earliest NextTry of a pending delivery.
+	nextDueQuery = `SELECT next_try FROM deliveries INDEXED BY deliveries_due
+		WHERE state = 'pending' ORDER BY next_try LIMIT 1`
 )
 
 // outboxStmts are the outbox's statements, prepared at Open.
@@ -104,7 +107,7 @@ type outboxStmts struct {
 	subInsert, subDelete, subDisable, removePending, removeDead    *sql.Stmt
 	pruneDeliveries, pruneEvents, deadUndecodable                  *sql.Stmt
 	// On the readers.
-	subGet, subList, listDeliveries, listAllDeliveries, recentEvents *sql.Stmt
+	subGet, subList, listDeliveries, listAllDeliveries, recentEvents, nextDue *sql.Stmt
 }
 
 func (o *outboxStmts) all() []*sql.Stmt {
@@ -113,7 +116,7 @@ func (o *outboxStmts) all() []*sql.Stmt {
 		o.claim, o.claimLease, o.deliveryRecord, o.deliveryState, o.redrive,
 		o.subInsert, o.subDelete, o.subDisable, o.removePending, o.removeDead,
 		o.pruneDeliveries, o.pruneEvents, o.deadUndecodable,
-		o.subGet, o.subList, o.listDeliveries, o.listAllDeliveries, o.recentEvents,
+		o.subGet, o.subList, o.listDeliveries, o.listAllDeliveries, o.recentEvents, o.nextDue,
 	}
 }
 
@@ -153,6 +156,7 @@ func (s *Store) prepareOutbox(ctx context.Context) error {
 		{&o.listDeliveries, s.r, listDeliveriesQuery},
 		{&o.listAllDeliveries, s.r, listAllDeliveriesQuery},
 		{&o.recentEvents, s.r, recentEventsQuery},
+		{&o.nextDue, s.r, nextDueQuery},
 	}
 	for _, p := range list {
 		st, err := p.db.PrepareContext(ctx, p.query)
@@ -487,10 +491,15 @@ func (s *Store) DisableSubscription(ctx context.Context, id, reason string) erro
 // the claimed deliveries are returned with NextTry = now+lease, and one
 // whose worker died is due again then. A due delivery whose stored event
 // cannot be decoded (written by another program) is made dead, with the
-// reason, instead of being claimed.
+// reason, instead of being claimed. When nothing is due, which a read
+// connection tells, it returns without taking the write lock: polling
+// costs the writers nothing.
 func (s *Store) ClaimDeliveries(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]publishing.Delivery, error) {
 	if lease <= 0 {
 		return nil, fmt.Errorf("claim deliveries: lease %s: want a positive duration", lease)
+	}
+	if next, ok, err := s.NextDeliveryDue(ctx); err == nil && (!ok || next.After(now)) {
+		return nil, nil
 	}
 	until := now.Add(lease).UTC()
 	var out []publishing.Delivery
@@ -545,6 +554,26 @@ func (s *Store) ClaimDeliveries(ctx context.Context, now time.Time, lease time.D
 		s.deliveryWrites.Add(1)
 	}
 	return out, nil
+}
+
+// NextDeliveryDue returns when the next pending delivery is due, so a
+// notifier can sleep until then instead of polling: the earliest NextTry
+// (a claimed delivery's is the end of its lease; one due already gives a
+// time not after now), and false when no delivery is pending. One read of
+// the index deliveries_due, from a read connection.
+func (s *Store) NextDeliveryDue(ctx context.Context) (time.Time, bool, error) {
+	var at string
+	switch err := s.os.nextDue.QueryRowContext(ctx).Scan(&at); {
+	case errors.Is(err, sql.ErrNoRows):
+		return time.Time{}, false, nil
+	case err != nil:
+		return time.Time{}, false, fmt.Errorf("next delivery due: %w", err)
+	}
+	t, err := sqltime.Decode(at)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("next delivery due: next_try %q: %w", cut(at, maxValueBytes), err)
+	}
+	return t, true, nil
 }
 
 // deliveryStates are the states a delivery may be recorded in.

@@ -811,6 +811,42 @@ func TestClaimDeadLettersUndecodableDeliveries(t *testing.T) {
 	}
 }
 
+// NextDeliveryDue is the earliest NextTry of a pending delivery: the
+// event's time, then the end of a claim's lease, then nothing once
+// delivered.
+func TestNextDeliveryDue(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Options{})
+	if _, ok, err := s.NextDeliveryDue(ctx); ok || err != nil {
+		t.Fatalf("NextDeliveryDue of an empty outbox = %v, %v; want none", ok, err)
+	}
+	subscribe(t, s, "wh_a")
+	publishingPost(t, s, "p")
+	next, err := s.UpdateTarget(ctx, "p", "acct", published(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at, ok, err := s.NextDeliveryDue(ctx); !ok || err != nil || !at.Equal(next.UpdatedAt) {
+		t.Errorf("NextDeliveryDue = %s, %v, %v; want the event's time %s", at, ok, err, next.UpdatedAt)
+	}
+	now := t0.Add(time.Hour)
+	ds, err := s.ClaimDeliveries(ctx, now, time.Minute, 0)
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("claim: %v, %v", ds, err)
+	}
+	if at, ok, err := s.NextDeliveryDue(ctx); !ok || err != nil || !at.Equal(now.Add(time.Minute)) {
+		t.Errorf("NextDeliveryDue while claimed = %s, %v, %v; want the lease's end", at, ok, err)
+	}
+	d := ds[0]
+	d.State, d.Attempts, d.LastStatus = publishing.DeliveryDelivered, 1, 200
+	if err := s.RecordDelivery(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := s.NextDeliveryDue(ctx); ok || err != nil {
+		t.Errorf("NextDeliveryDue once delivered = %v, %v; want none", ok, err)
+	}
+}
+
 // Bad input gets an error naming the field.
 func TestOutboxRefusesBadInput(t *testing.T) {
 	ctx := context.Background()

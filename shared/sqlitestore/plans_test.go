@@ -63,6 +63,7 @@ func TestQueryPlans(t *testing.T) {
 		{"RemoveSubscription(pending)", removePendingQuery, []any{"wh_a"}, []string{"deliveries_due"}},
 		{"RemoveSubscription(dead)", removeDeadQuery, []any{"wh_a"}, []string{"deliveries_by_state"}},
 		{"RecentEvents", recentEventsQuery, []any{10}, nil},
+		{"NextDeliveryDue", nextDueQuery, nil, []string{"deliveries_due"}},
 	}
 	statuses := []post.TargetStatus{post.Scheduled, post.Triggered, post.Publishing, post.Waiting,
 		post.Published, post.Failed, post.Held, post.Cancelled, post.Deleted}
