@@ -894,3 +894,52 @@ func TestRecordDeliveryFirstFinalOutcomeStays(t *testing.T) {
 		t.Errorf("delivered: %v, want the delivery to stay delivered", got)
 	}
 }
+
+// Claims from two connections to one file (as from two processes) at the
+// same moment never return one delivery twice within its lease.
+func TestClaimsAcrossConnectionsDisjoint(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "shared.db")
+	a, b := openAt(t, path), openAt(t, path)
+	subscribe(t, a, "wh_a")
+	const n = 12
+	for i := range n {
+		id := post.ID(fmt.Sprint("p", i))
+		publishingPost(t, a, id)
+		if _, err := a.UpdateTarget(ctx, id, "acct", published(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		s := []*Store{a, b}[i%2]
+		wg.Go(func() {
+			for {
+				ds, err := s.ClaimDeliveries(ctx, t0.Add(time.Hour), time.Hour, 2)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(ds) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, d := range ds {
+					seen[d.ID]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(seen) != n {
+		t.Errorf("%d distinct deliveries claimed, want %d", len(seen), n)
+	}
+	for id, c := range seen {
+		if c != 1 {
+			t.Errorf("delivery %s claimed %d times within its lease", id, c)
+		}
+	}
+}
