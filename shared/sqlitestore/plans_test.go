@@ -53,6 +53,7 @@ func TestQueryPlans(t *testing.T) {
 			[]any{"acct", "2026", "p"}, []string{"targets_due", "targets_settled"}},
 		{"ListPostPage(account; after)", listQuery(nil, true, true), []any{"acct", "2026", "p"}, []string{"targets_by_account"}},
 		{"NextVisible", nextVisibleQuery, []any{"publish"}, []string{"queue_messages_visible"}},
+		{"PruneIdempotencyKeys", keysPruneQuery, []any{"2026", 10}, []string{"idempotency_keys_created"}},
 	}
 	statuses := []post.TargetStatus{post.Scheduled, post.Triggered, post.Publishing, post.Waiting,
 		post.Published, post.Failed, post.Held, post.Cancelled, post.Deleted}
