@@ -809,6 +809,13 @@ func (d *Desk) deleteTarget(ctx context.Context, p post.Post, t post.Target, eve
 		return waiting(fmt.Sprintf("delete requested before (%s); it goes on once approved", e.State)), nil
 	}
 	res, err := d.Deleter.Run(ctx, e.Key)
+	if errors.Is(err, ErrNotApproved) {
+		// Requested before without approval: approving now is the
+		// operator's decision on that entry, not this request's.
+		o := no(fmt.Sprintf("the delete requested before is %s and waits for approval", e.State))
+		o.Key, o.Decision = e.Key, "approve"
+		return o, nil
+	}
 	if err != nil {
 		return no(err.Error()), nil
 	}

@@ -11,6 +11,8 @@ import (
 	"image"
 	"image/color"
 	stdgif "image/gif"
+	"io"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -98,10 +100,11 @@ func newDeskEnv(t testing.TB) *deskEnv {
 		t.Fatal(err)
 	}
 	e := &deskEnv{store: s, sched: &storeScheduler{s: s}, stored: map[string]int64{}}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ids := atomic.Int32{}
 	e.desk = &publishing.Desk{
 		Posts: s, Ledger: s, Accounts: s, Blocklist: s, Scheduler: e.sched, Keys: s, Lister: s,
-		Deleter: &publishing.Deleter{Ledger: s, Posts: s, Accounts: s, Owner: "test", Now: func() time.Time { return deskNow }},
+		Deleter: &publishing.Deleter{Ledger: s, Posts: s, Accounts: s, Owner: "test", Now: func() time.Time { return deskNow }, Logger: quiet},
 		Limits: func(name string) (post.Limits, bool) {
 			k, ok := catalog.Lookup(name)
 			return k.Limits(), ok
@@ -121,6 +124,7 @@ func newDeskEnv(t testing.TB) *deskEnv {
 		Now:          func() time.Time { return deskNow },
 		NewID:        func(time.Time) string { return fmt.Sprintf("gen-%03d", ids.Add(1)) },
 		InFlightWait: 200 * time.Millisecond,
+		Logger:       quiet,
 	}
 	return e
 }
@@ -601,7 +605,8 @@ func TestDeskTargetActions(t *testing.T) {
 }
 
 // A published post's delete waits for approval and names the entry to
-// approve; asked again, it writes nothing and says so again.
+// approve; asked again, even with approve, it writes nothing and says so
+// again: approving the entry is the operator's decision on it.
 func TestDeskRequestDelete(t *testing.T) {
 	ctx := context.Background()
 	e := newDeskEnv(t)
@@ -617,6 +622,11 @@ func TestDeskRequestDelete(t *testing.T) {
 		if diff := cmp.Diff([]publishing.TargetOutcome{{Account: "news", Done: true, Message: msg, Key: want, Decision: "approve"}}, got); err != nil || diff != "" {
 			t.Errorf("request %d: %v; outcomes (-want +got):\n%s", i, err, diff)
 		}
+	}
+	got, err := e.desk.RequestDelete(ctx, "p1", "news", true)
+	wantOut := []publishing.TargetOutcome{{Account: "news", Done: true, Message: "delete of remote post 109 requested; it waits for approval", Key: want, Decision: "approve"}}
+	if diff := cmp.Diff(wantOut, got); err != nil || diff != "" {
+		t.Errorf("approve with a second request: %v; outcomes (-want +got):\n%s", err, diff)
 	}
 }
 
