@@ -377,10 +377,11 @@ func TestDeskScheduleKeyInFlight(t *testing.T) {
 	tests := []struct {
 		name    string
 		hide    int32
+		wait    time.Duration // InFlightWait: far longer than the three looks take, or short
 		wantErr error
 	}{
-		{"the post shows up", 3, nil},
-		{"it does not", 1 << 30, publishing.ErrKeyInFlight},
+		{"the post shows up", 3, time.Minute, nil},
+		{"it does not", 1 << 30, 50 * time.Millisecond, publishing.ErrKeyInFlight},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -390,7 +391,7 @@ func TestDeskScheduleKeyInFlight(t *testing.T) {
 				t.Fatal(err)
 			}
 			e.desk.Posts = &hiddenPosts{Posts: e.store, id: "launch", hide: tt.hide}
-			e.desk.InFlightWait = 100 * time.Millisecond
+			e.desk.InFlightWait = tt.wait
 			res, err := e.desk.Schedule(ctx, draftTo("launch", "Hello.", "plain"), nil, keyed("k1", "fp-1"))
 			switch {
 			case tt.wantErr != nil && !errors.Is(err, tt.wantErr):
