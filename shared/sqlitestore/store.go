@@ -111,8 +111,8 @@ var (
 	_ publishing.Blocklist       = (*Store)(nil)
 	_ publishing.DeadLetterAdmin = (*Queue)(nil)
 
-	_ publishing.Subscriptions = (*Store)(nil)
-	_ publishing.Deliveries    = (*Store)(nil)
+	_ publishing.Subscriptions   = (*Store)(nil)
+	_ publishing.Deliveries      = (*Store)(nil)
 	_ publishing.IdempotencyKeys = (*Store)(nil)
 	_ publishing.PostLister      = (*Store)(nil)
 )
