@@ -20,11 +20,9 @@ import (
 
 	"oncepost/shared/awsclock"
 	"oncepost/shared/awsruntime"
-	"oncepost/shared/awsschedule"
 	"oncepost/shared/dynamostore"
 	"oncepost/shared/emf"
 	"oncepost/shared/ledger"
-	"oncepost/shared/post"
 	"oncepost/shared/publishing"
 	"oncepost/shared/sqsqueue"
 )
@@ -261,7 +259,9 @@ func openAWS(ctx context.Context, src string, outs stackOutputs, static []byte) 
 	return &backend{
 		kind: backendAWS, ledger: rt.Store, posts: rt.Store, accounts: rt.Store, admin: rt.Store,
 		views:       dynamoViews{rt.Store},
-		schedules:   awsSchedules{schedules},
+		lister:      rt.Store,
+		keys:        rt.Store,
+		schedules:   schedules,
 		deadLetters: queue,
 		depth:       sqsDepth{queue},
 		looks:       sfnLooks{client: sfn.NewFromConfig(rt.AWS), execPrefix: executionPrefix(outs[outStateMachineARN])},
@@ -292,16 +292,6 @@ func (d sqsDepth) Depth(ctx context.Context) (queueDepth, error) {
 
 // dynamoViews are the operator's lists on DynamoDB.
 type dynamoViews struct{ s *dynamostore.Store }
-
-// ListPosts lists a page of posts in StatusIndex order
-// (dynamostore.Store.ListPostPage).
-func (v dynamoViews) ListPosts(ctx context.Context, f postFilter) (postPage, error) {
-	pg, err := v.s.ListPostPage(ctx, publishing.PostFilter{Statuses: f.Statuses, Account: f.Account, Limit: f.Limit, After: f.After})
-	if errors.Is(err, publishing.ErrBadCursor) {
-		return postPage{}, badCursor(f.After)
-	}
-	return postPage(pg), err
-}
 
 // Held lists held entries through HeldIndex.
 func (v dynamoViews) Held(ctx context.Context, limit int) ([]ledger.Entry, error) {
@@ -342,16 +332,6 @@ func (v dynamoViews) Counts(ctx context.Context) (storeCounts, error) {
 		c.Ledger[e.State]++
 	}
 	return c, nil
-}
-
-// awsSchedules is the stack's PostScheduler (awsschedule: the post, then
-// its slots' EventBridge Scheduler schedules, on AWS's clock) as the
-// commands use it: `post add` sends no idempotency key.
-type awsSchedules struct{ *awsschedule.PostScheduler }
-
-// CreatePost writes the post, then its slots' schedules.
-func (s awsSchedules) CreatePost(ctx context.Context, p post.Post) error {
-	return s.PostScheduler.CreatePost(ctx, p, nil)
 }
 
 // sfnLooks counts looks in the Step Functions executions' histories.
