@@ -16,6 +16,8 @@ import (
 	"oncepost/shared/publishing"
 )
 
+var _ publishing.IdempotencyKeys = (*Store)(nil)
+
 // Idempotency records (publishing.IdempotencyRecord): one workspace item
 // per (scope, key), in a partition of its own, "idempotency#" and the
 // base32 SHA-256 of scope and key (an IAM principal's ARN and a client's
