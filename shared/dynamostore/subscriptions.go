@@ -233,4 +233,6 @@ func (s *Store) DisableSubscription(ctx context.Context, id, reason string) erro
 }
 
 // boolValue is a BOOL attribute value.
-func boolValue(b bool) *types.AttributeValueMemberBOOL { return &types.AttributeValueMemberBOOL{Value: b} }
+func boolValue(b bool) *types.AttributeValueMemberBOOL {
+	return &types.AttributeValueMemberBOOL{Value: b}
+}
