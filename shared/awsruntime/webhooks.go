@@ -148,7 +148,7 @@ func interimRetryAt(created time.Time, attempts int, now time.Time, retryAfter t
 	steps := []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour}
 	d := steps[min(max(attempts, 1), len(steps))-1]
 	next := now.Add(max(d, retryAfter))
-	if next.After(created.Add(publishing.WebhookWindow)) {
+	if next.After(created.Add(24 * time.Hour)) {
 		return time.Time{}, false
 	}
 	return next, true

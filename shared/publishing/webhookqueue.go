@@ -90,9 +90,6 @@ const (
 	ReasonUndecodableWebhook = "undecodable_webhook"
 )
 
-// WebhookWindow is how long a delivery is tried: 24 h from its creation.
-const WebhookWindow = 24 * time.Hour
-
 // WebhookStoreRetry is when a message comes back whose subscription
 // could not be read (the store unreachable): the attempt was not made.
 const WebhookStoreRetry = time.Minute
