@@ -142,14 +142,19 @@ func (c *CachedSubscriptions) DisableSubscription(ctx context.Context, id, reaso
 var retryAt = interimRetryAt
 
 // interimRetryAt stands in for publishing.WebhookRetryAt until it is
-// merged: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, then every
-// 10 h, never before the receiver's Retry-After, within 24 h of created.
+// merged (the same schedule): 5 s, 30 s, 2 min, 5 min, 15 min, 30 min,
+// 1 h, 2 h, 4 h, 8 h, then every 8 h, never before the receiver's
+// Retry-After, a last try at the end of the 24 h from created.
 func interimRetryAt(created time.Time, attempts int, now time.Time, retryAfter time.Duration) (time.Time, bool) {
-	steps := []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour}
-	d := steps[min(max(attempts, 1), len(steps))-1]
-	next := now.Add(max(d, retryAfter))
-	if next.After(created.Add(24 * time.Hour)) {
+	steps := []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 5 * time.Minute, 15 * time.Minute,
+		30 * time.Minute, time.Hour, 2 * time.Hour, 4 * time.Hour, 8 * time.Hour}
+	end := created.Add(24 * time.Hour)
+	if !now.Before(end) {
 		return time.Time{}, false
+	}
+	next := now.Add(max(steps[min(max(attempts, 1), len(steps))-1], retryAfter))
+	if next.After(end) {
+		next = end
 	}
 	return next, true
 }
