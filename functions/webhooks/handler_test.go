@@ -35,6 +35,7 @@ import (
 	"oncepost/shared/post"
 	"oncepost/shared/publishing"
 	"oncepost/shared/sqsesm"
+	"oncepost/shared/webhook"
 )
 
 // request is one request a receiver got.
@@ -112,7 +113,7 @@ func newRig(t *testing.T, stack *stacktest.Stack, ev *stacktest.Events, start ti
 	t.Helper()
 	r := &rig{stack: stack, events: ev, clock: clocktest.New(start)}
 	rt := &awsruntime.Runtime{Store: stack.Store, Now: r.clock.Now, Logger: slog.New(slog.DiscardHandler)}
-	r.webhooks = rt.QueuedWebhooks(testSender(r.clock.Now))
+	r.webhooks = rt.QueuedWebhooks(webhook.NewSender(webhook.Options{Now: r.clock.Now}))
 	h := handler{batches: ev.WebhookQueue, webhooks: recording{r.webhooks, r}, log: rt.Logger, need: time.Second}
 	r.esm = &sqsesm.Mapping{Client: stack.SQS, QueueURL: ev.WebhookQueueURL, QueueARN: "arn:aws:sqs:us-east-1:000000000000:webhooks", BatchSize: 1,
 		Function: func(ctx context.Context, e events.SQSEvent) (events.SQSEventResponse, error) {
@@ -361,7 +362,7 @@ func testFailingThreeTimesThenDelivered(t *testing.T, stack *stacktest.Stack, ev
 			}
 			break
 		}
-		next, ok := r.webhooks.RetryAt(start, attempt, r.clock.Now(), 0)
+		next, ok := publishing.WebhookRetryAt(start, attempt, r.clock.Now(), 0)
 		if !ok || v.Retry != next.Sub(r.clock.Now()) {
 			t.Fatalf("attempt %d: verdict %+v, want a retry in %s", attempt, v, next.Sub(r.clock.Now()))
 		}

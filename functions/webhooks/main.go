@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"oncepost/shared/awsruntime"
+	"oncepost/shared/webhook"
 )
 
 // attemptTimeout bounds one attempt (the spec suggests 15 to 30 s).
@@ -19,7 +20,7 @@ func main() {
 		if err != nil {
 			return nil, err
 		}
-		sender := newSender(attemptTimeout)
+		sender := webhook.NewSender(webhook.Options{Timeout: attemptTimeout})
 		return handler{batches: q, webhooks: rt.QueuedWebhooks(sender), log: rt.Logger, need: attemptTimeout + 5*time.Second}.handle, nil
 	})
 }

@@ -64,7 +64,7 @@ func (rt *Runtime) Subscriptions() *CachedSubscriptions {
 
 // QueuedWebhooks makes the webhook queue's attempts with sender.
 func (rt *Runtime) QueuedWebhooks(sender publishing.WebhookSender) *publishing.QueuedWebhooks {
-	return &publishing.QueuedWebhooks{Subscriptions: rt.Subscriptions(), Sender: sender, RetryAt: retryAt, Now: rt.Now, Logger: rt.Logger}
+	return &publishing.QueuedWebhooks{Subscriptions: rt.Subscriptions(), Sender: sender, RetryAt: publishing.WebhookRetryAt, Now: rt.Now, Logger: rt.Logger}
 }
 
 // subscriptionStore is what CachedSubscriptions reads.
@@ -136,25 +136,4 @@ func (c *CachedSubscriptions) DisableSubscription(ctx context.Context, id, reaso
 	c.list = cached[[]publishing.Subscription]{}
 	c.mu.Unlock()
 	return c.store.DisableSubscription(ctx, id, reason)
-}
-
-// retryAt is the webhooks' backoff.
-var retryAt = interimRetryAt
-
-// interimRetryAt stands in for publishing.WebhookRetryAt until it is
-// merged (the same schedule): 5 s, 30 s, 2 min, 5 min, 15 min, 30 min,
-// 1 h, 2 h, 4 h, 8 h, then every 8 h, never before the receiver's
-// Retry-After, a last try at the end of the 24 h from created.
-func interimRetryAt(created time.Time, attempts int, now time.Time, retryAfter time.Duration) (time.Time, bool) {
-	steps := []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 5 * time.Minute, 15 * time.Minute,
-		30 * time.Minute, time.Hour, 2 * time.Hour, 4 * time.Hour, 8 * time.Hour}
-	end := created.Add(24 * time.Hour)
-	if !now.Before(end) {
-		return time.Time{}, false
-	}
-	next := now.Add(max(steps[min(max(attempts, 1), len(steps))-1], retryAfter))
-	if next.After(end) {
-		next = end
-	}
-	return next, true
 }
