@@ -94,7 +94,8 @@ func (s *Store) openSealer(ctx context.Context, what string) (*credseal.Sealer, 
 // AddSubscription stores a subscription, its secret sealed (one
 // conditional PutItem; the first secret or credential ever stored also
 // makes the data key), or returns an error wrapping post.ErrConflict if
-// the id exists. The id, URL and secret must not be empty.
+// the id exists. The id, URL and secret must not be empty, and every
+// event type one of publishing.EventTypes.
 func (s *Store) AddSubscription(ctx context.Context, sub publishing.Subscription) error {
 	switch {
 	case sub.ID == "":
@@ -103,6 +104,11 @@ func (s *Store) AddSubscription(ctx context.Context, sub publishing.Subscription
 		return fmt.Errorf("add subscription %s: empty url", sub.ID)
 	case sub.Secret == "":
 		return fmt.Errorf("add subscription %s: empty secret", sub.ID)
+	}
+	for _, e := range sub.Events {
+		if !publishing.ValidEventType(e) {
+			return fmt.Errorf("add subscription %s: events: %q is not an event type", sub.ID, e)
+		}
 	}
 	seal, err := s.sealer(ctx, true)
 	if err != nil {

@@ -13,7 +13,44 @@ import (
 	"oncepost/shared/credseal"
 	"oncepost/shared/post"
 	"oncepost/shared/publishing"
+	"oncepost/shared/publishingtest"
 )
+
+// The outbox's subscription suite, unchanged, against dynalite: two
+// Stores with one key on fresh tables, used in turn.
+func TestSubscriptionsConformance(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	next := e.pool(t, WorkspaceTable)
+	publishingtest.TestSubscriptions(t, func(t *testing.T) publishing.Subscriptions {
+		prefix := next(t)
+		key := NewStaticKey()
+		return &subscriptionsPair{pair{a: e.store(t, prefix, nil, Options{Keys: key}), b: e.store(t, prefix, nil, Options{Keys: key})}}
+	})
+}
+
+// subscriptionsPair alternates two Stores, call by call.
+type subscriptionsPair struct{ pair }
+
+func (p *subscriptionsPair) AddSubscription(ctx context.Context, s publishing.Subscription) error {
+	return p.pick().AddSubscription(ctx, s)
+}
+
+func (p *subscriptionsPair) GetSubscription(ctx context.Context, id string) (publishing.Subscription, error) {
+	return p.pick().GetSubscription(ctx, id)
+}
+
+func (p *subscriptionsPair) ListSubscriptions(ctx context.Context) ([]publishing.Subscription, error) {
+	return p.pick().ListSubscriptions(ctx)
+}
+
+func (p *subscriptionsPair) RemoveSubscription(ctx context.Context, id string) error {
+	return p.pick().RemoveSubscription(ctx, id)
+}
+
+func (p *subscriptionsPair) DisableSubscription(ctx context.Context, id, reason string) error {
+	return p.pick().DisableSubscription(ctx, id, reason)
+}
 
 // Subscriptions round-trip, by id, with their secrets; an id is taken
 // once; unknown ids are not found; disabling keeps the subscription and
