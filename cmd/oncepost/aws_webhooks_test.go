@@ -16,8 +16,10 @@ import (
 // Dead webhook deliveries of a stack are seen, redriven and dropped with
 // `oncepost dlq --queue webhooks`: listed with their reason and the
 // delivery they carry, sent back to the webhook queue with the same
-// event; the jobs' dead letters are apart. A stack without the webhook
-// queue, and the embedded workspace, say why there are none.
+// event; the jobs' dead letters are apart. `oncepost webhook` adds, lists
+// and removes the stack's subscriptions (sealed with its key), lists its
+// dead deliveries and redrives one. A stack without the webhook queue,
+// and the embedded workspace, say why there are none.
 func TestWebhookDeadLettersOnAWS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs emulators and a few processes")
@@ -80,6 +82,43 @@ func TestWebhookDeadLettersOnAWS(t *testing.T) {
 	}
 	if m, err := publishing.DecodeWebhookMessage(back[0].Body); err != nil || m.Event.ID != ev.ID || back[0].ReceiveCount != 1 {
 		t.Errorf("redriven %+v (receive %d), %v; want the same event, its receives started again", m, back[0].ReceiveCount, err)
+	}
+
+	// The subscriptions and dead deliveries through `oncepost webhook`.
+	var added subscriptionAdded
+	st.okJSON(&added, "webhook", "add", "--url", "http://127.0.0.1:9/hooks", "--allow-private", "--events", "post.failed")
+	stored, err := st.store.GetSubscription(ctx, added.ID)
+	if err != nil || stored.Secret != added.Secret || !stored.AllowPrivate || stored.URL != "http://127.0.0.1:9/hooks" {
+		t.Fatalf("webhook add on AWS stored %+v (%v); want the subscription, its secret sealed with the stack's key", stored, err)
+	}
+	var subs []publishing.Subscription
+	st.okJSON(&subs, "webhook", "list")
+	if len(subs) != 1 || subs[0].ID != added.ID || subs[0].Secret != "" {
+		t.Errorf("webhook list: %+v", subs)
+	}
+	if err := webhooks.DeadLetter(ctx, back[0].Receipt, "webhook_expired: 13 attempts"); err != nil {
+		t.Fatal(err)
+	}
+	var ds []publishing.Delivery
+	st.okJSON(&ds, "webhook", "deliveries", "--state", "dead")
+	id := publishing.DeliveryID(ev.ID, "wh_gone")
+	if len(ds) != 1 || ds[0].ID != id || ds[0].State != publishing.DeliveryDead || ds[0].LastError != "webhook_expired: 13 attempts" || ds[0].Event.ID != ev.ID {
+		t.Fatalf("webhook deliveries --state dead: %+v", ds)
+	}
+	if code, _, errOut := st.cli("", "webhook", "deliveries", "--state", "pending"); code != exitUsage || !strings.Contains(errOut, "only dead deliveries") {
+		t.Errorf("webhook deliveries --state pending on AWS: exit %d, %q", code, errOut)
+	}
+	if out := st.ok("", "webhook", "redrive", id); !strings.Contains(out, "redriven "+id) {
+		t.Errorf("webhook redrive: %q", out)
+	}
+	if again, err := webhooks.Receive(ctx, 1, time.Minute); err != nil || len(again) != 1 {
+		t.Errorf("after webhook redrive: %v, %d messages on the webhook queue", err, len(again))
+	}
+	if code, _, errOut := st.cli("", "webhook", "redrive", id); code != exitUsage || !strings.Contains(errOut, "no delivery") {
+		t.Errorf("a second redrive: exit %d, %q", code, errOut)
+	}
+	if out := st.ok("", "webhook", "remove", added.ID); !strings.Contains(out, "removed "+added.ID) {
+		t.Errorf("webhook remove: %q", out)
 	}
 
 	if code, _, errOut := st.cli("", "dlq", "list", "--queue", "hooks"); code != exitUsage || !strings.Contains(errOut, "--queue") {

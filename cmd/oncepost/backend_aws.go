@@ -256,12 +256,13 @@ func openAWS(ctx context.Context, src string, outs stackOutputs, static []byte) 
 		return nil, refused(err)
 	}
 	var webhookDead deadLetterQueue
+	webhooks := stackWebhooks{Store: rt.Store}
 	if env.WebhookQueueURL != "" || env.WebhookDeadLetterURL != "" {
 		wq, err := rt.WebhookQueue()
 		if err != nil {
 			return nil, refused(err)
 		}
-		webhookDead = wq
+		webhookDead, webhooks.dead = wq, wq
 	}
 	creds := rt.Credentials(cfg.CallTimeout)
 	platforms := rt.Platforms()
@@ -285,6 +286,7 @@ func openAWS(ctx context.Context, src string, outs stackOutputs, static []byte) 
 		deleter:     deleter,
 		media:       mediaBucket{media},
 
+		webhooks:           webhooks,
 		webhookDeadLetters: webhookDead,
 	}, nil
 }
