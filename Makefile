@@ -5,7 +5,9 @@ PKGS      := ./...
 BENCHTIME ?= 2s
 BENCHCOUNT ?= 5
 # The Lambda functions of template.yaml, by logical id: <Name>Function is built from ./functions/<name>.
-LAMBDA_FUNCTIONS := TriggerFunction PublisherFunction ConfirmFunction SweeperFunction ApiFunction
+LAMBDA_FUNCTIONS := TriggerFunction PublisherFunction ConfirmFunction SweeperFunction
+LAMBDA_FUNCTIONS += NotifierFunction WebhooksFunction
+LAMBDA_FUNCTIONS += ApiFunction
 
 .PHONY: all build run test test-short lint asl emulators rie pds bench bench-burst bench-burst-local tidy-check clean invoke \
 	$(LAMBDA_FUNCTIONS:%=build-%)
@@ -114,7 +116,7 @@ $(LAMBDA_FUNCTIONS:%=build-%): build-%Function:
 ## the command to run when the emulators (`make emulators`) or the RIE (`make rie`) are missing.
 ##   make invoke FN=publisher EVENT=events/publisher-batch.json
 invoke:
-	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=<trigger|publisher|confirm|sweeper|api> EVENT=<event.json>"; exit 2; }
+	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=<trigger|publisher|confirm|sweeper|notifier|webhooks|api> EVENT=<event.json>"; exit 2; }
 	$(GO) run ./infra/invoke -fn $(FN) -event $(EVENT)
 
 ## bench-burst: the top of the hour on AWS: a slot of 10,000 targets over 1,000 accounts fired by

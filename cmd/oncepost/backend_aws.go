@@ -42,6 +42,10 @@ const (
 	outKMSKeyID           = "KmsKeyId"
 	outMetricsNamespace   = "MetricsNamespace"
 	outMediaBucketName    = "MediaBucketName"
+	// The webhook queue's, optional: a stack without them has no
+	// `dlq --queue webhooks`.
+	outWebhookQueueURL           = "WebhookQueueUrl"
+	outWebhookDeadLetterQueueURL = "WebhookDeadLetterQueueUrl"
 )
 
 // stackOutputs are a deployed stack's Outputs, by name.
@@ -212,6 +216,7 @@ func openAWS(ctx context.Context, src string, outs stackOutputs, static []byte) 
 		StateMachineARN: outs[outStateMachineARN], MetricsNS: outs[outMetricsNamespace], MediaBucket: outs[outMediaBucketName],
 		ScheduleGroup: outs[outScheduleGroupName], TriggerFunctionARN: outs[outTriggerFunctionARN],
 		SchedulerRoleARN: outs[outSchedulerRoleARN], ScheduleDeadLetterARN: outs[outScheduleDLQARN],
+		WebhookQueueURL: outs[outWebhookQueueURL], WebhookDeadLetterURL: outs[outWebhookDeadLetterQueueURL],
 	}
 	if env.MetricsNS == "" {
 		env.MetricsNS = "oncepost"
@@ -246,6 +251,15 @@ func openAWS(ctx context.Context, src string, outs stackOutputs, static []byte) 
 	if err != nil {
 		return nil, refused(err)
 	}
+	var webhookDead deadLetterQueue
+	webhooks := stackWebhooks{Store: rt.Store}
+	if env.WebhookQueueURL != "" || env.WebhookDeadLetterURL != "" {
+		wq, err := rt.WebhookQueue()
+		if err != nil {
+			return nil, refused(err)
+		}
+		webhookDead, webhooks.dead = wq, wq
+	}
 	creds := rt.Credentials(cfg.CallTimeout)
 	platforms := rt.Platforms()
 	confirmer := &publishing.Confirmer{
@@ -268,6 +282,9 @@ func openAWS(ctx context.Context, src string, outs stackOutputs, static []byte) 
 		operator:    &publishing.Operator{Ledger: rt.Store, Confirmer: confirmer, Tasks: flows, Logger: rt.Logger},
 		deleter:     deleter,
 		media:       mediaBucket{media},
+
+		webhooks:           webhooks,
+		webhookDeadLetters: webhookDead,
 	}, nil
 }
 

@@ -49,7 +49,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("invoke", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.fn, "fn", "", "the function: trigger, publisher, confirm, sweeper or api (template.yaml's <Name>Function)")
+	fs.StringVar(&o.fn, "fn", "", "the function: trigger, publisher, confirm, sweeper, notifier, webhooks or api (template.yaml's <Name>Function)")
 	fs.StringVar(&o.event, "event", "", "a file holding the event (JSON), or - for stdin")
 	fs.StringVar(&o.template, "template", "template.yaml", "the SAM template")
 	fs.StringVar(&o.sfnEndpoint, "sfn-endpoint", "", "a Step Functions endpoint (default: a local port that refuses connections)")
@@ -63,7 +63,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	case fs.NArg() > 0:
 		return o, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	case o.fn == "":
-		return o, fmt.Errorf("%w: -fn is required (trigger, publisher, confirm, sweeper or api)", errUsage)
+		return o, fmt.Errorf("%w: -fn is required (trigger, publisher, confirm, sweeper, notifier, webhooks or api)", errUsage)
 	case o.event == "":
 		return o, fmt.Errorf("%w: -event is required (a JSON file, or - for stdin)", errUsage)
 	}
@@ -548,6 +548,11 @@ func (l *localStack) ref(name string) (string, error) {
 		return "", fmt.Errorf("%w (%s)", errKMSKey, name)
 	case "AWS::Scheduler::ScheduleGroup":
 		return stackName + "-" + name, nil
+	case "AWS::Events::EventBus":
+		// Its name; no EventBridge runs here (AWS_ENDPOINT_URL refuses).
+		if n, ok := r.props["Name"]; ok {
+			return l.resolve(n)
+		}
 	case "AWS::S3::Bucket":
 		if b, ok := l.buckets[name]; ok {
 			return b, nil

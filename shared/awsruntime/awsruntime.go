@@ -85,6 +85,10 @@ type Env struct {
 	TriggerFunctionARN    string
 	SchedulerRoleARN      string
 	ScheduleDeadLetterARN string
+	// The notifier's and the webhooks function's (webhooks.go).
+	EventBusName         string
+	WebhookQueueURL      string
+	WebhookDeadLetterURL string
 }
 
 // ReadEnv reads the settings from the environment; lookup is os.LookupEnv
@@ -97,6 +101,8 @@ func ReadEnv(lookup func(string) (string, bool)) (Env, error) {
 		OAuthClientID: get(EnvOAuthClientID), OAuthSecret: get(EnvOAuthSecret), MetricsNS: get(EnvMetricsNS),
 		MediaBucket: get(EnvMediaBucket), ScheduleGroup: get(EnvScheduleGroup), TriggerFunctionARN: get(EnvTriggerFunctionARN),
 		SchedulerRoleARN: get(EnvSchedulerRoleARN), ScheduleDeadLetterARN: get(EnvScheduleDeadLetterARN),
+		EventBusName: get(EnvEventBusName), WebhookQueueURL: get(EnvWebhookQueueURL),
+		WebhookDeadLetterURL: get(EnvWebhookDeadLetterURL),
 	}
 	if e.MetricsNS == "" {
 		e.MetricsNS = "oncepost"
@@ -146,6 +152,7 @@ type Runtime struct {
 	Now func() time.Time
 
 	creds *publishing.Credentials
+	subs  *CachedSubscriptions
 }
 
 // New loads the AWS configuration and builds the store every function

@@ -1,4 +1,4 @@
-package awsschedule
+package awsschedule_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"oncepost/shared/awsruntime/stacktest"
+	"oncepost/shared/awsschedule"
 	"oncepost/shared/ebschedule"
 	"oncepost/shared/emulatortest"
 	"oncepost/shared/post"
@@ -18,7 +19,7 @@ import (
 
 // newScheduler is a PostScheduler on a test stack (dynalite, fauxqs, the
 // Scheduler stand-in).
-func newScheduler(t *testing.T, s *stacktest.Stack) *PostScheduler {
+func newScheduler(t *testing.T, s *stacktest.Stack) *awsschedule.PostScheduler {
 	t.Helper()
 	cfg := emulatortest.AWSConfig(t, s.Env()["AWS_ENDPOINT_URL_SCHEDULER"])
 	slots, err := ebschedule.New(scheduler.NewFromConfig(cfg), ebschedule.Config{
@@ -28,7 +29,7 @@ func newScheduler(t *testing.T, s *stacktest.Stack) *PostScheduler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &PostScheduler{Store: s.Store, Slots: slots, Trigger: &publishing.Trigger{Posts: s.Store, Queue: s.Queue}}
+	return &awsschedule.PostScheduler{Store: s.Store, Slots: slots, Trigger: &publishing.Trigger{Posts: s.Store, Queue: s.Queue}}
 }
 
 // queued lists the posts of the jobs on the queue, and acks them.
