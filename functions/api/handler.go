@@ -3,12 +3,10 @@ package main
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -25,16 +23,20 @@ import (
 // build is the function's handler: the API behind the API Gateway
 // adapter, the caller's IAM identity in each request's context.
 func build(rt *awsruntime.Runtime) (any, error) {
-	scheduler, err := rt.PostScheduler()
+	desk, err := rt.Desk(callTimeout)
 	if err != nil {
 		return nil, err
 	}
-	api := &interimAPI{scheduler: scheduler, store: rt.Store, accounts: rt.Accounts, now: rt.Now}
+	api := &interimAPI{desk: desk}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/posts", api.createPost)
 	mux.HandleFunc("GET /v1/posts/{id}", api.getPost)
 	return apigw.Handler(mux, caller), nil
 }
+
+// callTimeout bounds one platform call the use cases make (none of the
+// API's calls reaches a platform on AWS but an approved delete's).
+const callTimeout = 10 * time.Second
 
 type callerKey struct{}
 
@@ -64,14 +66,12 @@ func callerScope(arn, callerID string) string {
 	return cmp.Or(arn, callerID)
 }
 
-// interimAPI is POST /v1/posts and GET /v1/posts/{id} only, until
-// shared/httpapi and publishing.Desk are wired here: enough to run the
-// function end to end (API Gateway event → store → answer) under the RIE.
+// interimAPI is POST /v1/posts and GET /v1/posts/{id} only, over
+// publishing.Desk, until shared/httpapi is wired here: enough to run the
+// function end to end (API Gateway event → Desk → store → answer) under
+// the RIE.
 type interimAPI struct {
-	scheduler publishing.PostScheduler
-	store     publishing.Posts
-	accounts  publishing.Accounts
-	now       func() time.Time
+	desk *publishing.Desk
 }
 
 func (a *interimAPI) createPost(w http.ResponseWriter, r *http.Request) {
@@ -90,54 +90,35 @@ func (a *interimAPI) createPost(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusBadRequest, "body: "+err.Error())
 		return
 	}
-	now := a.now()
-	if d.ID == "" {
-		d.ID = fmt.Sprintf("p-%s-%s", now.UTC().Format("20060102-150405"), strings.ToLower(rand.Text()[:4]))
-	}
-	accounts, err := a.accounts.ListAccounts(r.Context())
-	if err != nil {
-		problem(w, http.StatusInternalServerError, "the server failed")
-		return
-	}
-	rules := post.Rules{Accounts: map[post.AccountID]post.Account{}, Now: now,
-		Limits: func(string) (post.Limits, bool) { return post.Limits{MaxTextGraphemes: 500}, true }}
-	for _, acc := range accounts {
-		rules.Accounts[acc.ID] = acc
-	}
-	p, err := d.Validate(rules)
-	if err != nil {
-		problem(w, http.StatusUnprocessableEntity, err.Error())
-		return
-	}
-	body, _ := json.Marshal(p)
 	sum := sha256.Sum256([]byte(r.Method + "\n" + r.URL.Path + "\n" + string(raw)))
 	scope, _ := r.Context().Value(callerKey{}).(string)
-	rec := &publishing.IdempotencyRecord{Scope: scope, Key: key, Fingerprint: hex.EncodeToString(sum[:]), Post: p.ID, Status: http.StatusCreated, Response: body}
-	err = a.scheduler.CreatePost(r.Context(), p, rec)
-	var exists *publishing.KeyExistsError
+	req := &publishing.KeyedRequest{Scope: scope, Key: key, Fingerprint: hex.EncodeToString(sum[:]),
+		Encode: func(p post.Post) (int, []byte, error) {
+			b, err := json.Marshal(p)
+			return http.StatusCreated, b, err
+		}}
+	res, err := a.desk.Schedule(r.Context(), d, nil, req)
 	switch {
-	case errors.As(err, &exists) && exists.Record.Fingerprint != rec.Fingerprint:
+	case errors.Is(err, publishing.ErrKeyReused):
 		problem(w, http.StatusUnprocessableEntity, "Idempotency-Key was used with another request")
-	case errors.As(err, &exists) && exists.InFlight:
+	case errors.Is(err, publishing.ErrKeyInFlight):
 		problem(w, http.StatusConflict, "a request with this Idempotency-Key is being processed")
-	case errors.As(err, &exists):
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Idempotent-Replayed", "true")
-		w.WriteHeader(exists.Record.Status)
-		w.Write(exists.Record.Response)
-	case errors.Is(err, post.ErrConflict):
-		problem(w, http.StatusConflict, "id: post exists already")
+	case len(publishing.FieldErrors(err)) > 0:
+		problem(w, http.StatusUnprocessableEntity, err.Error())
 	case err != nil:
 		problem(w, http.StatusInternalServerError, "the server failed")
 	default:
+		if res.Replayed {
+			w.Header().Set("Idempotent-Replayed", "true")
+		}
 		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusCreated)
-		w.Write(body)
+		w.WriteHeader(res.Status)
+		w.Write(res.Body)
 	}
 }
 
 func (a *interimAPI) getPost(w http.ResponseWriter, r *http.Request) {
-	p, err := a.store.GetPost(r.Context(), post.ID(r.PathValue("id")))
+	v, err := a.desk.Show(r.Context(), post.ID(r.PathValue("id")))
 	switch {
 	case errors.Is(err, post.ErrNotFound):
 		problem(w, http.StatusNotFound, "no such post")
@@ -145,7 +126,7 @@ func (a *interimAPI) getPost(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusInternalServerError, "the server failed")
 	default:
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(p)
+		json.NewEncoder(w).Encode(v)
 	}
 }
 
