@@ -75,6 +75,7 @@ func commands() []*command {
 			help: "Records that the held post is on the platform under the given id (checked before it is recorded).", example: "oncepost confirm 2zjy2bt3 --remote-id 113402331553439744"},
 		{name: "reject", summary: "record that a held entry must not go out", args: "KEY --reason TEXT", run: cmdDecide(publishing.DecisionReject),
 			help: "Fails a held entry for good: the post is never sent (or the delete never performed).", example: "oncepost reject 2zjy2bt3 --reason \"already posted by hand\""},
+		{name: "token", summary: "API tokens for oncepost serve: add (shown once), list, revoke", subs: tokenCommands()},
 		{name: "sandbox", summary: "serve the Mastodon-compatible sandbox platform on 127.0.0.1", args: "[flags]", run: cmdSandbox,
 			help:    "Runs the sandbox platform as its own server: a Mastodon-compatible API that misbehaves on purpose (--faults), keeps its timeline on disk (--data) and prints its URL. Its accounts' tokens are written once to a 0600 file, never printed. Add an account to oncepost with the token file: oncepost account add --url URL --token-file FILE.",
 			example: "oncepost sandbox --addr 127.0.0.1:4000 --faults flaky --data var/sandbox --account news"},
