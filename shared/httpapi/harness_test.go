@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,9 +15,8 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"oncepost/shared/httpapi/apitest"
 
 	"oncepost/shared/apitoken"
 	"oncepost/shared/post"
@@ -26,44 +24,14 @@ import (
 	"oncepost/shared/sqlitestore"
 )
 
-func init() {
-	for _, t := range []string{"image/png", "image/jpeg", "image/gif", "image/webp"} {
-		openapi3filter.RegisterBodyDecoder(t, openapi3filter.FileBodyDecoder)
-	}
-}
-
-// loadDocument parses and validates the embedded document as OpenAPI 3.1
-// (a new copy each call: a harness points its servers at itself).
+// loadDocument parses and validates the embedded document as OpenAPI 3.1.
 func loadDocument(t testing.TB) *openapi3.T {
 	t.Helper()
-	docOnce.Do(func() { docErr = validateDocument() })
-	if docErr != nil {
-		t.Fatal(docErr)
-	}
-	doc, err := openapi3.NewLoader().LoadFromData(Document)
+	doc, err := apitest.Load(Document)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return doc
-}
-
-var (
-	docOnce sync.Once
-	docErr  error
-)
-
-func validateDocument() error {
-	doc, err := openapi3.NewLoader().LoadFromData(Document)
-	if err != nil {
-		return fmt.Errorf("load openapi.json: %w", err)
-	}
-	if !doc.IsOpenAPI31OrLater() {
-		return fmt.Errorf("openapi.json is %s, want 3.1", doc.OpenAPI)
-	}
-	if err := doc.Validate(context.Background(), openapi3.IsOpenAPI31OrLater()); err != nil {
-		return fmt.Errorf("openapi.json is not a valid OpenAPI 3.1 document: %w", err)
-	}
-	return nil
 }
 
 // syncBuffer is a log sink safe for concurrent handlers.
@@ -92,7 +60,7 @@ type harness struct {
 	desk   *testDesk
 	media  *memMedia
 	srv    *httptest.Server
-	router routers.Router
+	checker *apitest.Checker
 	logs   *syncBuffer
 	// tokens by scope list ("posts,read"), made by token.
 	tokens map[string]string
@@ -121,7 +89,6 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 			t.Fatal(err)
 		}
 	}
-	doc := loadDocument(t)
 	h := &harness{t: t, store: store, media: &memMedia{m: map[string][]byte{}}, logs: &syncBuffer{}, tokens: map[string]string{}}
 	h.desk = &testDesk{store: store, keys: map[string]keyRecord{}}
 	queue := store.Queue("publish", 5)
@@ -136,8 +103,7 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 	}
 	h.srv = httptest.NewServer(api)
 	t.Cleanup(h.srv.Close)
-	doc.Servers = openapi3.Servers{{URL: h.srv.URL}}
-	if h.router, err = gorillamux.NewRouter(doc); err != nil {
+	if h.checker, err = apitest.NewChecker(Document, h.srv.URL); err != nil {
 		t.Fatal(err)
 	}
 	return h
@@ -231,27 +197,9 @@ func (h *harness) do(rq request) answer {
 // check validates the exchange against the document.
 func (h *harness) check(rq request, req *http.Request, a answer) {
 	h.t.Helper()
-	ctx := context.Background()
-	vreq, _ := http.NewRequest(rq.method, req.URL.String(), bytes.NewReader(rq.body))
-	vreq.Header = req.Header.Clone()
-	route, params, err := h.router.FindRoute(vreq)
-	if err != nil {
-		// Not an operation of the document: the API must say so.
-		if a.status != http.StatusNotFound && a.status != http.StatusMethodNotAllowed {
-			h.t.Errorf("%s %s is no operation of openapi.json (%v) but was answered %d", rq.method, rq.path, err, a.status)
-		}
-		a.problem(h.t)
-		return
-	}
-	opts := &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, IncludeResponseStatus: true, MultiError: true}
-	in := &openapi3filter.RequestValidationInput{Request: vreq, PathParams: params, Route: route, Options: opts}
-	if err := openapi3filter.ValidateRequest(ctx, in); err != nil && (a.status < 400 || a.status >= 500) {
-		h.t.Errorf("%s %s: the document refuses the request (%v) but it was answered %d: %s", rq.method, rq.path, err, a.status, a.body)
-	}
-	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: a.status, Header: a.header, Options: opts}
-	out.SetBodyBytes(a.body)
-	if err := openapi3filter.ValidateResponse(ctx, out); err != nil {
-		h.t.Errorf("%s %s: answer %d does not match openapi.json: %v\n%s", rq.method, rq.path, a.status, err, a.body)
+	if err := h.checker.Check(apitest.Exchange{Method: rq.method, URL: req.URL.String(), RequestHeader: req.Header, RequestBody: rq.body,
+		Status: a.status, Header: a.header, Body: a.body}); err != nil {
+		h.t.Error(err)
 	}
 }
 
