@@ -143,6 +143,7 @@ func (rt *runtime) apiConfig() httpapi.Config {
 		Targets:     p.posts,
 		DeadLetters: rt.queue,
 		Media:       mediaDir(rt.cfg.MediaDir),
+		Budgets:     rt.store,
 		Auth:        httpapi.BearerTokens(rt.store),
 		Logger:      rt.log,
 	}

@@ -95,7 +95,7 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 	confirmer := &publishing.Confirmer{Ledger: store, Posts: store, Accounts: store, Queue: queue}
 	api, err := New(Config{
 		Desk: h.desk, Decider: &publishing.Operator{Ledger: store, Confirmer: confirmer}, Held: store, Accounts: store, Targets: store,
-		DeadLetters: queue, Media: h.media, Auth: BearerTokens(store), Logger: slog.New(slog.NewJSONHandler(h.logs, nil)),
+		DeadLetters: queue, Media: h.media, Budgets: store, Auth: BearerTokens(store), Logger: slog.New(slog.NewJSONHandler(h.logs, nil)),
 		MaxJSONBytes: opts.maxJSON, MaxMediaBytes: opts.maxMedia, Pause: opts.pause,
 	})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"oncepost/shared/ledger"
+	"oncepost/shared/platform"
 	"oncepost/shared/post"
 )
 
@@ -173,9 +174,26 @@ func TestReadOnlyResources(t *testing.T) {
 		t.Fatalf("accounts: %d %s", a.status, a.body)
 	}
 	for _, v := range accounts.Accounts {
-		if v.ReconnectNeeded != (v.ID == "gone") || (v.ID == "gone") != (v.Status == "reconnect_needed") || len(v.Pacing) == 0 {
+		if v.ReconnectNeeded != (v.ID == "gone") || (v.ID == "gone") != (v.Status == "reconnect_needed") || len(v.Pacing) == 0 || v.Pacing[0].Left == nil {
 			t.Errorf("account %s: %+v", v.ID, v)
 		}
+	}
+	// A send taken from news's budget shows.
+	news := accounts.Accounts[1]
+	if news.ID != "news" {
+		t.Fatalf("accounts not by id: %v", accounts.Accounts)
+	}
+	before := *news.Pacing[0].Left
+	rates := []platform.Rate{{Count: news.Pacing[0].Count, Per: time.Duration(news.Pacing[0].PerSeconds) * time.Second}}
+	if wait, err := h.store.Pace(context.Background(), "news", rates, time.Now()); err != nil || wait != 0 {
+		t.Fatal(wait, err)
+	}
+	a = h.do(request{method: "GET", path: "/v1/accounts", token: tok})
+	var after struct {
+		Accounts []accountView `json:"accounts"`
+	}
+	if err := json.Unmarshal(a.body, &after); err != nil || *after.Accounts[1].Pacing[0].Left != before-1 {
+		t.Errorf("after one send: %s, want %d left", a.body, before-1)
 	}
 	for _, path := range []string{"/v1/platforms", "/v1/status"} {
 		if a := h.do(request{method: "GET", path: path, token: tok}); a.status != http.StatusOK {

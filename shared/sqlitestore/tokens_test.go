@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"oncepost/shared/apitoken"
+	"oncepost/shared/pace"
+	"oncepost/shared/platform"
 	"oncepost/shared/post"
 )
 
@@ -77,5 +79,30 @@ func TestTokens(t *testing.T) {
 	}
 	if strings.Join(names, ",") != "alpha,cms" {
 		t.Errorf("ListTokens: %v, want alpha,cms", names)
+	}
+}
+
+// PaceTimes reads what Pace wrote, and takes nothing.
+func TestPaceTimes(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Options{})
+	rates := []platform.Rate{{Count: 4, Per: time.Hour}}
+	if tats, err := s.PaceTimes(ctx, "news"); err != nil || len(tats) != 0 {
+		t.Fatalf("before any send: %v %v", tats, err)
+	}
+	for range 2 {
+		if wait, err := s.Pace(ctx, "news", rates, t0); err != nil || wait != 0 {
+			t.Fatalf("Pace: %v %v", wait, err)
+		}
+	}
+	tats, err := s.PaceTimes(ctx, "news")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := pace.Left(tats, rates, t0); left[0] != 0 {
+		t.Errorf("after two of two sends: %v left", left)
+	}
+	if wait, _ := s.Pace(ctx, "news", rates, t0); wait == 0 {
+		t.Errorf("a third send was allowed after PaceTimes")
 	}
 }
