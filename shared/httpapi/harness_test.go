@@ -55,13 +55,13 @@ func (s *syncBuffer) String() string {
 // harness is the API on a real SQLite store, served on 127.0.0.1, with
 // every request and every answer checked against openapi.json.
 type harness struct {
-	t      *testing.T
-	store  *sqlitestore.Store
-	desk   *testDesk
-	media  *memMedia
-	srv    *httptest.Server
+	t       *testing.T
+	store   *sqlitestore.Store
+	desk    *testDesk
+	media   *memMedia
+	srv     *httptest.Server
 	checker *apitest.Checker
-	logs   *syncBuffer
+	logs    *syncBuffer
 	// tokens by scope list ("posts,read"), made by token.
 	tokens map[string]string
 }
