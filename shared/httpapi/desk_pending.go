@@ -52,7 +52,9 @@ type EntryView struct {
 
 // TargetOutcome is publishing.TargetOutcome (stand-in).
 type TargetOutcome struct {
-	Account post.AccountID `json:"account"`
-	Done    bool           `json:"done"`
-	Message string         `json:"message"`
+	Account  post.AccountID `json:"account"`
+	Done     bool           `json:"done"`
+	Message  string         `json:"message"`
+	Key      ledger.Key     `json:"ledger_key,omitempty"`
+	Decision string         `json:"decision,omitempty"`
 }

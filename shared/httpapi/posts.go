@@ -275,6 +275,11 @@ func (s *Server) listPosts(w http.ResponseWriter, r *http.Request, _ Principal) 
 		if errors.Is(err, publishing.ErrBadCursor) {
 			return badRequest(r, "after", "is not a cursor of this listing", "pass the next value of the page before, unchanged")
 		}
+		if fields := fieldErrors(err); len(fields) > 0 {
+			prob := newProblem(r, http.StatusBadRequest, typeInvalidRequest, fields[0].Field+": "+fields[0].Problem)
+			prob.Errors = fields
+			return prob
+		}
 		if err != nil {
 			return s.internal(r, err)
 		}
