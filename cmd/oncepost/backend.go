@@ -145,7 +145,9 @@ type backend struct {
 	deleter     *publishing.Deleter
 	// media keeps imported attachments where the publisher reads them.
 	media mediaImporter
-	close func() error
+	// webhooks are the workspace's subscriptions and their deliveries.
+	webhooks webhookStore
+	close    func() error
 }
 
 // mediaImporter keeps an imported attachment where the runtime's

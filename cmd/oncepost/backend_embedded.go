@@ -20,7 +20,7 @@ func embeddedBackend(rt *runtime) *backend {
 	return &backend{
 		kind: backendEmbedded, ledger: rt.store, posts: rt.store, accounts: rt.store, admin: rt.store,
 		views: sqliteViews{rt.store}, schedules: embeddedSchedules{rt}, deadLetters: rt.queue, depth: sqliteDepth{rt.queue},
-		looks: localLooks{rt.flows}, operator: rt.operator, deleter: rt.deleter, media: mediaDir(rt.cfg.MediaDir), close: rt.Close,
+		looks: localLooks{rt.flows}, operator: rt.operator, deleter: rt.deleter, media: mediaDir(rt.cfg.MediaDir), webhooks: rt.store, close: rt.Close,
 	}
 }
 
@@ -43,7 +43,7 @@ func (w *where) openStatus(ctx context.Context) (*backend, error) {
 	}
 	q := s.Queue("publish", 0)
 	return &backend{kind: backendEmbedded, ledger: s, posts: s, accounts: s, admin: s, views: sqliteViews{s},
-		deadLetters: q, depth: sqliteDepth{q}, close: s.Close}, nil
+		deadLetters: q, depth: sqliteDepth{q}, webhooks: s, close: s.Close}, nil
 }
 
 // sqliteDepth is the embedded publish queue's depth.

@@ -26,6 +26,7 @@ import (
 	"oncepost/shared/post"
 	"oncepost/shared/publishing"
 	"oncepost/shared/sqlitestore"
+	"oncepost/shared/webhook"
 )
 
 // confirmFunction is the name the ASL's ${ConfirmFunctionArn} resolves to
@@ -193,6 +194,7 @@ type runtime struct {
 	deleter   *publishing.Deleter
 	trigger   *publishing.Trigger
 	sweeper   *publishing.Sweeper
+	notifier  *publishing.Notifier
 	log       *slog.Logger
 	// owner names this process in leases and workflow task claims.
 	owner string
@@ -272,6 +274,7 @@ func openRuntime(ctx context.Context, cfg config) (*runtime, error) {
 		Ledger: p.ledger, Posts: p.posts, Queue: p.queue, Trigger: rt.trigger, Publisher: rt.publisher, Deleter: rt.deleter, Operator: rt.operator,
 		Metrics: metrics, StaleAfter: cfg.StaleAfter, MissedAfter: cfg.MissedAfter, Logger: cfg.Logger, Now: cfg.Now,
 	}
+	rt.notifier = &publishing.Notifier{Deliveries: store, Subscriptions: store, Sender: webhook.NewSender(webhook.Options{}), Now: cfg.Now, Logger: cfg.Logger}
 	return rt, nil
 }
 
@@ -324,7 +327,7 @@ func (rt *runtime) run(ctx context.Context) error {
 		return err
 	}
 	var wg sync.WaitGroup
-	errs := make(chan error, 5)
+	errs := make(chan error, 6)
 	goLoop := func(name string, f func(context.Context) error) {
 		wg.Add(1)
 		go func() {
@@ -339,6 +342,7 @@ func (rt *runtime) run(ctx context.Context) error {
 	goLoop("publishers", rt.publish)
 	goLoop("sweeper", rt.sweepLoop)
 	goLoop("watcher", rt.watch)
+	goLoop("webhooks", rt.deliverWebhooks)
 	rt.log.InfoContext(ctx, "runtime started", "db", rt.cfg.DBPath, "workers", rt.cfg.Workers, "owner", rt.owner)
 	<-ctx.Done()
 	wg.Wait()
@@ -379,6 +383,18 @@ func (rt *runtime) sweepLoop(ctx context.Context) error {
 	}
 }
 
+// webhookPoll is how often the webhook notifier looks for deliveries
+// due without being woken: retries coming due, and events recorded by
+// other processes sharing the file (a commit in this process wakes it at
+// once).
+const webhookPoll = 500 * time.Millisecond
+
+// deliverWebhooks delivers the outbox's webhooks until ctx is done.
+func (rt *runtime) deliverWebhooks(ctx context.Context) error {
+	rt.notifier.Run(ctx, webhookPoll, rt.store.EventsWritten())
+	return nil
+}
+
 // pruneBatch bounds each delete: the write lock is held briefly.
 const pruneBatch = 500
 
@@ -394,6 +410,7 @@ func (rt *runtime) prune(ctx context.Context) error {
 		{"workflow executions", func() (int, error) { return rt.flows.Prune(ctx, now.Add(-rt.cfg.ExecutionRetention), pruneBatch) }},
 		{"ended schedules", func() (int, error) { return rt.cron.Prune(ctx, now.Add(-rt.cfg.ScheduleRetention), pruneBatch) }},
 		{"ledger rows", func() (int, error) { return rt.store.PruneLedger(ctx, now, pruneBatch) }},
+		{"webhook events and deliveries", func() (int, error) { return rt.store.PruneOutbox(ctx, now, pruneBatch) }},
 	}
 	var errs []error
 	for _, st := range steps {

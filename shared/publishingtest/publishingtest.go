@@ -1,6 +1,7 @@
 // Package publishingtest holds the conformance suites every store and queue
 // adapter must pass (DESIGN §6): TestLedger, TestPosts, TestAccounts and
-// TestQueue, and TestPostPages for the operator's post listing. An
+// TestQueue, TestPostPages for the operator's post listing, and
+// TestSubscriptions and TestDeliveries for the outbox of webhook events. An
 // adapter's own _test.go calls them with a factory that returns a fresh,
 // empty adapter:
 //

@@ -9,6 +9,7 @@ import (
 
 	"oncepost/shared/platform"
 	"oncepost/shared/post"
+	"oncepost/shared/publishing"
 	"oncepost/shared/sqltime"
 )
 
@@ -17,11 +18,26 @@ import (
 var ErrNoAccessToken = errors.New("credential has no access token")
 
 // PutAccount stores an account with its limits, replacing one with the
-// same id. Its credential, stored apart, is untouched.
+// same id, and records the event its status change causes, if any
+// (publishing.AccountEvent at the store's clock; see the outbox), in one
+// transaction. Its credential, stored apart, is untouched.
 func (s *Store) PutAccount(ctx context.Context, a post.Account) error {
-	_, err := s.ws.accountPut.ExecContext(ctx, string(a.ID), a.Platform, a.Handle, a.BaseURL,
-		a.RemoteID, a.CredentialRef, string(a.Gate), string(a.Status), a.StatusReason,
-		a.Limits.MaxTextGraphemes, a.Limits.MaxMedia, a.Limits.MaxMediaBytes)
+	err := s.writeChange(ctx, func(tx *sql.Tx, record recordFunc) error {
+		var prev post.Account
+		var status string
+		switch err := tx.StmtContext(ctx, s.ws.accountStatus).QueryRowContext(ctx, string(a.ID)).Scan(&status); {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return err
+		}
+		prev.Status = post.AccountStatus(status)
+		if _, err := tx.StmtContext(ctx, s.ws.accountPut).ExecContext(ctx, string(a.ID), a.Platform, a.Handle, a.BaseURL,
+			a.RemoteID, a.CredentialRef, string(a.Gate), string(a.Status), a.StatusReason,
+			a.Limits.MaxTextGraphemes, a.Limits.MaxMedia, a.Limits.MaxMediaBytes); err != nil {
+			return err
+		}
+		return record(publishing.AccountEvent(prev, a, s.now()))
+	})
 	if err != nil {
 		return fmt.Errorf("put account %s: %w", a.ID, err)
 	}

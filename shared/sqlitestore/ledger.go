@@ -8,11 +8,13 @@ import (
 	"time"
 
 	"oncepost/shared/ledger"
+	"oncepost/shared/publishing"
 	"oncepost/shared/sqltime"
 )
 
 // Create writes a new ledger entry if no entry has its key, with its first
-// audit row ("" → pending). It returns an error wrapping ledger.ErrTransition
+// audit row ("" → pending) and the event it causes, if any
+// (publishing.LedgerEvent; see the outbox). It returns an error wrapping ledger.ErrTransition
 // for an entry ledger.CheckNew refuses and ledger.ErrConflict when the key
 // exists.
 func (s *Store) Create(ctx context.Context, e ledger.Entry) error {
@@ -20,7 +22,7 @@ func (s *Store) Create(ctx context.Context, e ledger.Entry) error {
 		return fmt.Errorf("ledger create %s: %w", e.Key, err)
 	}
 	at := sqltime.Encode(s.now())
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.writeChange(ctx, func(tx *sql.Tx, record recordFunc) error {
 		res, err := tx.StmtContext(ctx, s.ws.ledgerInsert).ExecContext(ctx, entryArgs(e)...)
 		if err != nil {
 			return err
@@ -30,9 +32,11 @@ func (s *Store) Create(ctx context.Context, e ledger.Entry) error {
 		} else if n != 1 {
 			return fmt.Errorf("key exists: %w", ledger.ErrConflict)
 		}
-		_, err = tx.StmtContext(ctx, s.ws.historyInsert).ExecContext(ctx,
-			string(e.Key), "", string(e.State), e.Attempt, e.Reason, at)
-		return err
+		if _, err = tx.StmtContext(ctx, s.ws.historyInsert).ExecContext(ctx,
+			string(e.Key), "", string(e.State), e.Attempt, e.Reason, at); err != nil {
+			return err
+		}
+		return record(publishing.LedgerEvent(ledger.Entry{}, e))
 	})
 	if err != nil {
 		return fmt.Errorf("ledger create %s: %w", e.Key, err)
@@ -56,7 +60,8 @@ func (s *Store) Get(ctx context.Context, key ledger.Key) (ledger.Entry, error) {
 
 // Update replaces prev by next if the stored entry still has prev's state,
 // attempt, task token and decision, and records the move in the entry's
-// history, in one transaction. It returns an error wrapping
+// history and the event it causes, if any (publishing.LedgerEvent; see the
+// outbox), in one transaction. It returns an error wrapping
 // ledger.ErrTransition for a move ledger.Check refuses, ledger.ErrNotFound
 // for a missing key and ledger.ErrConflict when the stored entry has moved
 // on.
@@ -72,7 +77,7 @@ func (s *Store) Update(ctx context.Context, prev, next ledger.Entry) error {
 		return fmt.Errorf("ledger update %s: %w", prev.Key, err)
 	}
 	at := sqltime.Encode(s.now())
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.writeChange(ctx, func(tx *sql.Tx, record recordFunc) error {
 		args := append(entryArgs(next)[1:], string(next.Key), string(prev.State), prev.Attempt, prev.TaskToken, prev.Decision)
 		res, err := tx.StmtContext(ctx, s.ws.ledgerUpdate).ExecContext(ctx, args...)
 		if err != nil {
@@ -99,9 +104,11 @@ func (s *Store) Update(ctx context.Context, prev, next ledger.Entry) error {
 			return fmt.Errorf("expected %s attempt %d, stored %s attempt %d: %w",
 				prev.State, prev.Attempt, state, attempt, ledger.ErrConflict)
 		}
-		_, err = tx.StmtContext(ctx, s.ws.historyInsert).ExecContext(ctx,
-			string(next.Key), string(prev.State), string(next.State), next.Attempt, next.Reason, at)
-		return err
+		if _, err = tx.StmtContext(ctx, s.ws.historyInsert).ExecContext(ctx,
+			string(next.Key), string(prev.State), string(next.State), next.Attempt, next.Reason, at); err != nil {
+			return err
+		}
+		return record(publishing.LedgerEvent(prev, next))
 	})
 	if err != nil {
 		return fmt.Errorf("ledger update %s: %w", prev.Key, err)

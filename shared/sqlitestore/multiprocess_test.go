@@ -118,6 +118,13 @@ func TestHelperProcess(t *testing.T) {
 	if path == "" {
 		t.Skip("helper process for TestTwoProcesses")
 	}
+	if os.Getenv(helperEnvMode) == modeCrashAfterChange {
+		if err := crashAfterChange(path); err != nil {
+			fmt.Fprintf(os.Stderr, "helper: %v\n", err)
+			os.Exit(3)
+		}
+		os.Exit(0) // not reached: crashAfterChange kills the process
+	}
 	in := bufio.NewReader(os.Stdin)
 	if os.Getenv(helperEnvMode) == "key" {
 		fmt.Println("ready")

@@ -254,7 +254,7 @@ func (s *Store) RescheduleTarget(ctx context.Context, id post.ID, account post.A
 		return post.Target{}, wrap(errors.New("zero slot"))
 	}
 	var out post.Target
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.writeChange(ctx, func(tx *sql.Tx, record recordFunc) error {
 		var oldSlot, status, remoteID, reason, updatedAt, nextTry string
 		err := tx.StmtContext(ctx, s.ws.targetSelect).QueryRowContext(ctx, string(id), string(account)).
 			Scan(&oldSlot, &status, &remoteID, &reason, &updatedAt, &nextTry)
@@ -309,6 +309,12 @@ func (s *Store) RescheduleTarget(ctx context.Context, id post.ID, account post.A
 			return err
 		} else if n != 1 {
 			return fmt.Errorf("target changed from %s at %s: %w", status, oldSlot, post.ErrConflict)
+		}
+		// A move to scheduled causes no event today; recorded like every
+		// other status change should that change.
+		prev := post.Target{Account: account, Slot: old, Status: post.TargetStatus(status), RemoteID: remoteID, Reason: reason}
+		if err := record(publishing.TargetEvent(id, prev, next)); err != nil {
+			return err
 		}
 		out = next
 		return nil

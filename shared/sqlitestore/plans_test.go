@@ -24,8 +24,10 @@ func queryPlan(t *testing.T, db *sql.DB, query string, args ...any) []string {
 }
 
 // fullScan matches a plan line that reads a whole table, or the whole of
-// an index that holds every row of its table (not a partial one).
-var fullScan = regexp.MustCompile(`SCAN (targets|ledger)(\s*$| USING (COVERING )?INDEX targets_by_account\b)`)
+// an index that holds every row of its table (not a partial one). (The
+// events log is read in its own order from one end, up to a limit: a
+// "SCAN events" there stops at the limit; no sort says it is in order.)
+var fullScan = regexp.MustCompile(`SCAN (targets|ledger|deliveries)(\s*$| USING (COVERING )?INDEX targets_by_account\b)`)
 
 // The periodic and start-up queries read only their partial indexes: no
 // scan of a whole table, no sort of every matching row.
@@ -53,6 +55,15 @@ func TestQueryPlans(t *testing.T) {
 			[]any{"acct", "2026", "p"}, []string{"targets_due", "targets_settled"}},
 		{"ListPostPage(account; after)", listQuery(nil, true, true), []any{"acct", "2026", "p"}, []string{"targets_by_account"}},
 		{"NextVisible", nextVisibleQuery, []any{"publish"}, []string{"queue_messages_visible"}},
+		{"ClaimDeliveries", claimQuery, []any{"2026", 10}, []string{"deliveries_due"}},
+		{"ListDeliveries(dead)", listDeliveriesQuery, []any{"dead", 10}, []string{"deliveries_by_state"}},
+		{"ListDeliveries(every state)", listAllDeliveriesQuery, []any{10}, []string{"deliveries_by_state"}},
+		{"PruneOutbox(deliveries)", pruneDeliveriesQuery, []any{"delivered", "2026", 10}, []string{"deliveries_by_state"}},
+		{"PruneOutbox(events)", pruneEventsQuery, []any{"2026", 10}, nil},
+		{"RemoveSubscription(pending)", removePendingQuery, []any{"wh_a"}, []string{"deliveries_due"}},
+		{"RemoveSubscription(dead)", removeDeadQuery, []any{"wh_a"}, []string{"deliveries_by_state"}},
+		{"RecentEvents", recentEventsQuery, []any{10}, nil},
+		{"NextDeliveryDue", nextDueQuery, nil, []string{"deliveries_due"}},
 	}
 	statuses := []post.TargetStatus{post.Scheduled, post.Triggered, post.Publishing, post.Waiting,
 		post.Published, post.Failed, post.Held, post.Cancelled, post.Deleted}

@@ -41,7 +41,9 @@ func (s *Store) CreatePostScheduled(ctx context.Context, p post.Post, schedule f
 
 // createPost inserts p and its targets in one transaction. With a schedule
 // function, it calls it for every scheduled target and records that the
-// target has its schedule (has_schedule = 1).
+// target has its schedule (has_schedule = 1). A target created in a status
+// that causes an event (publishing.TargetEvent from the zero target:
+// published, failed, held, deleted) has it recorded in the transaction.
 func (s *Store) createPost(ctx context.Context, p post.Post, schedule func(tx *sql.Tx, ref publishing.TargetRef) error) error {
 	seen := make(map[post.AccountID]bool, len(p.Targets))
 	for _, t := range p.Targets {
@@ -60,7 +62,7 @@ func (s *Store) createPost(ctx context.Context, p post.Post, schedule func(tx *s
 			return fmt.Errorf("encode texts: %w", err)
 		}
 	}
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.writeChange(ctx, func(tx *sql.Tx, record recordFunc) error {
 		res, err := tx.StmtContext(ctx, s.ws.postInsert).ExecContext(ctx,
 			string(p.ID), p.Body, string(media), sqltime.Encode(p.CreatedAt), string(texts))
 		if err != nil {
@@ -80,6 +82,9 @@ func (s *Store) createPost(ctx context.Context, p post.Post, schedule func(tx *s
 			if _, err := ins.ExecContext(ctx, string(p.ID), string(t.Account), i, sqltime.Encode(t.Slot),
 				string(t.Status), t.RemoteID, t.Reason, sqltime.Encode(t.UpdatedAt), sqltime.Encode(t.NextTry),
 				scheduled); err != nil {
+				return fmt.Errorf("target %s: %w", t.Account, err)
+			}
+			if err := record(publishing.TargetEvent(p.ID, post.Target{}, t)); err != nil {
 				return fmt.Errorf("target %s: %w", t.Account, err)
 			}
 			if scheduled == 1 {
@@ -208,13 +213,15 @@ func readPost(ctx context.Context, stmt *sql.Stmt, id post.ID) (post.Post, error
 // UpdateTarget moves one target's status in one transaction: it reads the
 // target, applies u with post.Target.Apply (which checks u.From against the
 // status read and the move itself) and writes the result on the condition
-// that the status is still the one read. It returns the new target, an
+// that the status is still the one read, recording the event the move
+// causes (publishing.TargetEvent: see the outbox) in the same
+// transaction. It returns the new target, an
 // error wrapping post.ErrNotFound for a missing target, or one wrapping
 // post.ErrConflict when the target is not in one of u.From or the move is
 // not allowed.
 func (s *Store) UpdateTarget(ctx context.Context, id post.ID, account post.AccountID, u post.TargetUpdate) (post.Target, error) {
 	var out post.Target
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.writeChange(ctx, func(tx *sql.Tx, record recordFunc) error {
 		var slot, status, remoteID, reason, updatedAt, nextTry string
 		err := tx.StmtContext(ctx, s.ws.targetSelect).QueryRowContext(ctx, string(id), string(account)).
 			Scan(&slot, &status, &remoteID, &reason, &updatedAt, &nextTry)
@@ -248,6 +255,9 @@ func (s *Store) UpdateTarget(ctx context.Context, id post.ID, account post.Accou
 			return err
 		} else if n != 1 {
 			return fmt.Errorf("status changed from %s: %w", cur.Status, post.ErrConflict)
+		}
+		if err := record(publishing.TargetEvent(id, cur, next)); err != nil {
+			return err
 		}
 		out = next
 		return nil

@@ -81,7 +81,7 @@ type writeStmts struct {
 	postExists, targetReschedule, ledgerSendState                             *sql.Stmt
 
 	accountPut, credentialPut, leaseTake, credentialSave, leaseRelease, refreshLost *sql.Stmt
-	accountDelete, credentialDelete                                                 *sql.Stmt
+	accountDelete, credentialDelete, accountStatus                                  *sql.Stmt
 
 	blockedAdd, blockedRemove *sql.Stmt
 
@@ -98,7 +98,7 @@ func (w *writeStmts) all() []*sql.Stmt {
 		w.postInsert, w.targetInsert, w.targetSelect, w.targetUpdate, w.targetMarkScheduled,
 		w.postExists, w.targetReschedule, w.ledgerSendState,
 		w.accountPut, w.credentialPut, w.leaseTake, w.credentialSave, w.leaseRelease, w.refreshLost,
-		w.accountDelete, w.credentialDelete, w.blockedAdd, w.blockedRemove,
+		w.accountDelete, w.credentialDelete, w.accountStatus, w.blockedAdd, w.blockedRemove,
 		w.queueInsert, w.queueVisible, w.queueDeliver, w.queueToDead, w.queueDelete,
 		w.queueAck, w.queueRetry, w.queueByReceipt, w.queueCurrent, w.queueUndecodable,
 		w.deadFind, w.deadRedrive, w.deadDelete,
@@ -205,6 +205,7 @@ func (s *Store) prepare(ctx context.Context) error {
 			max_characters = excluded.max_characters, max_media = excluded.max_media,
 			max_media_bytes = excluded.max_media_bytes`},
 		{&w.accountDelete, s.w, `DELETE FROM accounts WHERE id = ?`},
+		{&w.accountStatus, s.w, `SELECT status FROM accounts WHERE id = ?`},
 		{&w.credentialDelete, s.w, `DELETE FROM credentials WHERE account_id = ?`},
 		// Token values are encrypted (sealer); an empty value is stored
 		// empty, so the comparisons with '' below still see it.

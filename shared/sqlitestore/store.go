@@ -1,7 +1,9 @@
 // Package sqlitestore is oncepost's embedded default store (DESIGN §6): the
-// ledger, posts, accounts with their credentials, and named queues with
-// dead-letter queues, all in one SQLite file opened through the pure-Go
-// driver modernc.org/sqlite. `oncepost run` uses it on one machine where
+// ledger, posts, accounts with their credentials, named queues with
+// dead-letter queues, and the outbox of webhook events with its
+// subscriptions and deliveries (outbox.go: every event is written in the
+// transaction of the change that causes it), all in one SQLite file
+// opened through the pure-Go driver modernc.org/sqlite. `oncepost run` uses it on one machine where
 // the AWS runtime uses DynamoDB and SQS.
 //
 // # Atomicity
@@ -49,7 +51,9 @@
 // and stored as "v1:" + base64(nonce ‖ ciphertext), a random 12-byte nonce
 // per value. The additional data names the account and the column, so a
 // value copied to another account's row or another column does not
-// decrypt. Empty values are stored empty.
+// decrypt. Empty values are stored empty. Webhook subscriptions' signing
+// secrets are sealed the same way with the same key (bound to the
+// subscription id and "webhook_secret").
 //
 // Open creates the key file, 32 random bytes with mode 0600, when there is
 // none (race-free between processes opening a new store at once: the key
@@ -57,7 +61,8 @@
 // and whichever link won is read). It refuses a key file that group or
 // others may read or write (the error says to run chmod 600), one of the
 // wrong size, and a missing key file when the database already holds
-// encrypted values (a new key could not decrypt them). A value that does
+// encrypted values, credentials or webhook secrets (a new key could not
+// decrypt them). A value that does
 // not decrypt is an error naming the account and the key file, never the
 // value (ErrCredentialUndecryptable). Opening a version 2 file encrypts
 // its plaintext credentials in the migration, then rewrites the file
@@ -105,6 +110,9 @@ var (
 
 	_ publishing.Blocklist       = (*Store)(nil)
 	_ publishing.DeadLetterAdmin = (*Queue)(nil)
+
+	_ publishing.Subscriptions = (*Store)(nil)
+	_ publishing.Deliveries    = (*Store)(nil)
 )
 
 // schemaVersion is the version of the schema this build creates and reads.
@@ -152,11 +160,22 @@ type Stats struct {
 	AuditRows   uint64
 	// BlocklistWrites counts blocked terms added or removed.
 	BlocklistWrites uint64
+	// SubscriptionWrites are webhook subscriptions added, removed or
+	// disabled; DeliveryWrites the outbox's claims, recorded attempts,
+	// redrives and prunes.
+	SubscriptionWrites uint64
+	DeliveryWrites     uint64
+	// EventRows and DeliveryRows are the events and deliveries recorded
+	// with the changes that caused them (counted like AuditRows, not as
+	// writes of their own).
+	EventRows    uint64
+	DeliveryRows uint64
 }
 
 // Store is the embedded SQLite store. It implements publishing.Ledger,
-// publishing.Posts, publishing.Accounts and publishing.Blocklist; Queue
-// returns its queues. It is safe for concurrent use, also by several
+// publishing.Posts, publishing.Accounts, publishing.Blocklist,
+// publishing.Subscriptions and publishing.Deliveries; Queue returns its
+// queues. It is safe for concurrent use, also by several
 // processes sharing the file.
 type Store struct {
 	w   *sql.DB // writes: one connection, BEGIN IMMEDIATE
@@ -170,8 +189,15 @@ type Store struct {
 
 	ws writeStmts
 	rs readStmts
+	os outboxStmts
+
+	// fanOut caches the subscriptions for the outbox's fan-out;
+	// eventsWritten is EventsWritten's channel.
+	fanOut        fanOutCache
+	eventsWritten chan struct{}
 
 	ledgerWrites, postWrites, accountWrites, queueWrites, auditRows, blocklistWrites, paceWrites atomic.Uint64
+	subscriptionWrites, deliveryWrites, eventRows, deliveryRows                                  atomic.Uint64
 }
 
 // Open opens the store file at path, creating the file and its schema if
@@ -195,7 +221,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 		}
 	}
-	s := &Store{now: opts.Now, keyFile: opts.KeyFile, log: opts.Logger}
+	s := &Store{now: opts.Now, keyFile: opts.KeyFile, log: opts.Logger, eventsWritten: make(chan struct{}, 1)}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -231,6 +257,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	s.r.SetConnMaxLifetime(0)
 	s.r.SetConnMaxIdleTime(0)
 	if err := s.prepare(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	if err := s.prepareOutbox(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
@@ -302,6 +332,11 @@ func (s *Store) Close() error {
 			errs = append(errs, st.Close())
 		}
 	}
+	for _, st := range s.os.all() {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
 	if s.r != nil {
 		errs = append(errs, s.r.Close())
 	}
@@ -324,6 +359,11 @@ func (s *Store) Stats() Stats {
 		QueueWrites:     s.queueWrites.Load(),
 		AuditRows:       s.auditRows.Load(),
 		BlocklistWrites: s.blocklistWrites.Load(),
+
+		SubscriptionWrites: s.subscriptionWrites.Load(),
+		DeliveryWrites:     s.deliveryWrites.Load(),
+		EventRows:          s.eventRows.Load(),
+		DeliveryRows:       s.deliveryRows.Load(),
 	}
 }
 
@@ -478,6 +518,58 @@ var tables = []string{
 		reason        TEXT NOT NULL,
 		at            TEXT NOT NULL
 	)`,
+
+	// The outbox (outbox.go). New tables need no migration: this list
+	// runs at every Open. Webhook subscriptions: events is a JSON array
+	// of event types (every type when empty), secret is sealed like the
+	// credentials.
+	`CREATE TABLE IF NOT EXISTS subscriptions (
+		id              TEXT PRIMARY KEY,
+		url             TEXT NOT NULL,
+		events          TEXT NOT NULL,
+		secret          TEXT NOT NULL,
+		allow_private   INTEGER NOT NULL DEFAULT 0,
+		description     TEXT NOT NULL DEFAULT '',
+		created_at      TEXT NOT NULL,
+		disabled        INTEGER NOT NULL DEFAULT 0,
+		disabled_reason TEXT NOT NULL DEFAULT ''
+	) WITHOUT ROWID`,
+	// One row (id 0): n counts the writes to subscriptions, so the fan-out
+	// re-reads them only when they changed (in any process).
+	`CREATE TABLE IF NOT EXISTS subscriptions_version (
+		id INTEGER PRIMARY KEY,
+		n  INTEGER NOT NULL
+	)`,
+	// Every event recorded, for EventKeep (with or without subscribers),
+	// in the order recorded: the event as JSON (its webhook body is
+	// derived from it) and when the store recorded it. An append-only
+	// log without an index: one page a commit, not one per index.
+	`CREATE TABLE IF NOT EXISTS events (
+		seq         INTEGER PRIMARY KEY,
+		id          TEXT NOT NULL,
+		type        TEXT NOT NULL,
+		recorded_at TEXT NOT NULL,
+		event       TEXT NOT NULL
+	)`,
+	// One event to one subscription: id is publishing.DeliveryID, event
+	// the event as JSON. A claimed delivery's next_try is the end of its
+	// lease (lease_until). Rows are appended in seq order (their JSON is
+	// a few hundred bytes: kept in order, they do not split pages all
+	// over the table); only the small id index takes random inserts.
+	`CREATE TABLE IF NOT EXISTS deliveries (
+		seq             INTEGER PRIMARY KEY,
+		id              TEXT NOT NULL UNIQUE,
+		event           TEXT NOT NULL,
+		subscription_id TEXT NOT NULL,
+		state           TEXT NOT NULL,
+		attempts        INTEGER NOT NULL DEFAULT 0,
+		created_at      TEXT NOT NULL,
+		next_try        TEXT NOT NULL,
+		lease_until     TEXT NOT NULL DEFAULT '',
+		last_error      TEXT NOT NULL DEFAULT '',
+		last_status     INTEGER NOT NULL DEFAULT 0,
+		updated_at      TEXT NOT NULL
+	)`,
 }
 
 // migrations[v] are the statements that bring a version v file to v+1.
@@ -552,6 +644,12 @@ var indexes = []string{
 	// to dead-letter them. Normally empty.
 	`CREATE INDEX IF NOT EXISTS queue_messages_undecodable ON queue_messages (queue, seq) WHERE ` + visibleAtUnreadable,
 	`CREATE INDEX IF NOT EXISTS dead_letters_queue ON dead_letters (queue, seq)`,
+
+	// The outbox: due deliveries for ClaimDeliveries (only pending ones);
+	// by state and last update for ListDeliveries, PruneOutbox and a
+	// removed subscription's dead ones.
+	`CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (next_try) WHERE state = 'pending'`,
+	`CREATE INDEX IF NOT EXISTS deliveries_by_state ON deliveries (state, updated_at)`,
 }
 
 // migrate creates the schema of a new file, or brings an older file's
@@ -573,13 +671,15 @@ func (s *Store) migrate(ctx context.Context) error {
 		case v < 1:
 			return fmt.Errorf("schema version %d is not a version this build knows", v)
 		}
-		if err := s.loadSealer(ctx, tx, v); err != nil {
-			return err
-		}
 		for _, stmt := range tables {
 			if _, err := tx.ExecContext(ctx, stmt); err != nil {
 				return fmt.Errorf("create schema: %w", err)
 			}
+		}
+		// After the tables: the subscriptions table it counts sealed
+		// secrets in may be new.
+		if err := s.loadSealer(ctx, tx, v); err != nil {
+			return err
 		}
 		// A new file (v = 0) got the current tables above; an older one
 		// kept its tables and is migrated one version at a time.
@@ -623,6 +723,15 @@ func (s *Store) migrate(ctx context.Context) error {
 // the key one after the other (and createKey is race-free anyway).
 func (s *Store) loadSealer(ctx context.Context, tx *sql.Tx, v int) error {
 	key, err := loadKey(s.keyFile, func() error {
+		var secrets int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM subscriptions`).Scan(&secrets); err != nil {
+			return fmt.Errorf("key file %s is missing; counting the webhook secrets it encrypted: %w", s.keyFile, err)
+		}
+		if secrets > 0 {
+			return fmt.Errorf("key file %s is missing, but the database holds %d webhook subscriptions whose secrets only that key decrypts: "+
+				"restore the key file (a new key cannot read them); to start over instead, delete them "+
+				"(DELETE FROM subscriptions) and add the subscriptions again", s.keyFile, secrets)
+		}
 		if v < 3 {
 			return nil // a new file, or one whose credentials are still plaintext
 		}
