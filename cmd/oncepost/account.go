@@ -18,6 +18,7 @@ import (
 	"oncepost/shared/platform/catalog"
 	"oncepost/shared/platform/mastodon"
 	"oncepost/shared/post"
+	"oncepost/shared/publishing"
 )
 
 func accountCommands() []*command {
@@ -404,7 +405,7 @@ func (b *backend) accountView(ctx context.Context, a post.Account) (accountView,
 	case !errors.Is(err, post.ErrNotFound):
 		v.Credential = "unreadable: " + err.Error()
 	}
-	page, err := b.views.ListPosts(ctx, postFilter{Account: a.ID, Statuses: unfinishedStatuses, Limit: 1000})
+	page, err := b.lister.ListPostPage(ctx, publishing.PostFilter{Account: a.ID, Statuses: unfinishedStatuses, Limit: 1000})
 	if err != nil {
 		return v, err
 	}

@@ -427,7 +427,7 @@ func TestOperatorCommandsOnAWS(t *testing.T) {
 	if code, _, errOut := st.cli("", "post", "list", "--after", "sq1.e30"); code != exitUsage || !strings.Contains(errOut, "--after") {
 		t.Errorf("post list with an embedded cursor on AWS: exit %d, %q; want --after refused", code, errOut)
 	}
-	var shown postView
+	var shown publishing.PostView
 	st.okJSON(&shown, "post", "show", "c")
 	if shown.Post.Body != "Post c on AWS." || len(shown.Targets) != 1 || !shown.Targets[0].Slot.Equal(slotB) {
 		t.Errorf("post show c: %+v", shown)

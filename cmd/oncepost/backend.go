@@ -35,25 +35,6 @@ type workspaceAdmin interface {
 	DeleteAccount(ctx context.Context, id post.AccountID) error
 }
 
-// postFilter selects the posts `post list` shows: those with at least one
-// target in one of Statuses (any status if none) to Account (any if "").
-type postFilter struct {
-	Statuses []post.TargetStatus
-	Account  post.AccountID
-	// Limit is the most posts listed.
-	Limit int
-	// After is the cursor of the page before (postPage.Next), "" for the
-	// first page.
-	After string
-}
-
-// postPage is one page of `post list`.
-type postPage struct {
-	Posts []post.Post
-	// Next is the cursor of the following page, "" on the last.
-	Next string
-}
-
 // waitingTarget is a target waiting for its next try, as `status` shows it.
 type waitingTarget struct {
 	Post    post.ID        `json:"post_id"`
@@ -72,27 +53,11 @@ type storeCounts struct {
 
 // operatorViews are the lists only an operator reads.
 type operatorViews interface {
-	// ListPosts lists one page; a cursor the store did not make is bad
-	// input naming --after.
-	ListPosts(ctx context.Context, f postFilter) (postPage, error)
 	// Held lists held entries, oldest first; a limit ≤ 0 means all.
 	Held(ctx context.Context, limit int) ([]ledger.Entry, error)
 	// Waiting lists waiting targets, next try first; a limit ≤ 0 means all.
 	Waiting(ctx context.Context, limit int) ([]waitingTarget, error)
 	Counts(ctx context.Context) (storeCounts, error)
-}
-
-// postScheduler writes posts so that their targets fire at their slots.
-type postScheduler interface {
-	// CreatePost stores a new post (post.ErrConflict if the id exists)
-	// and makes sure each target is triggered at its slot.
-	CreatePost(ctx context.Context, p post.Post) error
-	// Reschedule moves one target to slot (refused with an error wrapping
-	// post.ErrConflict when a send under the old slot may have reached the
-	// platform) and makes sure it is triggered then.
-	Reschedule(ctx context.Context, id post.ID, account post.AccountID, slot time.Time) error
-	// Cancelled is told that a target was cancelled; its schedule may go.
-	Cancelled(ctx context.Context, ref publishing.TargetRef)
 }
 
 // deadLetterQueue is the publish queue's dead letters.
@@ -131,13 +96,16 @@ type lookCounter interface {
 // operator and deleter are nil then.
 type backend struct {
 	// kind is backendEmbedded or backendAWS.
-	kind        string
-	ledger      publishing.Ledger
-	posts       publishing.Posts
-	accounts    publishing.Accounts
-	admin       workspaceAdmin
-	views       operatorViews
-	schedules   postScheduler
+	kind      string
+	ledger    publishing.Ledger
+	posts     publishing.Posts
+	accounts  publishing.Accounts
+	admin     workspaceAdmin
+	views     operatorViews
+	lister    publishing.PostLister
+	schedules publishing.PostScheduler
+	// keys reads idempotency records (nil on AWS, for now).
+	keys        publishing.IdempotencyKeys
 	deadLetters deadLetterQueue
 	depth       queueDepths
 	looks       lookCounter
@@ -154,9 +122,27 @@ type backend struct {
 // publisher reads it: the embedded media directory, or the stack's bucket.
 type mediaImporter interface {
 	ImportMedia(ctx context.Context, m importedMedia) error
+	// MediaSize is the size of a stored attachment, an error wrapping
+	// post.ErrNotFound if there is none.
+	MediaSize(ctx context.Context, ref string) (int64, error)
 	// PublicURLs reports whether the runtime's publisher can give an
 	// attachment a public URL (platform.Capabilities.MediaByURL).
 	PublicURLs() bool
+}
+
+// desk is the operator's use cases on the backend (publishing.Desk):
+// the commands parse their flags, call it and print its answer.
+func (b *backend) desk() *publishing.Desk {
+	d := &publishing.Desk{
+		Posts: b.posts, Ledger: b.ledger, Accounts: b.accounts, Blocklist: b.admin, Scheduler: b.schedules, Keys: b.keys, Lister: b.lister,
+		Operator: b.operator, Deleter: b.deleter, Limits: limitsOf, Measure: measureText, Capabilities: capabilitiesOf,
+		// Generated ids read in the operator's own time.
+		NewID: func(t time.Time) string { return publishing.NewPostID(t.Local()) },
+	}
+	if b.media != nil {
+		d.PublicURLs, d.MediaSize = b.media.PublicURLs(), b.media.MediaSize
+	}
+	return d
 }
 
 // Close releases the backend (the SQLite file; nothing on AWS).

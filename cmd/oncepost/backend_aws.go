@@ -263,6 +263,7 @@ func openAWS(ctx context.Context, src string, outs stackOutputs, static []byte) 
 	return &backend{
 		kind: backendAWS, ledger: rt.Store, posts: rt.Store, accounts: rt.Store, admin: rt.Store,
 		views:       dynamoViews{rt.Store},
+		lister:      rt.Store,
 		schedules:   slotSchedules{store: rt.Store, slots: slots, trigger: &publishing.Trigger{Posts: rt.Store, Queue: queue, Now: clock.Now, Logger: rt.Logger}},
 		deadLetters: queue,
 		depth:       sqsDepth{queue},
@@ -294,16 +295,6 @@ func (d sqsDepth) Depth(ctx context.Context) (queueDepth, error) {
 
 // dynamoViews are the operator's lists on DynamoDB.
 type dynamoViews struct{ s *dynamostore.Store }
-
-// ListPosts lists a page of posts in StatusIndex order
-// (dynamostore.Store.ListPostPage).
-func (v dynamoViews) ListPosts(ctx context.Context, f postFilter) (postPage, error) {
-	pg, err := v.s.ListPostPage(ctx, publishing.PostFilter{Statuses: f.Statuses, Account: f.Account, Limit: f.Limit, After: f.After})
-	if errors.Is(err, publishing.ErrBadCursor) {
-		return postPage{}, badCursor(f.After)
-	}
-	return postPage(pg), err
-}
 
 // Held lists held entries through HeldIndex.
 func (v dynamoViews) Held(ctx context.Context, limit int) ([]ledger.Entry, error) {
@@ -356,8 +347,18 @@ type slotSchedules struct {
 	trigger *publishing.Trigger
 }
 
-// CreatePost writes the post, then its slots' schedules.
-func (s slotSchedules) CreatePost(ctx context.Context, p post.Post) error {
+var _ publishing.PostScheduler = slotSchedules{}
+
+// errKeysNotYet refuses an idempotency key on the AWS store, which does
+// not keep them yet.
+var errKeysNotYet = errors.New("idempotency keys on the AWS store: not yet")
+
+// CreatePost writes the post, then its slots' schedules. A key is
+// refused (errKeysNotYet): the DynamoDB store does not keep them yet.
+func (s slotSchedules) CreatePost(ctx context.Context, p post.Post, key *publishing.IdempotencyRecord) error {
+	if key != nil {
+		return fmt.Errorf("create post %s: %w", p.ID, errKeysNotYet)
+	}
 	if err := s.store.CreatePost(ctx, p); err != nil {
 		return err
 	}

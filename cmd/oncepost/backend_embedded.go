@@ -19,7 +19,7 @@ import (
 func embeddedBackend(rt *runtime) *backend {
 	return &backend{
 		kind: backendEmbedded, ledger: rt.store, posts: rt.store, accounts: rt.store, admin: rt.store,
-		views: sqliteViews{rt.store}, schedules: embeddedSchedules{rt}, deadLetters: rt.queue, depth: sqliteDepth{rt.queue},
+		views: sqliteViews{rt.store}, lister: rt.store, schedules: embeddedSchedules{rt}, keys: rt.store, deadLetters: rt.queue, depth: sqliteDepth{rt.queue},
 		looks: localLooks{rt.flows}, operator: rt.operator, deleter: rt.deleter, media: mediaDir(rt.cfg.MediaDir), webhooks: rt.store, close: rt.Close,
 	}
 }
@@ -42,7 +42,7 @@ func (w *where) openStatus(ctx context.Context) (*backend, error) {
 		return nil, err
 	}
 	q := s.Queue("publish", 0)
-	return &backend{kind: backendEmbedded, ledger: s, posts: s, accounts: s, admin: s, views: sqliteViews{s},
+	return &backend{kind: backendEmbedded, ledger: s, posts: s, accounts: s, admin: s, views: sqliteViews{s}, lister: s, keys: s,
 		deadLetters: q, depth: sqliteDepth{q}, webhooks: s, close: s.Close}, nil
 }
 
@@ -57,16 +57,6 @@ func (d sqliteDepth) Depth(ctx context.Context) (queueDepth, error) {
 
 // sqliteViews are the operator's lists on the SQLite store.
 type sqliteViews struct{ s *sqlitestore.Store }
-
-// ListPosts lists a page of posts by their earliest matching slot
-// (sqlitestore.Store.ListPostPage).
-func (v sqliteViews) ListPosts(ctx context.Context, f postFilter) (postPage, error) {
-	pg, err := v.s.ListPostPage(ctx, publishing.PostFilter{Statuses: f.Statuses, Account: f.Account, Limit: f.Limit, After: f.After})
-	if errors.Is(err, publishing.ErrBadCursor) {
-		return postPage{}, badCursor(f.After)
-	}
-	return postPage(pg), err
-}
 
 // Held lists held entries, oldest first.
 func (v sqliteViews) Held(ctx context.Context, limit int) ([]ledger.Entry, error) {
@@ -99,9 +89,12 @@ func (v sqliteViews) Counts(ctx context.Context) (storeCounts, error) {
 // written in the post's transaction.
 type embeddedSchedules struct{ rt *runtime }
 
-// CreatePost writes the post and its targets' schedules in one transaction.
-func (e embeddedSchedules) CreatePost(ctx context.Context, p post.Post) error {
-	return e.rt.createPost(ctx, p)
+var _ publishing.PostScheduler = embeddedSchedules{}
+
+// CreatePost writes the post, its targets' schedules and the key's record
+// (if any) in one transaction (runtime.createPostKeyed).
+func (e embeddedSchedules) CreatePost(ctx context.Context, p post.Post, key *publishing.IdempotencyRecord) error {
+	return e.rt.createPostKeyed(ctx, p, key)
 }
 
 // Reschedule moves the target and replaces its schedule in one

@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"net/http"
 	"os"
@@ -15,6 +17,7 @@ import (
 
 	"oncepost/shared/mediafit"
 	"oncepost/shared/post"
+	"oncepost/shared/publishing"
 	"oncepost/shared/s3media"
 )
 
@@ -81,7 +84,7 @@ func newImportedMedia(data []byte, ct, ext, alt string) importedMedia {
 }
 
 // fitMedia fits every imported image to the image limits of each
-// platform the post goes to (mediafit: resized and re-encoded,
+// platform the post goes to (publishing.Desk.FitLimits) (mediafit: resized and re-encoded,
 // deterministically, only when over a limit), before anything is stored.
 // A fitted version is recorded on the post's attachment (media, indexed
 // as the files are) for its platform (post.Media.Fitted): those bytes are
@@ -89,7 +92,7 @@ func newImportedMedia(data []byte, ct, ext, alt string) importedMedia {
 // there, while platforms that take the original get it untouched. It
 // returns the files to store, the originals and each distinct fitted
 // version, and a note per change.
-func fitMedia(media []post.Media, files []importedMedia, limits map[string]fitLimits) ([]importedMedia, []string, error) {
+func fitMedia(media []post.Media, files []importedMedia, limits map[string]publishing.ImageLimits) ([]importedMedia, []string, error) {
 	var notes []string
 	stored := slices.Clone(files)
 	seen := map[string]bool{}
@@ -101,7 +104,7 @@ func fitMedia(media []post.Media, files []importedMedia, limits map[string]fitLi
 		i := f.index
 		for _, name := range platforms {
 			fl := limits[name]
-			r, err := mediafit.Fit(f.data, f.ContentType, fl.lim)
+			r, err := mediafit.Fit(f.data, f.ContentType, mediafit.Limits{MaxBytes: fl.MaxBytes, MaxPixels: fl.MaxPixels, Formats: fl.Formats})
 			if err != nil {
 				return nil, nil, badInput("media[%d]: for %s: %v; resize it by hand", i, name, err)
 			}
@@ -123,7 +126,7 @@ func fitMedia(media []post.Media, files []importedMedia, limits map[string]fitLi
 				stored = append(stored, fitted)
 			}
 			notes = append(notes, fmt.Sprintf("media[%d]: %.2f MB → %.2f MB %s %dx%d on %s, to fit %s",
-				i, float64(len(f.data))/1e6, float64(len(r.Data))/1e6, r.ContentType, r.Width, r.Height, name, fl.who))
+				i, float64(len(f.data))/1e6, float64(len(r.Data))/1e6, r.ContentType, r.Width, r.Height, name, fl.Who))
 		}
 	}
 	return stored, notes, nil
@@ -141,12 +144,38 @@ func (d mediaDir) ImportMedia(_ context.Context, m importedMedia) error {
 // give an attachment.
 func (mediaDir) PublicURLs() bool { return false }
 
+// MediaSize is the size of the attachment's file in the directory.
+func (d mediaDir) MediaSize(_ context.Context, ref string) (int64, error) {
+	if !filepath.IsLocal(ref) {
+		return 0, fmt.Errorf("media ref %q is not a file name in the media directory: %w", ref, post.ErrNotFound)
+	}
+	fi, err := os.Stat(filepath.Join(string(d), ref))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("media %s: %w", ref, post.ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("media %s: %w", ref, err)
+	}
+	return fi.Size(), nil
+}
+
 // mediaBucket is a stack's attachments' bucket.
 type mediaBucket struct{ s *s3media.Store }
 
 // PublicURLs is true: the stack's publisher signs URLs of the bucket's
 // objects.
 func (mediaBucket) PublicURLs() bool { return true }
+
+// MediaSize reads the attachment's object to measure it (the bucket's
+// port has no HeadObject; attachments are a few MB, and only a draft that
+// names a stored attachment by its ref is measured this way).
+func (b mediaBucket) MediaSize(ctx context.Context, ref string) (int64, error) {
+	data, err := b.s.ReadMedia(ctx, ref)
+	if errors.Is(err, publishing.ErrMediaInvalid) {
+		return 0, fmt.Errorf("%w (%v)", post.ErrNotFound, err)
+	}
+	return int64(len(data)), err
+}
 
 // ImportMedia uploads the attachment under its ref (its content hash).
 func (b mediaBucket) ImportMedia(ctx context.Context, m importedMedia) error {

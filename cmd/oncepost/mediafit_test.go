@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"image"
 	"image/color"
-	stdgif "image/gif"
 	"image/jpeg"
 	"image/png"
 	"maps"
@@ -21,7 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"oncepost/shared/mediafit"
 	"oncepost/shared/platform/sandbox"
 	"oncepost/shared/post"
 
@@ -146,87 +144,5 @@ func TestPostAddFitsImagesToTheAccountsLimit(t *testing.T) {
 		if sha256Hex(b) != m.SHA256 || (want < 0 && len(b) > limit) || (want >= 0 && len(b) != want) {
 			t.Errorf("%s's version: %d bytes, hash matches: %v; want %d (-1: under %d)", platform, len(b), sha256Hex(b) == m.SHA256, want, limit)
 		}
-	}
-}
-
-// checkMedia refuses, naming the account and the limit, what a target's
-// platform would refuse when the post is sent: a file over an instance's
-// limit, files over Discord's request size together, and images to
-// Threads from a runtime that cannot give them a public URL.
-func TestCheckMedia(t *testing.T) {
-	accounts := map[post.AccountID]post.Account{
-		"news":  {ID: "news", Platform: "mastodon", Limits: post.Limits{MaxMediaBytes: 1000}},
-		"chat":  {ID: "chat", Platform: "discord"},
-		"th":    {ID: "th", Platform: "threads"},
-		"plain": {ID: "plain", Platform: "mastodon"},
-	}
-	mb := func(n int) int { return n << 20 }
-	img := func(ref string) post.Media {
-		return post.Media{Ref: ref, SHA256: strings.Repeat("a", 64), ContentType: "image/jpeg"}
-	}
-	postTo := func(account string, media ...post.Media) post.Post {
-		return post.Post{ID: "p", Media: media, Targets: []post.Target{{Account: post.AccountID(account)}}}
-	}
-	three := []post.Media{img("a.jpg"), img("b.jpg"), img("c.jpg")}
-	tests := []struct {
-		name       string
-		p          post.Post
-		size       map[string]int
-		publicURLs bool
-		want       string // "" accepts
-	}{
-		{"under an instance's limit", postTo("news", img("a.jpg")), map[string]int{"a.jpg": 1000}, false, ""},
-		{"over an instance's limit", postTo("news", img("a.jpg")), map[string]int{"a.jpg": 1001}, false, "media[0]: is 0.0 MB, over the 0.0 MB images news's instance accepts"},
-		{"discord: three files under 24 MiB together", postTo("chat", three...), map[string]int{"a.jpg": mb(8), "b.jpg": mb(8), "c.jpg": mb(8)}, false, ""},
-		{"discord: three files over it", postTo("chat", three...), map[string]int{"a.jpg": mb(9), "b.jpg": mb(9), "c.jpg": mb(9)}, false, "media: 28.3 MB in all, over the 25.2 MB discord takes in one post (chat)"},
-		{"threads from the embedded runtime", postTo("th", img("a.jpg")), map[string]int{"a.jpg": 10}, false, "threads fetches images from a public URL, which the embedded runtime cannot give"},
-		{"threads from AWS", postTo("th", img("a.jpg")), map[string]int{"a.jpg": 10}, true, ""},
-		{"threads without media", postTo("th"), nil, false, ""},
-		{"a file imported earlier is not measured", postTo("plain", img("old.jpg")), nil, false, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := checkMedia(tt.p, accounts, tt.size, tt.publicURLs)
-			switch {
-			case tt.want == "" && err != nil:
-				t.Fatalf("refused: %v", err)
-			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-				t.Fatalf("err = %v, want it to contain %q", err, tt.want)
-			}
-		})
-	}
-}
-
-// imageLimits gives each platform the strictest limits of its accounts
-// and the platform's formats: Threads takes JPEG and PNG only, so a GIF
-// is re-encoded for it when the post is added.
-func TestImageLimitsPerPlatform(t *testing.T) {
-	accounts := map[post.AccountID]post.Account{
-		"big":   {ID: "big", Platform: "mastodon", Limits: post.Limits{MaxMediaBytes: 16 << 20}},
-		"small": {ID: "small", Platform: "mastodon", Limits: post.Limits{MaxMediaBytes: 2 << 20}},
-		"th":    {ID: "th", Platform: "threads"},
-		"tg":    {ID: "tg", Platform: "telegram"},
-	}
-	d := post.Draft{Targets: []post.DraftTarget{{Account: "big"}, {Account: "small"}, {Account: "th"}, {Account: "tg"}, {Account: "unknown"}}}
-	got := map[string]mediafit.Limits{}
-	for name, fl := range imageLimits(d, accounts) {
-		got[name] = fl.lim
-	}
-	want := map[string]mediafit.Limits{
-		"mastodon": {MaxBytes: 2 << 20, MaxPixels: 33_177_600},
-		"threads":  {MaxBytes: 8_000_000, Formats: []string{"image/jpeg", "image/png"}},
-		"telegram": {MaxBytes: 10 << 20},
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("limits per platform (-want +got):\n%s", diff)
-	}
-	gif := image.NewPaletted(image.Rect(0, 0, 4, 4), []color.Color{color.Black, color.White})
-	var buf bytes.Buffer
-	if err := stdgif.Encode(&buf, gif, nil); err != nil {
-		t.Fatal(err)
-	}
-	r, err := mediafit.Fit(buf.Bytes(), "image/gif", want["threads"])
-	if err != nil || !r.Changed || r.ContentType == "image/gif" {
-		t.Errorf("a GIF fitted for threads: changed %v, %s, %v; want re-encoded", r.Changed, r.ContentType, err)
 	}
 }

@@ -15,9 +15,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"oncepost/shared/ledger"
 	"oncepost/shared/localcron"
-	"oncepost/shared/mediafit"
+	"oncepost/shared/platform"
 	"oncepost/shared/platform/catalog"
 	"oncepost/shared/post"
 	"oncepost/shared/publishing"
@@ -103,9 +102,6 @@ func cmdPostAdd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			d.Texts[name] = text
 		}
 	}
-	if d.ID == "" {
-		d.ID = string(post.NewID(time.Now()))
-	}
 	if err := where.check(); err != nil {
 		return err
 	}
@@ -118,19 +114,8 @@ func cmdPostAdd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer b.Close()
-	p, files, err := b.validateDraft(ctx, d, files, stderr)
+	p, err := b.addPost(ctx, d, files, stderr)
 	if err != nil {
-		return err
-	}
-	for _, f := range files {
-		if err := b.media.ImportMedia(ctx, f); err != nil {
-			return err
-		}
-	}
-	if err := b.schedules.CreatePost(ctx, p); err != nil {
-		if errors.Is(err, post.ErrConflict) {
-			return badInput("id: post %q exists already; pick another id (oncepost post show %s)", p.ID, p.ID)
-		}
 		return err
 	}
 	if *asJSON {
@@ -140,6 +125,77 @@ func cmdPostAdd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stdout, "scheduled %s for %s at %s\n", p.ID, t.Account, bothZones(t.Slot))
 	}
 	return nil
+}
+
+// addPost schedules a draft through the desk (publishing.Desk.Schedule),
+// after fitting its new image files to the limits of the platforms it
+// goes to (saying so on notes) and storing them. Files are fitted and
+// stored only for a draft the desk accepts.
+func (b *backend) addPost(ctx context.Context, d post.Draft, files []importedMedia, notes io.Writer) (post.Post, error) {
+	desk := b.desk()
+	sizes := map[string]int{}
+	if len(files) > 0 {
+		// Fitted after validation: a draft that is refused does not pay
+		// for decoding and re-encoding its images.
+		p, limits, err := desk.FitLimits(ctx, d)
+		if err != nil {
+			return post.Post{}, refusedInput(err)
+		}
+		d.ID = string(p.ID)
+		var changed []string
+		if files, changed, err = fitMedia(p.Media, files, limits); err != nil {
+			return post.Post{}, err
+		}
+		for i := range d.Media {
+			d.Media[i].Fitted = p.Media[i].Fitted
+		}
+		for _, n := range changed {
+			fmt.Fprintln(notes, n)
+		}
+		for _, f := range files {
+			sizes[f.Ref] = len(f.data)
+		}
+		if _, err := desk.Validate(ctx, d, sizes); err != nil {
+			return post.Post{}, refusedInput(err)
+		}
+		for _, f := range files {
+			if err := b.media.ImportMedia(ctx, f); err != nil {
+				return post.Post{}, err
+			}
+		}
+	}
+	res, err := desk.Schedule(ctx, d, sizes, nil)
+	if err != nil {
+		return post.Post{}, refusedInput(err)
+	}
+	return res.Post, nil
+}
+
+// refusedInput is a desk's refusal of the input (publishing.FieldErrors)
+// as bad input, printed as the desk words it; other errors pass.
+func refusedInput(err error) error {
+	if len(publishing.FieldErrors(err)) > 0 {
+		return badInput("%v", err)
+	}
+	return err
+}
+
+// flagError is refusedInput for a command whose refused fields are its
+// flags (--account, --at, --status), each problem naming its flag; an
+// unknown post is bad input naming id.
+func flagError(err error, id string) error {
+	fes := publishing.FieldErrors(err)
+	if len(fes) == 0 {
+		if errors.Is(err, post.ErrNotFound) && id != "" {
+			return badInput("no post %q (oncepost post list)", id)
+		}
+		return err
+	}
+	msgs := make([]string, len(fes))
+	for i, fe := range fes {
+		msgs[i] = "--" + fe.Error()
+	}
+	return badInput("%s", strings.Join(msgs, "\n"))
 }
 
 // readDraft reads a draft file (- for stdin) of at most maxDraftBytes.
@@ -223,130 +279,6 @@ func readDraftMedia(d *post.Draft, baseDir string) ([]importedMedia, error) {
 	return files, nil
 }
 
-// validateDraft checks a draft against the workspace's accounts, their
-// instances' limits and the blocklist, fits the imported images to the
-// image limits of each platform the post goes to (saying so on notes),
-// and checks what each account gets against its media size limit. It
-// returns the files to store: the originals and their fitted versions.
-func (b *backend) validateDraft(ctx context.Context, d post.Draft, files []importedMedia, notes io.Writer) (post.Post, []importedMedia, error) {
-	accounts, err := b.accounts.ListAccounts(ctx)
-	if err != nil {
-		return post.Post{}, nil, err
-	}
-	blocked, err := b.admin.BlockedTerms(ctx)
-	if err != nil {
-		return post.Post{}, nil, err
-	}
-	rules := post.Rules{Accounts: map[post.AccountID]post.Account{}, Limits: limitsOf, Measure: measureText, Now: time.Now(), Blocked: blocked}
-	for _, a := range accounts {
-		rules.Accounts[a.ID] = a
-	}
-	p, err := d.Validate(rules)
-	if err != nil {
-		return post.Post{}, nil, badInput("%v", err)
-	}
-	if len(files) > 0 {
-		// Fitted after validation: a draft that is refused does not pay
-		// for decoding and re-encoding its images.
-		var changed []string
-		if files, changed, err = fitMedia(p.Media, files, imageLimits(d, rules.Accounts)); err != nil {
-			return post.Post{}, nil, err
-		}
-		for _, n := range changed {
-			fmt.Fprintln(notes, n)
-		}
-	}
-	size := map[string]int{}
-	for _, f := range files {
-		size[f.Ref] = len(f.data)
-	}
-	if err := checkMedia(p, rules.Accounts, size, b.media.PublicURLs()); err != nil {
-		return post.Post{}, nil, err
-	}
-	return p, files, nil
-}
-
-// checkMedia checks what each target's account gets against its limits:
-// each file's bytes (an instance's own limit), all files' bytes together
-// (Discord's request limit), and whether its platform fetches images from
-// a URL the runtime cannot give (publicURLs false: the embedded runtime).
-// size holds the bytes of the files imported now, by ref; an attachment
-// imported earlier is not checked here.
-func checkMedia(p post.Post, accounts map[post.AccountID]post.Account, size map[string]int, publicURLs bool) error {
-	if len(p.Media) == 0 {
-		return nil
-	}
-	for _, t := range p.Targets {
-		acc := accounts[t.Account]
-		k, _ := catalog.Lookup(acc.Platform)
-		if k.Capabilities.MediaByURL && !publicURLs {
-			return badInput("media: %s fetches images from a public URL, which the embedded runtime cannot give; post this to %s without media, or from the AWS runtime (--backend aws)",
-				acc.Platform, t.Account)
-		}
-		var total int64
-		for i, m := range p.MediaFor(acc.Platform) {
-			n, ok := size[m.Ref]
-			if ok && acc.Limits.MaxMediaBytes > 0 && int64(n) > acc.Limits.MaxMediaBytes {
-				return badInput("media[%d]: is %.1f MB, over the %.1f MB images %s's instance accepts; resize it",
-					i, float64(n)/1e6, float64(acc.Limits.MaxMediaBytes)/1e6, t.Account)
-			}
-			total += int64(n)
-		}
-		if most := k.Capabilities.MaxMediaTotalBytes; most > 0 && total > most {
-			return badInput("media: %.1f MB in all, over the %.1f MB %s takes in one post (%s); attach fewer or smaller images",
-				float64(total)/1e6, float64(most)/1e6, acc.Platform, t.Account)
-		}
-	}
-	return nil
-}
-
-// fitLimits are one platform's image limits for a post: the strictest of
-// its accounts the post goes to, and who set them, for the note.
-type fitLimits struct {
-	lim mediafit.Limits
-	who string
-}
-
-// imageLimits are the image limits of each platform the draft goes to:
-// per platform, the strictest of its accounts' (an instance's own byte
-// limit, else its platform's). Platforms without a known limit are left
-// out, and so are unknown accounts (validation names them).
-func imageLimits(d post.Draft, accounts map[post.AccountID]post.Account) map[string]fitLimits {
-	out := map[string]fitLimits{}
-	for _, t := range d.Targets {
-		acc, ok := accounts[post.AccountID(t.Account)]
-		if !ok {
-			continue
-		}
-		k, _ := catalog.Lookup(acc.Platform)
-		bytes := k.Capabilities.MaxMediaBytes
-		if acc.Limits.MaxMediaBytes > 0 {
-			bytes = acc.Limits.MaxMediaBytes
-		}
-		fl := out[acc.Platform]
-		if bytes > 0 && (fl.lim.MaxBytes == 0 || bytes < fl.lim.MaxBytes) {
-			fl.lim.MaxBytes = bytes
-			fl.who = fmt.Sprintf("%s (%s, images up to %.2f MB)", acc.ID, acc.Platform, float64(bytes)/1e6)
-		}
-		if px := k.Capabilities.MaxMediaPixels; px > 0 && (fl.lim.MaxPixels == 0 || px < fl.lim.MaxPixels) {
-			fl.lim.MaxPixels = px
-			if fl.who == "" {
-				fl.who = fmt.Sprintf("%s (%s, up to %d pixels)", acc.ID, acc.Platform, px)
-			}
-		}
-		if f := k.Capabilities.MediaFormats; len(f) > 0 {
-			fl.lim.Formats = f
-			if fl.who == "" {
-				fl.who = fmt.Sprintf("%s (%s, %s only)", acc.ID, acc.Platform, strings.Join(f, ", "))
-			}
-		}
-		if fl.who != "" {
-			out[acc.Platform] = fl
-		}
-	}
-	return out
-}
-
 // maxDraftBytes bounds a draft file (a post body is at most a few
 // thousand characters; media are referenced, not embedded).
 const maxDraftBytes = post.MaxDraftBytes
@@ -379,6 +311,12 @@ func measureText(platformName, text string) int {
 	return k.Measure(text)
 }
 
+// capabilitiesOf describe a platform this build can reach.
+func capabilitiesOf(platformName string) (platform.Capabilities, bool) {
+	k, ok := catalog.Lookup(platformName)
+	return k.Capabilities, ok
+}
+
 // bothZones formats a time in UTC and in the local zone.
 func bothZones(t time.Time) string {
 	if t.IsZero() {
@@ -402,17 +340,13 @@ func cmdPostList(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
 		return err
 	}
-	filter := postFilter{Account: post.AccountID(*account), Limit: *limit, After: *after}
+	filter := publishing.PostFilter{Account: post.AccountID(*account), Limit: *limit, After: *after}
 	if *limit < 1 {
 		return usageError("limit", "%d: need at least 1", *limit)
 	}
 	if *statuses != "" {
 		for _, s := range strings.Split(*statuses, ",") {
-			st := post.TargetStatus(strings.TrimSpace(s))
-			if !validStatus(st) {
-				return usageError("status", "%q is not a target status; use %s", s, strings.Join(statusNames(), ", "))
-			}
-			filter.Statuses = append(filter.Statuses, st)
+			filter.Statuses = append(filter.Statuses, post.TargetStatus(strings.TrimSpace(s)))
 		}
 	}
 	b, err := where.open(ctx)
@@ -420,14 +354,12 @@ func cmdPostList(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	defer b.Close()
-	if *account != "" {
-		if _, err := b.accounts.GetAccount(ctx, post.AccountID(*account)); errors.Is(err, post.ErrNotFound) {
-			return usageError("account", "unknown account %q (oncepost account list)", *account)
-		}
+	page, err := b.desk().List(ctx, filter)
+	if errors.Is(err, publishing.ErrBadCursor) {
+		return badCursor(*after)
 	}
-	page, err := b.views.ListPosts(ctx, filter)
 	if err != nil {
-		return err
+		return flagError(err, "")
 	}
 	if *asJSON {
 		listing := postListing{Posts: page.Posts, Next: page.Next}
@@ -494,22 +426,10 @@ func badCursor(cursor string) error {
 
 func statusNames() []string {
 	var out []string
-	for _, s := range allStatuses {
+	for _, s := range publishing.TargetStatuses {
 		out = append(out, string(s))
 	}
 	return out
-}
-
-var allStatuses = []post.TargetStatus{post.Scheduled, post.Triggered, post.Waiting, post.Publishing, post.Published,
-	post.Held, post.Failed, post.Cancelled, post.Deleted}
-
-func validStatus(s post.TargetStatus) bool {
-	for _, v := range allStatuses {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func orDash(s string) string {
@@ -529,22 +449,6 @@ func snippet(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// postView is `post show --json`.
-type postView struct {
-	Post    post.Post    `json:"post"`
-	Targets []targetView `json:"targets"`
-}
-
-type targetView struct {
-	post.Target
-	Ledger []entryView `json:"ledger"`
-}
-
-type entryView struct {
-	ledger.Entry
-	History []ledger.Transition `json:"history"`
-}
-
 // cmdPostShow is `oncepost post show ID`.
 func cmdPostShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, where := workspaceFlags("post show")
@@ -554,33 +458,11 @@ func cmdPostShow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	defer b.Close()
-	p, err := b.getPost(ctx, rest[0])
+	v, err := b.desk().Show(ctx, post.ID(rest[0]))
 	if err != nil {
-		return err
+		return flagError(err, rest[0])
 	}
-	v := postView{Post: p}
-	for _, t := range p.Targets {
-		tv := targetView{Target: t, Ledger: []entryView{}}
-		keys := []ledger.Key{ledger.PublishKey(string(t.Account), string(p.ID), t.Slot)}
-		if t.RemoteID != "" {
-			keys = append(keys, ledger.DeleteKey(string(t.Account), t.RemoteID))
-		}
-		for _, k := range keys {
-			e, err := b.ledger.Get(ctx, k)
-			if errors.Is(err, ledger.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			h, err := b.ledger.History(ctx, k)
-			if err != nil {
-				return err
-			}
-			tv.Ledger = append(tv.Ledger, entryView{Entry: e, History: h})
-		}
-		v.Targets = append(v.Targets, tv)
-	}
+	p := v.Post
 	if *asJSON {
 		return printJSON(stdout, v)
 	}
@@ -627,15 +509,6 @@ func cmdPostShow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	return nil
 }
 
-// getPost reads a post, or returns bad input naming the unknown id.
-func (b *backend) getPost(ctx context.Context, id string) (post.Post, error) {
-	p, err := b.posts.GetPost(ctx, post.ID(id))
-	if errors.Is(err, post.ErrNotFound) {
-		return post.Post{}, badInput("no post %q (oncepost post list)", id)
-	}
-	return p, err
-}
-
 // parseAndOpen parses a workspace command's flags and arguments and opens
 // the workspace (which must exist); the caller closes it.
 func parseAndOpen(ctx context.Context, fs *flag.FlagSet, where *where, args []string, stdout io.Writer, minArgs, maxArgs int) (*backend, []string, error) {
@@ -650,28 +523,6 @@ func parseAndOpen(ctx context.Context, fs *flag.FlagSet, where *where, args []st
 	return b, rest, nil
 }
 
-// postTargets reads a post and its targets, or the one on account.
-func (b *backend) postTargets(ctx context.Context, id, account string) (post.Post, []post.Target, error) {
-	p, err := b.getPost(ctx, id)
-	if err != nil {
-		return post.Post{}, nil, err
-	}
-	targets, err := selectTargets(p, account)
-	return p, targets, err
-}
-
-// selectTargets returns the post's targets, or the one on account.
-func selectTargets(p post.Post, account string) ([]post.Target, error) {
-	if account == "" {
-		return p.Targets, nil
-	}
-	t, ok := p.Target(post.AccountID(account))
-	if !ok {
-		return nil, usageError("account", "post %s has no target on %q", p.ID, account)
-	}
-	return []post.Target{t}, nil
-}
-
 // cmdPostCancel is `oncepost post cancel ID`.
 func cmdPostCancel(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, where := workspaceFlags("post cancel")
@@ -681,39 +532,25 @@ func cmdPostCancel(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	defer b.Close()
-	p, targets, err := b.postTargets(ctx, rest[0], *account)
-	if err != nil {
-		return err
-	}
-	return forTargets(stdout, p, targets, "cancelled", func(t post.Target) (string, error) {
-		msg, err := b.cancelTarget(ctx, p, t)
-		if err != nil {
-			return "", refused{err}
-		}
-		return msg, nil
-	})
+	out, err := b.desk().Cancel(ctx, post.ID(rest[0]), post.AccountID(*account))
+	return printOutcomes(stdout, rest[0], "cancelled", out, flagError(err, rest[0]))
 }
 
-// refused is a target a post command could not act on: reported with the
-// others, where any other error stops the command.
-type refused struct{ error }
-
-// forTargets runs do on each target and prints what it did ("POST on
+// printOutcomes prints what a post command did on each target ("POST on
 // ACCOUNT: message"); the targets it refused are returned together as
-// one error ("not VERB: …"), after the others were acted on.
-func forTargets(stdout io.Writer, p post.Post, targets []post.Target, verb string, do func(post.Target) (string, error)) error {
+// one error ("not VERB: …"). An error that stopped the command is
+// returned after the outcomes before it are printed.
+func printOutcomes(stdout io.Writer, id, verb string, outcomes []publishing.TargetOutcome, stopped error) error {
 	var failed []string
-	for _, t := range targets {
-		msg, err := do(t)
-		var r refused
-		switch {
-		case errors.As(err, &r):
-			failed = append(failed, fmt.Sprintf("%s: %v", t.Account, r.error))
-		case err != nil:
-			return err
-		default:
-			fmt.Fprintf(stdout, "%s on %s: %s\n", p.ID, t.Account, msg)
+	for _, o := range outcomes {
+		if o.Done {
+			fmt.Fprintf(stdout, "%s on %s: %s\n", id, o.Account, outcomeText(o))
+		} else {
+			failed = append(failed, fmt.Sprintf("%s: %s", o.Account, outcomeText(o)))
 		}
+	}
+	if stopped != nil {
+		return stopped
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("not %s: %s", verb, strings.Join(failed, "; "))
@@ -721,41 +558,16 @@ func forTargets(stdout io.Writer, p post.Post, targets []post.Target, verb strin
 	return nil
 }
 
-// cancelTarget cancels one target if nothing was sent for it, and says
-// what it did.
-func (b *backend) cancelTarget(ctx context.Context, p post.Post, t post.Target) (string, error) {
-	key := ledger.PublishKey(string(t.Account), string(p.ID), t.Slot)
-	switch t.Status {
-	case post.Cancelled:
-		return "already cancelled", nil
-	case post.Published, post.Deleted:
-		return "", fmt.Errorf("already %s (remote id %s); to remove it from the platform: oncepost post delete %s --account %s", t.Status, t.RemoteID, p.ID, t.Account)
-	case post.Failed:
-		return "", fmt.Errorf("already failed (%s); it will not be sent", t.Reason)
-	case post.Publishing:
-		return "", fmt.Errorf("a send may have reached the platform and is being confirmed (oncepost held)")
-	case post.Held:
-		if e, err := b.ledger.Get(ctx, key); err == nil {
-			return "", fmt.Errorf("held after a send (ledger entry %s is %s); decide with: oncepost reject %s --reason TEXT", e.Key[:12], e.State, e.Key[:12])
-		} else if !errors.Is(err, ledger.ErrNotFound) {
-			return "", err
-		}
+// outcomeText is an outcome's message with the command that takes the
+// decision it names.
+func outcomeText(o publishing.TargetOutcome) string {
+	switch o.Decision {
+	case "approve":
+		return fmt.Sprintf("%s: oncepost approve %s", o.Message, o.Key)
+	case "reject":
+		return fmt.Sprintf("%s; to drop the post: oncepost reject %s --reason TEXT", o.Message, o.Key[:min(len(o.Key), 12)])
 	}
-	_, err := b.posts.UpdateTarget(ctx, p.ID, t.Account, post.TargetUpdate{Status: post.Cancelled, Reason: "cancelled by operator",
-		From: []post.TargetStatus{post.Scheduled, post.Triggered, post.Waiting, post.Held}, At: time.Now()})
-	if errors.Is(err, post.ErrConflict) {
-		return "", fmt.Errorf("its status changed meanwhile; look again with oncepost post show %s", p.ID)
-	}
-	if err != nil {
-		return "", err
-	}
-	b.schedules.Cancelled(ctx, publishing.TargetRef{Post: p.ID, Account: t.Account, Slot: t.Slot})
-	// A publisher re-reads the post before it sends, but one already past
-	// that point may be sending now: the ledger says so.
-	if e, err := b.ledger.Get(ctx, key); err == nil && (e.State == ledger.Pending || e.State == ledger.Unknown || e.State == ledger.Confirmed) {
-		return fmt.Sprintf("cancelled, but a send was already in flight (ledger entry %s is %s): check with oncepost post show %s", e.Key[:12], e.State, p.ID), nil
-	}
-	return "cancelled; it will not be sent", nil
+	return o.Message
 }
 
 // dropSchedule deletes a target's one-time schedule, if it still exists
@@ -783,31 +595,13 @@ func cmdPostReschedule(ctx context.Context, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return usageError("at", "%v; write an RFC 3339 time with an offset, e.g. 2026-12-01T09:00:00+01:00", err)
 	}
-	if now := time.Now(); slot.Before(now) {
-		return usageError("at", "%s is in the past (now %s); pick a time from now on", *at, now.UTC().Format(time.RFC3339))
-	}
 	b, err := where.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	p, targets, err := b.postTargets(ctx, rest[0], *account)
-	if err != nil {
-		return err
-	}
-	return forTargets(stdout, p, targets, "rescheduled", func(t post.Target) (string, error) {
-		if t.Slot.Equal(slot) && t.Status == post.Scheduled {
-			return "already scheduled at " + bothZones(slot), nil
-		}
-		err := b.schedules.Reschedule(ctx, p.ID, t.Account, slot)
-		if errors.Is(err, post.ErrConflict) {
-			return "", refused{err}
-		}
-		if err != nil {
-			return "", err
-		}
-		return "rescheduled for " + bothZones(slot), nil
-	})
+	out, err := b.desk().Reschedule(ctx, post.ID(rest[0]), post.AccountID(*account), slot)
+	return printOutcomes(stdout, rest[0], "rescheduled", out, flagError(err, rest[0]))
 }
 
 // cmdPostDelete is `oncepost post delete ID`: a delete through the ledger,
@@ -821,36 +615,6 @@ func cmdPostDelete(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	defer b.Close()
-	p, targets, err := b.postTargets(ctx, rest[0], *account)
-	if err != nil {
-		return err
-	}
-	return forTargets(stdout, p, targets, "deleted", func(t post.Target) (string, error) {
-		if *account == "" && t.Status != post.Published && t.Status != post.Deleted {
-			return string(t.Status) + ", nothing to delete", nil
-		}
-		req, err := b.deleter.Request(ctx, p.ID, t.Account, *yes)
-		if errors.Is(err, publishing.ErrNotPublished) {
-			return "", refused{err}
-		}
-		if err != nil {
-			return "", err
-		}
-		e := req.Entry
-		switch {
-		case !req.New && e.State == ledger.Confirmed:
-			return fmt.Sprintf("already deleted (remote id %s)", e.Subject), nil
-		case !req.New && e.State == ledger.Failed:
-			return "", refused{fmt.Errorf("an earlier delete failed: %s", e.Reason)}
-		case e.State == ledger.Held && e.Decision == "":
-			return fmt.Sprintf("delete of remote post %s requested; it waits for approval: oncepost approve %s", e.Subject, e.Key), nil
-		case !*yes && !req.New:
-			return fmt.Sprintf("delete requested before (%s); it goes on with: oncepost approve %s", e.State, e.Key), nil
-		}
-		res, err := b.deleter.Run(ctx, e.Key)
-		if err != nil {
-			return "", refused{err}
-		}
-		return res.Message, nil
-	})
+	out, err := b.desk().RequestDelete(ctx, post.ID(rest[0]), post.AccountID(*account), *yes)
+	return printOutcomes(stdout, rest[0], "deleted", out, flagError(err, rest[0]))
 }

@@ -399,8 +399,9 @@ func (rt *runtime) deliverWebhooks(ctx context.Context) error {
 const pruneBatch = 500
 
 // prune deletes what is past its retention: finished workflow executions,
-// fired one-time schedules and terminal ledger rows past their TTL, so the
-// file does not grow for ever.
+// fired one-time schedules, terminal ledger rows past their TTL and
+// idempotency keys older than publishing.IdempotencyKeep, so the file does
+// not grow for ever.
 func (rt *runtime) prune(ctx context.Context) error {
 	now := rt.now()
 	steps := []struct {
@@ -411,6 +412,9 @@ func (rt *runtime) prune(ctx context.Context) error {
 		{"ended schedules", func() (int, error) { return rt.cron.Prune(ctx, now.Add(-rt.cfg.ScheduleRetention), pruneBatch) }},
 		{"ledger rows", func() (int, error) { return rt.store.PruneLedger(ctx, now, pruneBatch) }},
 		{"webhook events and deliveries", func() (int, error) { return rt.store.PruneOutbox(ctx, now, pruneBatch) }},
+		{"idempotency keys", func() (int, error) {
+			return rt.store.PruneIdempotencyKeys(ctx, now.Add(-publishing.IdempotencyKeep), pruneBatch)
+		}},
 	}
 	var errs []error
 	for _, st := range steps {
@@ -504,7 +508,14 @@ func (rt *runtime) scheduleTx(ctx context.Context, tx *sql.Tx, ref publishing.Ta
 // createPost writes a post and the schedules of its targets in one
 // transaction: all or nothing.
 func (rt *runtime) createPost(ctx context.Context, p post.Post) error {
-	err := rt.store.CreatePostScheduled(ctx, p, func(tx *sql.Tx, ref publishing.TargetRef) error {
+	return rt.createPostKeyed(ctx, p, nil)
+}
+
+// createPostKeyed is createPost that also writes the key's record, if
+// key is not nil, in the same transaction (sqlitestore's CreatePostKeyed:
+// an existing key is a *publishing.KeyExistsError and nothing is written).
+func (rt *runtime) createPostKeyed(ctx context.Context, p post.Post, key *publishing.IdempotencyRecord) error {
+	err := rt.store.CreatePostKeyed(ctx, p, key, func(tx *sql.Tx, ref publishing.TargetRef) error {
 		return rt.scheduleTx(ctx, tx, ref)
 	})
 	if err != nil {

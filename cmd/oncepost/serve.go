@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -136,7 +134,7 @@ func checkAPIAddr(addr string, public bool) error {
 func (rt *runtime) apiConfig() httpapi.Config {
 	p := rt.ports
 	return httpapi.Config{
-		Desk:        rt.desk(),
+		Desk:        embeddedBackend(rt).desk(),
 		Decider:     operatorDecider{ledger: p.ledger, operator: rt.operator, deleter: rt.deleter},
 		Held:        p.ledger,
 		Accounts:    p.accounts,
@@ -189,20 +187,4 @@ func (o operatorDecider) Decide(ctx context.Context, key ledger.Key, d publishin
 // the same bytes).
 func (d mediaDir) WriteMedia(_ context.Context, m post.Media, data []byte) error {
 	return storeMedia(string(d), importedMedia{Media: m, data: data})
-}
-
-// MediaSize is a stored attachment's size; post.ErrNotFound when there
-// is none.
-func (d mediaDir) MediaSize(_ context.Context, ref string) (int64, error) {
-	if !filepath.IsLocal(ref) {
-		return 0, fmt.Errorf("media ref %q must be a relative path inside the media directory: %w", ref, publishing.ErrMediaInvalid)
-	}
-	fi, err := os.Stat(filepath.Join(string(d), ref))
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, fmt.Errorf("media %s: %w", ref, post.ErrNotFound)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("media %s: %w", ref, err)
-	}
-	return fi.Size(), nil
 }

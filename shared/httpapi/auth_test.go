@@ -19,7 +19,7 @@ func TestMissingScopeIsForbiddenAndChangesNothing(t *testing.T) {
 	if a := h.do(request{method: "POST", path: "/v1/posts", body: draftJSON("kept", "x", time.Hour), token: writer, header: map[string]string{"Idempotency-Key": "k1"}}); a.status != http.StatusCreated {
 		t.Fatalf("create: %d %s", a.status, a.body)
 	}
-	before := h.desk.posts()
+	before := h.posts()
 	tests := []struct {
 		token        string
 		method, path string
@@ -50,7 +50,7 @@ func TestMissingScopeIsForbiddenAndChangesNothing(t *testing.T) {
 		}
 	}
 	p, err := h.store.GetPost(context.Background(), "kept")
-	if after := h.desk.posts(); after != before || err != nil || p.Targets[0].Status != "scheduled" || len(h.media.m) != 0 {
+	if after := h.posts(); after != before || err != nil || p.Targets[0].Status != "scheduled" || len(h.media.m) != 0 {
 		t.Errorf("after 403s: %d posts (was %d), kept is %v (%v), %d media", after, before, p.Targets, err, len(h.media.m))
 	}
 }

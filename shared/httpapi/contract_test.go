@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"oncepost/shared/publishing"
 )
 
 // The routes the server registers and the document's operations are the
@@ -35,7 +37,7 @@ func TestRoutesAreTheDocumentsOperations(t *testing.T) {
 			documented = append(documented, op{method, path, scope})
 		}
 	}
-	s, err := New(Config{Desk: &testDesk{}, Decider: nopDecider{}, Held: nopStore{}, Accounts: nopStore{}, Targets: nopStore{}, DeadLetters: nopStore{}, Media: &memMedia{}, Auth: ContextPrincipal()})
+	s, err := New(Config{Desk: &publishing.Desk{}, Decider: nopDecider{}, Held: nopStore{}, Accounts: nopStore{}, Targets: nopStore{}, DeadLetters: nopStore{}, Media: &memMedia{}, Auth: ContextPrincipal()})
 	if err != nil {
 		t.Fatal(err)
 	}

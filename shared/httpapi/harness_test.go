@@ -19,6 +19,8 @@ import (
 	"oncepost/shared/httpapi/apitest"
 
 	"oncepost/shared/apitoken"
+	"oncepost/shared/platform"
+	"oncepost/shared/platform/catalog"
 	"oncepost/shared/post"
 	"oncepost/shared/publishing"
 	"oncepost/shared/sqlitestore"
@@ -57,7 +59,7 @@ func (s *syncBuffer) String() string {
 type harness struct {
 	t       *testing.T
 	store   *sqlitestore.Store
-	desk    *testDesk
+	desk    *publishing.Desk
 	media   *memMedia
 	srv     *httptest.Server
 	checker *apitest.Checker
@@ -90,11 +92,22 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 		}
 	}
 	h := &harness{t: t, store: store, media: &memMedia{m: map[string][]byte{}}, logs: &syncBuffer{}, tokens: map[string]string{}}
-	h.desk = &testDesk{store: store, keys: map[string]keyRecord{}}
 	queue := store.Queue("publish", 5)
-	confirmer := &publishing.Confirmer{Ledger: store, Posts: store, Accounts: store, Queue: queue}
+	quiet := slog.New(slog.DiscardHandler)
+	confirmer := &publishing.Confirmer{Ledger: store, Posts: store, Accounts: store, Queue: queue, Logger: quiet}
+	operator := &publishing.Operator{Ledger: store, Confirmer: confirmer, Logger: quiet}
+	h.desk = &publishing.Desk{Posts: store, Ledger: store, Accounts: store, Blocklist: store, Scheduler: storeScheduler{store}, Keys: store, Lister: store,
+		Operator: operator, Deleter: &publishing.Deleter{Ledger: store, Posts: store, Accounts: store, Logger: quiet}, MediaSize: h.media.MediaSize, Logger: quiet,
+		Limits: func(name string) (post.Limits, bool) {
+			k, ok := catalog.Lookup(name)
+			return k.Limits(), ok
+		},
+		Capabilities: func(name string) (platform.Capabilities, bool) {
+			k, ok := catalog.Lookup(name)
+			return k.Capabilities, ok
+		}}
 	api, err := New(Config{
-		Desk: h.desk, Decider: &publishing.Operator{Ledger: store, Confirmer: confirmer}, Held: store, Accounts: store, Targets: store,
+		Desk: h.desk, Decider: operator, Held: store, Accounts: store, Targets: store,
 		DeadLetters: queue, Media: h.media, Budgets: store, Auth: BearerTokens(store), Logger: slog.New(slog.NewJSONHandler(h.logs, nil)),
 		MaxJSONBytes: opts.maxJSON, MaxMediaBytes: opts.maxMedia, Pause: opts.pause,
 	})
@@ -107,6 +120,16 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// posts counts the store's posts.
+func (h *harness) posts() int {
+	h.t.Helper()
+	pg, err := h.store.ListPostPage(context.Background(), publishing.PostFilter{Limit: 10000})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return len(pg.Posts)
 }
 
 // token returns a working token with the scopes ("posts,read"), making

@@ -63,7 +63,7 @@ func TestBodyOverTheLimitIsRefusedBeforeItIsRead(t *testing.T) {
 	if a.status != http.StatusRequestEntityTooLarge {
 		t.Errorf("chunked body over the limit: %d %s", resp.StatusCode, body)
 	}
-	if got := h.desk.posts(); got != 0 {
+	if got := h.posts(); got != 0 {
 		t.Errorf("%d posts", got)
 	}
 }

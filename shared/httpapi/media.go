@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -20,9 +19,6 @@ type MediaWriter interface {
 	// WriteMedia stores data under m.Ref, its content address; writing a
 	// ref that exists is a no-op (the bytes are the same).
 	WriteMedia(ctx context.Context, m post.Media, data []byte) error
-	// MediaSize is the stored attachment's size in bytes; an error
-	// wrapping post.ErrNotFound when there is none.
-	MediaSize(ctx context.Context, ref string) (int64, error)
 }
 
 // mediaExt are the attachment types the API takes, by content type, and
@@ -75,38 +71,4 @@ func (s *Server) uploadMedia(w http.ResponseWriter, r *http.Request, _ Principal
 		return s.internal(r, fmt.Errorf("store media %s: %w", m.Ref, err))
 	}
 	return s.writeJSON(w, r, http.StatusCreated, mediaAnswer{Ref: m.Ref, SHA256: sha, ContentType: declared, Size: len(data)})
-}
-
-// mediaSizes reads the size of every attachment a draft names by ref
-// (and of its fitted versions), for the use case's checks of each
-// account's limits; a ref no upload made is refused. A ref that is not a
-// content address is left to validation, which names it.
-func (s *Server) mediaSizes(r *http.Request, d post.Draft) (map[string]int, []FieldProblem, error) {
-	sizes := map[string]int{}
-	var refused []FieldProblem
-	var failed error
-	check := func(field, ref, sha string) {
-		if !post.RefNames(ref, sha) {
-			return
-		}
-		if _, seen := sizes[ref]; seen {
-			return
-		}
-		n, err := s.cfg.Media.MediaSize(r.Context(), ref)
-		switch {
-		case errors.Is(err, post.ErrNotFound):
-			refused = append(refused, FieldProblem{Field: field, Problem: fmt.Sprintf("no upload has the ref %q", ref), Fix: "upload the file with POST /v1/media first and give the ref it answers"})
-		case err != nil:
-			failed = errors.Join(failed, fmt.Errorf("size of media %s: %w", ref, err))
-		default:
-			sizes[ref] = int(n)
-		}
-	}
-	for i, m := range d.Media {
-		check(fmt.Sprintf("media[%d].ref", i), m.Ref, m.SHA256)
-		for name, f := range m.Fitted {
-			check(fmt.Sprintf("media[%d].fitted.%s.ref", i, name), f.Ref, f.SHA256)
-		}
-	}
-	return sizes, refused, failed
 }

@@ -64,8 +64,12 @@ func TestMediaUpload(t *testing.T) {
 	if a := h.do(request{method: "POST", path: "/v1/posts", body: []byte(draft), token: tok, header: map[string]string{"Idempotency-Key": "m1"}}); a.status != http.StatusCreated {
 		t.Fatalf("create with media: %d %s", a.status, a.body)
 	}
-	if h.desk.sizes[m.Ref] != len(img) {
-		t.Errorf("sizes given to the use case: %v", h.desk.sizes)
+	tooBig := strings.Replace(draft, `"with-media"`, `"too-big"`, 1)
+	h.store.PutAccount(context.Background(), post.Account{ID: "news", Platform: "mastodon", Handle: "@news@example.social", BaseURL: "https://example.social",
+		Gate: post.GateAuto, Limits: post.Limits{MaxTextGraphemes: 500, MaxMedia: 4, MaxMediaBytes: int64(len(img) - 1)}})
+	a = h.do(request{method: "POST", path: "/v1/posts", body: []byte(tooBig), token: tok, header: map[string]string{"Idempotency-Key": "m2"}})
+	if p := a.problem(t); a.status != http.StatusUnprocessableEntity || len(p.Errors) != 1 || p.Errors[0].Field != "media[0]" {
+		t.Errorf("an upload over the account's limit: %d %+v, want 422 naming media[0] (the use case measured the stored file)", a.status, p)
 	}
 }
 

@@ -95,20 +95,12 @@ func (s *Server) createPost(w http.ResponseWriter, r *http.Request, p Principal)
 				Fix: "upload the file with POST /v1/media and give the ref and sha256 it answers"})
 		}
 	}
-	sizes, more, err := s.mediaSizes(r, d)
-	if err != nil {
-		return s.internal(r, err)
-	}
-	refused = append(refused, more...)
 	if len(refused) > 0 {
 		prob := newProblem(r, http.StatusUnprocessableEntity, typeValidation, refused[0].Field+": "+refused[0].Problem)
 		prob.Errors = refused
 		return prob
 	}
-	if d.ID == "" {
-		d.ID = string(post.NewID(s.cfg.Now()))
-	}
-	req := &KeyedRequest{Scope: p.ID, Key: key, Fingerprint: fp, Encode: func(pp post.Post) (int, []byte, error) {
+	req := &publishing.KeyedRequest{Scope: p.ID, Key: key, Fingerprint: fp, Encode: func(pp post.Post) (int, []byte, error) {
 		body, err := json.Marshal(pp)
 		if err != nil {
 			return 0, nil, fmt.Errorf("encode post %s: %w", pp.ID, err)
@@ -118,12 +110,12 @@ func (s *Server) createPost(w http.ResponseWriter, r *http.Request, p Principal)
 		}
 		return http.StatusCreated, body, nil
 	}}
-	res, err := s.cfg.Desk.Schedule(r.Context(), d, sizes, req)
+	res, err := s.cfg.Desk.Schedule(r.Context(), d, nil, req)
 	switch {
-	case errors.Is(err, ErrKeyReused):
+	case errors.Is(err, publishing.ErrKeyReused):
 		return newProblem(r, http.StatusUnprocessableEntity, typeKeyReused,
 			"this Idempotency-Key was used with another request (method, path or body); use a new key for a new post, or send the first request's body unchanged")
-	case errors.Is(err, ErrKeyInFlight):
+	case errors.Is(err, publishing.ErrKeyInFlight):
 		prob := newProblem(r, http.StatusConflict, typeKeyInFlight, "a request with this Idempotency-Key is being processed; retry it unchanged after a moment")
 		prob.retry = "1"
 		return prob
@@ -178,11 +170,11 @@ func (s *Server) getPost(w http.ResponseWriter, r *http.Request, _ Principal) *P
 		return s.postError(r, err)
 	}
 	if v.Targets == nil {
-		v.Targets = []TargetView{}
+		v.Targets = []publishing.TargetView{}
 	}
 	for i := range v.Targets {
 		if v.Targets[i].Ledger == nil {
-			v.Targets[i].Ledger = []EntryView{}
+			v.Targets[i].Ledger = []publishing.EntryView{}
 		}
 		for j := range v.Targets[i].Ledger {
 			e := &v.Targets[i].Ledger[j]
@@ -309,18 +301,18 @@ func statusNames() string {
 
 // targetsAnswer is what cancel, reschedule and delete did on each target.
 type targetsAnswer struct {
-	Post    post.ID         `json:"post_id"`
-	Targets []TargetOutcome `json:"targets"`
+	Post    post.ID                    `json:"post_id"`
+	Targets []publishing.TargetOutcome `json:"targets"`
 }
 
 // answerOutcomes answers 200 when every target was done, else 409 with
 // what was done on each.
-func (s *Server) answerOutcomes(w http.ResponseWriter, r *http.Request, outs []TargetOutcome, err error) *Problem {
+func (s *Server) answerOutcomes(w http.ResponseWriter, r *http.Request, outs []publishing.TargetOutcome, err error) *Problem {
 	if err != nil {
 		return s.postError(r, err)
 	}
 	if outs == nil {
-		outs = []TargetOutcome{}
+		outs = []publishing.TargetOutcome{}
 	}
 	var refused []string
 	for _, o := range outs {

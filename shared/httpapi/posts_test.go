@@ -38,7 +38,7 @@ func TestConcurrentCreatesWithOneKeyMakeOnePost(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if got := h.desk.posts(); got != 1 {
+	if got := h.posts(); got != 1 {
 		t.Fatalf("%d posts, want 1", got)
 	}
 	replayed := 0
@@ -85,7 +85,7 @@ func TestIdempotencyKey(t *testing.T) {
 			t.Errorf("key %q: %d %+v, want 400 %s", bad, a.status, p, typeKeyInvalid)
 		}
 	}
-	if got := h.desk.posts(); got != 0 {
+	if got := h.posts(); got != 0 {
 		t.Fatalf("%d posts after refused keys", got)
 	}
 
@@ -99,8 +99,8 @@ func TestIdempotencyKey(t *testing.T) {
 	}
 	// Another caller's same key is its own: a new post, refused here only
 	// because the id is taken.
-	if a := create(other, `"8e03978e-40d5-43e8-bc93-6894a57f9324"`, body); a.status != http.StatusConflict {
-		t.Errorf("another caller's key: %d %s, want 409 (the id exists)", a.status, a.body)
+	if a := create(other, `"8e03978e-40d5-43e8-bc93-6894a57f9324"`, body); a.status != http.StatusUnprocessableEntity {
+		t.Errorf("another caller's key: %d %s, want 422 (the id exists)", a.status, a.body)
 	} else if p := a.problem(t); len(p.Errors) != 1 || p.Errors[0].Field != "id" {
 		t.Errorf("id conflict names %+v, want id", p.Errors)
 	}
@@ -108,7 +108,7 @@ func TestIdempotencyKey(t *testing.T) {
 	if p := reused.problem(t); reused.status != http.StatusUnprocessableEntity || p.Type != typeKeyReused {
 		t.Errorf("same key, other body: %d %+v, want 422 %s", reused.status, p, typeKeyReused)
 	}
-	if got := h.desk.posts(); got != 1 {
+	if got := h.posts(); got != 1 {
 		t.Errorf("%d posts, want 1", got)
 	}
 }
@@ -161,7 +161,7 @@ func TestCreateRefusals(t *testing.T) {
 			}
 		}
 	}
-	if got := h.desk.posts(); got != 0 {
+	if got := h.posts(); got != 0 {
 		t.Errorf("%d posts written by refused creates", got)
 	}
 }

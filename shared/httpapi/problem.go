@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"oncepost/shared/post"
+	"oncepost/shared/publishing"
 )
 
 // Problem is an RFC 9457 problem details object: every error the API
@@ -28,7 +29,7 @@ type Problem struct {
 	Scope string `json:"scope,omitempty"`
 	// Targets are what an action did on each target, when some were
 	// refused (409 from cancel, reschedule, delete).
-	Targets []TargetOutcome `json:"targets,omitempty"`
+	Targets []publishing.TargetOutcome `json:"targets,omitempty"`
 
 	// challenge is a 401's WWW-Authenticate; retry a 409's or 429's
 	// Retry-After.

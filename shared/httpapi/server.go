@@ -22,16 +22,16 @@ import (
 type Desk interface {
 	// Schedule validates and stores a post; with req, under its
 	// Idempotency-Key (a replay returns the first answer).
-	Schedule(ctx context.Context, dr post.Draft, sizes map[string]int, req *KeyedRequest) (ScheduleResult, error)
+	Schedule(ctx context.Context, dr post.Draft, sizes map[string]int, req *publishing.KeyedRequest) (publishing.ScheduleResult, error)
 	// Show is a post with each target's ledger entries and their history;
 	// post.ErrNotFound.
-	Show(ctx context.Context, id post.ID) (PostView, error)
+	Show(ctx context.Context, id post.ID) (publishing.PostView, error)
 	// List is one page of posts; publishing.ErrBadCursor for a cursor it
 	// did not make.
 	List(ctx context.Context, f publishing.PostFilter) (publishing.PostPage, error)
-	Cancel(ctx context.Context, id post.ID, account post.AccountID) ([]TargetOutcome, error)
-	Reschedule(ctx context.Context, id post.ID, account post.AccountID, at time.Time) ([]TargetOutcome, error)
-	RequestDelete(ctx context.Context, id post.ID, account post.AccountID, approve bool) ([]TargetOutcome, error)
+	Cancel(ctx context.Context, id post.ID, account post.AccountID) ([]publishing.TargetOutcome, error)
+	Reschedule(ctx context.Context, id post.ID, account post.AccountID, at time.Time) ([]publishing.TargetOutcome, error)
+	RequestDelete(ctx context.Context, id post.ID, account post.AccountID, approve bool) ([]publishing.TargetOutcome, error)
 }
 
 // Decider applies an operator's decision on a held entry:

@@ -64,6 +64,7 @@ func TestQueryPlans(t *testing.T) {
 		{"RemoveSubscription(dead)", removeDeadQuery, []any{"wh_a"}, []string{"deliveries_by_state"}},
 		{"RecentEvents", recentEventsQuery, []any{10}, nil},
 		{"NextDeliveryDue", nextDueQuery, nil, []string{"deliveries_due"}},
+		{"PruneIdempotencyKeys", keysPruneQuery, []any{"2026", 10}, []string{"idempotency_keys_created"}},
 	}
 	statuses := []post.TargetStatus{post.Scheduled, post.Triggered, post.Publishing, post.Waiting,
 		post.Published, post.Failed, post.Held, post.Cancelled, post.Deleted}

@@ -17,7 +17,7 @@ import (
 // error wrapping post.ErrConflict if the id exists. Its scheduled targets
 // count as unscheduled (Unscheduled lists them) until MarkScheduled.
 func (s *Store) CreatePost(ctx context.Context, p post.Post) error {
-	if err := s.createPost(ctx, p, nil); err != nil {
+	if err := s.createPost(ctx, p, nil, nil); err != nil {
 		return fmt.Errorf("create post %s: %w", p.ID, err)
 	}
 	return nil
@@ -33,18 +33,34 @@ func (s *Store) CreatePostScheduled(ctx context.Context, p post.Post, schedule f
 	if schedule == nil {
 		return fmt.Errorf("create post %s: no schedule function", p.ID)
 	}
-	if err := s.createPost(ctx, p, schedule); err != nil {
+	if err := s.createPost(ctx, p, nil, schedule); err != nil {
 		return fmt.Errorf("create post %s: %w", p.ID, err)
 	}
 	return nil
 }
 
-// createPost inserts p and its targets in one transaction. With a schedule
-// function, it calls it for every scheduled target and records that the
-// target has its schedule (has_schedule = 1). A target created in a status
-// that causes an event (publishing.TargetEvent from the zero target:
-// published, failed, held, deleted) has it recorded in the transaction.
-func (s *Store) createPost(ctx context.Context, p post.Post, schedule func(tx *sql.Tx, ref publishing.TargetRef) error) error {
+// CreatePostKeyed stores a new post like CreatePostScheduled (schedule may
+// be nil: then like CreatePost) and, when key is not nil, the key's
+// record, naming the post, in the same transaction: a retried create
+// finds the record, never a second post. The key is inserted first: if a
+// record with its scope and key exists, nothing is written and the error
+// wraps a *publishing.KeyExistsError holding the stored record (InFlight
+// false: the record's post was committed with it), even when the post's
+// id exists too; an existing id alone gives post.ErrConflict.
+func (s *Store) CreatePostKeyed(ctx context.Context, p post.Post, key *publishing.IdempotencyRecord, schedule func(tx *sql.Tx, ref publishing.TargetRef) error) error {
+	if err := s.createPost(ctx, p, key, schedule); err != nil {
+		return fmt.Errorf("create post %s: %w", p.ID, err)
+	}
+	return nil
+}
+
+// createPost inserts p and its targets in one transaction, after the
+// key's record if there is one. With a schedule function, it calls it for
+// every scheduled target and records that the target has its schedule
+// (has_schedule = 1). A target created in a status that causes an event
+// (publishing.TargetEvent from the zero target: published, failed, held,
+// deleted) has it recorded in the transaction.
+func (s *Store) createPost(ctx context.Context, p post.Post, key *publishing.IdempotencyRecord, schedule func(tx *sql.Tx, ref publishing.TargetRef) error) error {
 	seen := make(map[post.AccountID]bool, len(p.Targets))
 	for _, t := range p.Targets {
 		if seen[t.Account] {
@@ -62,7 +78,20 @@ func (s *Store) createPost(ctx context.Context, p post.Post, schedule func(tx *s
 			return fmt.Errorf("encode texts: %w", err)
 		}
 	}
+	var rec publishing.IdempotencyRecord
+	if key != nil {
+		rec = *key
+		rec.Post = p.ID
+		if rec.CreatedAt.IsZero() {
+			rec.CreatedAt = s.now()
+		}
+	}
 	err = s.writeChange(ctx, func(tx *sql.Tx, record recordFunc) error {
+		if key != nil {
+			if err := s.insertKey(ctx, tx, rec); err != nil {
+				return err
+			}
+		}
 		res, err := tx.StmtContext(ctx, s.ws.postInsert).ExecContext(ctx,
 			string(p.ID), p.Body, string(media), sqltime.Encode(p.CreatedAt), string(texts))
 		if err != nil {

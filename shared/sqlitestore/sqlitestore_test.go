@@ -44,3 +44,22 @@ func TestQueueConformance(t *testing.T) {
 		return sq.s.Queue(sq.name+"-sibling", sq.maxReceives)
 	}})
 }
+
+func TestIntakeConformance(t *testing.T) {
+	publishingtest.TestIntake(t, func(t *testing.T) publishingtest.Intake {
+		s := openTest(t, Options{})
+		return publishingtest.Intake{Scheduler: keyedPosts{s}, Keys: s, Posts: s}
+	})
+}
+
+// keyedPosts is the store's CreatePostKeyed as a publishing.PostScheduler
+// without schedules (the runtime's adds them, in the same transaction).
+type keyedPosts struct{ s *Store }
+
+func (k keyedPosts) CreatePost(ctx context.Context, p post.Post, key *publishing.IdempotencyRecord) error {
+	return k.s.CreatePostKeyed(ctx, p, key, nil)
+}
+
+func (keyedPosts) Reschedule(context.Context, post.ID, post.AccountID, time.Time) error { return nil }
+
+func (keyedPosts) Cancelled(context.Context, publishing.TargetRef) {}

@@ -85,6 +85,8 @@ type writeStmts struct {
 
 	blockedAdd, blockedRemove *sql.Stmt
 
+	keyInsert, keySelect, keysPrune *sql.Stmt
+
 	queueInsert, queueVisible, queueDeliver, queueToDead, queueDelete *sql.Stmt
 	queueAck, queueRetry, queueByReceipt, queueCurrent                *sql.Stmt
 	queueUndecodable                                                  *sql.Stmt
@@ -99,6 +101,7 @@ func (w *writeStmts) all() []*sql.Stmt {
 		w.postExists, w.targetReschedule, w.ledgerSendState,
 		w.accountPut, w.credentialPut, w.leaseTake, w.credentialSave, w.leaseRelease, w.refreshLost,
 		w.accountDelete, w.credentialDelete, w.accountStatus, w.blockedAdd, w.blockedRemove,
+		w.keyInsert, w.keySelect, w.keysPrune,
 		w.queueInsert, w.queueVisible, w.queueDeliver, w.queueToDead, w.queueDelete,
 		w.queueAck, w.queueRetry, w.queueByReceipt, w.queueCurrent, w.queueUndecodable,
 		w.deadFind, w.deadRedrive, w.deadDelete,
@@ -114,6 +117,7 @@ type readStmts struct {
 	count                                 map[post.TargetStatus]*sql.Stmt
 	accountGet, accountList, credential   *sql.Stmt
 	blocked                               *sql.Stmt
+	keyGet                                *sql.Stmt
 	deadLetters, queueAnyVisible          *sql.Stmt
 	queueAnyUndecodable                   *sql.Stmt
 	queueVisibleCount, queueHiddenCount   *sql.Stmt
@@ -125,7 +129,7 @@ func (r *readStmts) all() []*sql.Stmt {
 	out := []*sql.Stmt{
 		r.ledgerGet, r.ledgerOpen, r.ledgerHistory, r.ledgerHeld, r.ledgerByState,
 		r.postGet, r.due, r.unfinished, r.unscheduled, r.countAll,
-		r.accountGet, r.accountList, r.credential, r.blocked,
+		r.accountGet, r.accountList, r.credential, r.blocked, r.keyGet,
 		r.deadLetters, r.queueAnyVisible, r.queueAnyUndecodable,
 		r.queueVisibleCount, r.queueHiddenCount, r.queueUndecodableCount, r.deadCount, r.queueNextVisible,
 	}
@@ -243,6 +247,13 @@ func (s *Store) prepare(ctx context.Context) error {
 			ON CONFLICT (key) DO NOTHING`},
 		{&w.blockedRemove, s.w, `DELETE FROM blocklist WHERE key = ?`},
 		{&r.blocked, s.r, `SELECT key, term, added_at FROM blocklist ORDER BY key`},
+
+		// Idempotency keys.
+		{&w.keyInsert, s.w, `INSERT INTO idempotency_keys (` + keyColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (scope, key) DO NOTHING`},
+		{&w.keySelect, s.w, keyQuery},
+		{&w.keysPrune, s.w, keysPruneQuery},
+		{&r.keyGet, s.r, keyQuery},
 
 		// Queues. Fields another process may have written in a form this
 		// build cannot decode are read as they are stored (receive_count

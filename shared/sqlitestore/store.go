@@ -111,8 +111,10 @@ var (
 	_ publishing.Blocklist       = (*Store)(nil)
 	_ publishing.DeadLetterAdmin = (*Queue)(nil)
 
-	_ publishing.Subscriptions = (*Store)(nil)
-	_ publishing.Deliveries    = (*Store)(nil)
+	_ publishing.Subscriptions   = (*Store)(nil)
+	_ publishing.Deliveries      = (*Store)(nil)
+	_ publishing.IdempotencyKeys = (*Store)(nil)
+	_ publishing.PostLister      = (*Store)(nil)
 )
 
 // schemaVersion is the version of the schema this build creates and reads.
@@ -124,7 +126,9 @@ var (
 // (max_characters, max_media, max_media_bytes), the blocklist table, the
 // index targets_by_account and slot to targets_settled (for ListPosts).
 // Version 4 adds the ledger's checkpoint, the posts' texts per platform
-// and the pace table.
+// and the pace table. The idempotency_keys table came without a new
+// version: every Open creates a missing table (whatever the file's
+// version), and a build that does not know it leaves it alone.
 const schemaVersion = 4
 
 // walCheckpointPages is the WAL size, in pages, at which a commit
@@ -508,6 +512,18 @@ var tables = []string{
 		receive_count INTEGER NOT NULL DEFAULT 0,
 		receipt       TEXT NOT NULL DEFAULT ''
 	)`,
+	// A create request's idempotency key and its first answer, written in
+	// the post's transaction (CreatePostKeyed); kept IdempotencyKeep.
+	`CREATE TABLE IF NOT EXISTS idempotency_keys (
+		scope       TEXT NOT NULL,
+		key         TEXT NOT NULL,
+		fingerprint TEXT NOT NULL,
+		post_id     TEXT NOT NULL,
+		status      INTEGER NOT NULL,
+		response    BLOB NOT NULL,
+		created_at  TEXT NOT NULL,
+		PRIMARY KEY (scope, key)
+	) WITHOUT ROWID`,
 	`CREATE TABLE IF NOT EXISTS dead_letters (
 		seq           INTEGER PRIMARY KEY,
 		queue         TEXT NOT NULL,
@@ -650,6 +666,9 @@ var indexes = []string{
 	// removed subscription's dead ones.
 	`CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (next_try) WHERE state = 'pending'`,
 	`CREATE INDEX IF NOT EXISTS deliveries_by_state ON deliveries (state, updated_at)`,
+
+	// Idempotency keys by age, for PruneIdempotencyKeys.
+	`CREATE INDEX IF NOT EXISTS idempotency_keys_created ON idempotency_keys (created_at)`,
 }
 
 // migrate creates the schema of a new file, or brings an older file's
