@@ -3,11 +3,13 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"oncepost/shared/apitoken"
+	"oncepost/shared/publishing"
 )
 
 // A token without the scope an operation needs gets 403 naming the
@@ -147,5 +149,40 @@ func TestRateLimit(t *testing.T) {
 	// Another token is not slowed by this one.
 	if a := h.do(request{method: "GET", path: "/v1/platforms", token: h.token("read")}); a.status != http.StatusOK {
 		t.Errorf("another token: %d", a.status)
+	}
+}
+
+// With ContextPrincipal the caller is whoever the adapter in front put in
+// the context (WithPrincipal); none is 401; the scopes still apply.
+func TestContextPrincipal(t *testing.T) {
+	t.Parallel()
+	s, err := New(Config{Desk: &publishing.Desk{}, Decider: nopDecider{}, Held: nopStore{}, Accounts: nopStore{}, Targets: nopStore{}, DeadLetters: nopStore{},
+		Media: &memMedia{}, Auth: ContextPrincipal()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := func(p *Principal) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if p != nil {
+				r = r.WithContext(WithPrincipal(r.Context(), *p))
+			}
+			s.ServeHTTP(w, r)
+		})
+	}
+	reader := &Principal{ID: "arn:aws:iam::123456789012:role/cms", Name: "cms", Scopes: []Scope{apitoken.ScopeRead}}
+	for _, tt := range []struct {
+		p            *Principal
+		method, path string
+		status       int
+	}{
+		{reader, "GET", "/v1/status", http.StatusOK},
+		{nil, "GET", "/v1/status", http.StatusUnauthorized},
+		{reader, "POST", "/v1/dead-letters/x/redrive", http.StatusForbidden},
+	} {
+		rec := httptest.NewRecorder()
+		front(tt.p).ServeHTTP(rec, httptest.NewRequest(tt.method, tt.path, nil))
+		if rec.Code != tt.status {
+			t.Errorf("%s %s as %v: %d %s, want %d", tt.method, tt.path, tt.p, rec.Code, rec.Body, tt.status)
+		}
 	}
 }
