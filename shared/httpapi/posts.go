@@ -144,7 +144,8 @@ func (s *Server) createPost(w http.ResponseWriter, r *http.Request, p Principal)
 }
 
 // postError translates an error of a post use case: refused fields are
-// 422, an id that exists 409, an unknown post 404, anything else 500.
+// 422 (an id that exists too: the Desk refuses it on the field id), an
+// unknown post 404, a conflict 409, anything else 500.
 func (s *Server) postError(r *http.Request, err error) *Problem {
 	fields := fieldErrors(err)
 	switch {
