@@ -6,6 +6,7 @@ BENCHTIME ?= 2s
 BENCHCOUNT ?= 5
 # The Lambda functions of template.yaml, by logical id: <Name>Function is built from ./functions/<name>.
 LAMBDA_FUNCTIONS := TriggerFunction PublisherFunction ConfirmFunction SweeperFunction
+LAMBDA_FUNCTIONS += NotifierFunction WebhooksFunction
 
 .PHONY: all build run test test-short lint asl openapi-lint emulators rie pds bench bench-burst bench-burst-local tidy-check clean invoke \
 	$(LAMBDA_FUNCTIONS:%=build-%)

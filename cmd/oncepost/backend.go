@@ -116,6 +116,11 @@ type backend struct {
 	// webhooks are the workspace's subscriptions and their deliveries.
 	webhooks webhookStore
 	close    func() error
+
+	// webhookDeadLetters are the dead webhook deliveries of a stack (its
+	// webhook queue's dead letters); nil on the embedded workspace, whose
+	// outbox keeps them, and on a stack without the webhook queue.
+	webhookDeadLetters deadLetterQueue
 }
 
 // mediaImporter keeps an imported attachment where the runtime's

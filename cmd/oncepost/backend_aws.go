@@ -46,6 +46,10 @@ const (
 	outKMSKeyID           = "KmsKeyId"
 	outMetricsNamespace   = "MetricsNamespace"
 	outMediaBucketName    = "MediaBucketName"
+	// The webhook queue's, optional: a stack without them has no
+	// `dlq --queue webhooks`.
+	outWebhookQueueURL           = "WebhookQueueUrl"
+	outWebhookDeadLetterQueueURL = "WebhookDeadLetterQueueUrl"
 )
 
 // stackOutputs are a deployed stack's Outputs, by name.
@@ -214,6 +218,7 @@ func openAWS(ctx context.Context, src string, outs stackOutputs, static []byte) 
 		TablePrefix: outs[outTablePrefix], KMSKeyID: outs[outKMSKeyID], StaticKey: static,
 		QueueURL: outs[outQueueURL], DeadLetterURL: outs[outDeadLetterQueueURL],
 		StateMachineARN: outs[outStateMachineARN], MetricsNS: outs[outMetricsNamespace], MediaBucket: outs[outMediaBucketName],
+		WebhookQueueURL: outs[outWebhookQueueURL], WebhookDeadLetterURL: outs[outWebhookDeadLetterQueueURL],
 	}
 	if env.MetricsNS == "" {
 		env.MetricsNS = "oncepost"
@@ -250,6 +255,15 @@ func openAWS(ctx context.Context, src string, outs stackOutputs, static []byte) 
 	if err != nil {
 		return nil, refused(err)
 	}
+	var webhookDead deadLetterQueue
+	webhooks := stackWebhooks{Store: rt.Store}
+	if env.WebhookQueueURL != "" || env.WebhookDeadLetterURL != "" {
+		wq, err := rt.WebhookQueue()
+		if err != nil {
+			return nil, refused(err)
+		}
+		webhookDead, webhooks.dead = wq, wq
+	}
 	creds := rt.Credentials(cfg.CallTimeout)
 	platforms := rt.Platforms()
 	confirmer := &publishing.Confirmer{
@@ -271,6 +285,9 @@ func openAWS(ctx context.Context, src string, outs stackOutputs, static []byte) 
 		operator:    &publishing.Operator{Ledger: rt.Store, Confirmer: confirmer, Tasks: flows, Logger: rt.Logger},
 		deleter:     deleter,
 		media:       mediaBucket{media},
+
+		webhooks:           webhooks,
+		webhookDeadLetters: webhookDead,
 	}, nil
 }
 

@@ -215,7 +215,7 @@ func TestEverySampleEventThroughItsFunction(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range files {
-		if !covered[filepath.Base(f)] {
+		if !covered[filepath.Base(f)] && coveredElsewhere[filepath.Base(f)] == "" {
 			t.Errorf("events/%s is not run through its function by this test", filepath.Base(f))
 		}
 	}

@@ -49,7 +49,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("invoke", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.fn, "fn", "", "the function: trigger, publisher, confirm or sweeper (template.yaml's <Name>Function)")
+	fs.StringVar(&o.fn, "fn", "", "the function: trigger, publisher, confirm, sweeper, notifier or webhooks (template.yaml's <Name>Function)")
 	fs.StringVar(&o.event, "event", "", "a file holding the event (JSON), or - for stdin")
 	fs.StringVar(&o.template, "template", "template.yaml", "the SAM template")
 	fs.StringVar(&o.sfnEndpoint, "sfn-endpoint", "", "a Step Functions endpoint (default: a local port that refuses connections)")
@@ -542,6 +542,11 @@ func (l *localStack) ref(name string) (string, error) {
 		}
 	case "AWS::KMS::Key":
 		return "", fmt.Errorf("%w (%s)", errKMSKey, name)
+	case "AWS::Events::EventBus":
+		// Its name; no EventBridge runs here (AWS_ENDPOINT_URL refuses).
+		if n, ok := r.props["Name"]; ok {
+			return l.resolve(n)
+		}
 	case "AWS::S3::Bucket":
 		if b, ok := l.buckets[name]; ok {
 			return b, nil

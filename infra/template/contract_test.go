@@ -185,6 +185,7 @@ var checks = []check{
 	{"permissions", checkPermissions},
 	{"least privilege", checkLeastPrivilege},
 	{"outputs", checkOutputs},
+	{"events and webhooks", checkEvents},
 }
 
 // runChecks runs every check and returns the problems, each prefixed with

@@ -70,6 +70,10 @@ type Env struct {
 	OAuthSecret     string
 	MetricsNS       string
 	MediaBucket     string
+	// The notifier's and the webhooks function's (webhooks.go).
+	EventBusName         string
+	WebhookQueueURL      string
+	WebhookDeadLetterURL string
 }
 
 // ReadEnv reads the settings from the environment; lookup is os.LookupEnv
@@ -80,7 +84,8 @@ func ReadEnv(lookup func(string) (string, bool)) (Env, error) {
 		TablePrefix: get(EnvTablePrefix), KMSKeyID: get(EnvKMSKeyID), QueueURL: get(EnvQueueURL),
 		DeadLetterURL: get(EnvDeadLetterURL), StateMachineARN: get(EnvStateMachineARN),
 		OAuthClientID: get(EnvOAuthClientID), OAuthSecret: get(EnvOAuthSecret), MetricsNS: get(EnvMetricsNS),
-		MediaBucket: get(EnvMediaBucket),
+		MediaBucket: get(EnvMediaBucket), EventBusName: get(EnvEventBusName), WebhookQueueURL: get(EnvWebhookQueueURL),
+		WebhookDeadLetterURL: get(EnvWebhookDeadLetterURL),
 	}
 	if e.MetricsNS == "" {
 		e.MetricsNS = "oncepost"
@@ -130,6 +135,7 @@ type Runtime struct {
 	Now func() time.Time
 
 	creds *publishing.Credentials
+	subs  *CachedSubscriptions
 }
 
 // New loads the AWS configuration and builds the store every function

@@ -23,6 +23,7 @@ const (
 	attrLeaseUntil = "lease_until"
 	attrLostAt     = "refresh_lost_at"
 	attrExpiresAt  = "expires_at"
+	attrUpdatedAt  = "updated_at"
 )
 
 // Partitions of the workspace table.
@@ -52,6 +53,10 @@ type accountItem struct {
 	MaxCharacters int    `dynamodbav:"max_characters,omitempty"`
 	MaxMedia      int    `dynamodbav:"max_media,omitempty"`
 	MaxMediaBytes int64  `dynamodbav:"max_media_bytes,omitempty"`
+	// UpdatedAt is when PutAccount last wrote the account (the store's
+	// clock): the time of an account.reconnect_needed event derived from
+	// the change stream (AccountChange).
+	UpdatedAt string `dynamodbav:"updated_at,omitempty"`
 }
 
 func (it accountItem) account() post.Account {
@@ -66,13 +71,15 @@ func (it accountItem) account() post.Account {
 func accountKey(id post.AccountID) item { return item{attrPK: str(pkAccount), attrSK: str(string(id))} }
 
 // PutAccount stores an account with its limits (one PutItem), replacing
-// one with the same id. Its credential, stored apart, is untouched.
+// one with the same id, and the time it did (updated_at, which events
+// derived from the change stream carry). Its credential, stored apart, is
+// untouched.
 func (s *Store) PutAccount(ctx context.Context, a post.Account) error {
 	it, err := attributevalue.MarshalMap(accountItem{
 		PK: pkAccount, ID: string(a.ID), Platform: a.Platform, Handle: a.Handle, BaseURL: a.BaseURL,
 		RemoteID: a.RemoteID, CredentialRef: a.CredentialRef, Gate: string(a.Gate), Status: string(a.Status),
 		StatusReason: a.StatusReason, MaxCharacters: a.Limits.MaxTextGraphemes, MaxMedia: a.Limits.MaxMedia,
-		MaxMediaBytes: a.Limits.MaxMediaBytes,
+		MaxMediaBytes: a.Limits.MaxMediaBytes, UpdatedAt: encTime(s.now()),
 	})
 	if err == nil {
 		_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.tables.workspace, Item: it})
