@@ -182,10 +182,11 @@ type Stats struct {
 // queues. It is safe for concurrent use, also by several
 // processes sharing the file.
 type Store struct {
-	w   *sql.DB // writes: one connection, BEGIN IMMEDIATE
-	r   *sql.DB // reads: query_only connections
-	now func() time.Time
-	log *slog.Logger
+	path string
+	w    *sql.DB // writes: one connection, BEGIN IMMEDIATE
+	r    *sql.DB // reads: query_only connections
+	now  func() time.Time
+	log  *slog.Logger
 
 	// keyFile holds the credentials' key; seal is set by migrate.
 	keyFile string
@@ -225,7 +226,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 		}
 	}
-	s := &Store{now: opts.Now, keyFile: opts.KeyFile, log: opts.Logger, eventsWritten: make(chan struct{}, 1)}
+	s := &Store{path: path, now: opts.Now, keyFile: opts.KeyFile, log: opts.Logger, eventsWritten: make(chan struct{}, 1)}
 	if s.now == nil {
 		s.now = time.Now
 	}
