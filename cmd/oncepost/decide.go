@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -155,22 +154,8 @@ func cmdDecide(action string) func(ctx context.Context, args []string, stdout, s
 		if err != nil {
 			return err
 		}
-		res, err := b.operator.Decide(ctx, key, publishing.Decision{Action: action, RemoteID: remoteID, Reason: reason})
-		isDelete := res.Entry.Action == ledger.Delete
-		if e, gerr := b.ledger.Get(ctx, key); gerr == nil {
-			isDelete = e.Action == ledger.Delete
-		}
-		if isDelete && action == publishing.DecisionRelease && (err == nil || errors.Is(err, publishing.ErrNotHeld)) {
-			// An approved delete is performed now. Approving again (after a
-			// crash, a 429, a post still visible) goes on from where the
-			// ledger stands; Run is safe to repeat.
-			out, err := b.deleter.Run(ctx, key)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(stdout, "approve %s: %s\n", key, out.Message)
-			return nil
-		}
+		dec := operatorDecider{ledger: b.ledger, operator: b.operator, deleter: b.deleter}
+		res, err := dec.Decide(ctx, key, publishing.Decision{Action: action, RemoteID: remoteID, Reason: reason})
 		if err != nil {
 			return err
 		}

@@ -327,7 +327,7 @@ func (rt *runtime) run(ctx context.Context) error {
 		return err
 	}
 	var wg sync.WaitGroup
-	errs := make(chan error, 6)
+	errs := make(chan error, 7)
 	goLoop := func(name string, f func(context.Context) error) {
 		wg.Add(1)
 		go func() {
@@ -343,6 +343,7 @@ func (rt *runtime) run(ctx context.Context) error {
 	goLoop("sweeper", rt.sweepLoop)
 	goLoop("watcher", rt.watch)
 	goLoop("webhooks", rt.deliverWebhooks)
+	goLoop("checkpointer", func(ctx context.Context) error { return rt.store.RunCheckpointer(ctx, checkpointEvery) })
 	rt.log.InfoContext(ctx, "runtime started", "db", rt.cfg.DBPath, "workers", rt.cfg.Workers, "owner", rt.owner)
 	<-ctx.Done()
 	wg.Wait()
@@ -382,6 +383,10 @@ func (rt *runtime) sweepLoop(ctx context.Context) error {
 		}
 	}
 }
+
+// checkpointEvery is how often the runtime checkpoints the WAL into the
+// database file, off the write path (sqlitestore.RunCheckpointer).
+const checkpointEvery = 250 * time.Millisecond
 
 // webhookPoll is how often the webhook notifier looks for deliveries
 // due without being woken: retries coming due, and events recorded by

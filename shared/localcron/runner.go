@@ -86,7 +86,22 @@ type Runner struct {
 
 	mu      sync.Mutex
 	backoff map[string]retry // Run's failing schedules
+
+	// Put's statements, prepared once: a post's transaction puts a
+	// schedule per slot, and parsing the SQL each time was half the cost
+	// of an API create.
+	loadStmt, upsertStmt *sql.Stmt
 }
+
+const (
+	sqlLoadRow = `SELECT ` + rowColumns + ` FROM localcron_schedules WHERE name = ?`
+	sqlUpsert  = `INSERT INTO localcron_schedules
+		(name, expression, timezone, start, payload, version, last_fired, next_fire, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET expression = excluded.expression, timezone = excluded.timezone,
+			start = excluded.start, payload = excluded.payload, version = excluded.version,
+			last_fired = excluded.last_fired, next_fire = excluded.next_fire, updated_at = excluded.updated_at`
+)
 
 // retry is a failing schedule's backoff in Run.
 type retry struct {
@@ -172,6 +187,14 @@ func NewRunner(ctx context.Context, db *sql.DB, opts Options) (*Runner, error) {
 			return nil, fmt.Errorf("localcron: create schema: %w", err)
 		}
 	}
+	var err error
+	if r.loadStmt, err = db.PrepareContext(ctx, sqlLoadRow); err != nil {
+		return nil, fmt.Errorf("localcron: prepare: %w", err)
+	}
+	if r.upsertStmt, err = db.PrepareContext(ctx, sqlUpsert); err != nil {
+		r.loadStmt.Close()
+		return nil, fmt.Errorf("localcron: prepare: %w", err)
+	}
 	return r, nil
 }
 
@@ -186,7 +209,7 @@ func (r *Runner) Put(ctx context.Context, e Entry) error {
 	if err := validate(e, now); err != nil {
 		return err
 	}
-	err := r.write(ctx, func(tx *sql.Tx) error { return put(ctx, tx, e, now) })
+	err := r.write(ctx, func(tx *sql.Tx) error { return r.put(ctx, tx, e, now) })
 	if err != nil {
 		return fmt.Errorf("localcron: put %q: %w", e.Name, err)
 	}
@@ -213,7 +236,7 @@ func (r *Runner) PutTx(ctx context.Context, tx *sql.Tx, e Entry) error {
 	if err := validate(e, now); err != nil {
 		return err
 	}
-	if err := put(ctx, tx, e, now); err != nil {
+	if err := r.put(ctx, tx, e, now); err != nil {
 		return fmt.Errorf("localcron: put %q: %w", e.Name, err)
 	}
 	// Ending a backoff early is harmless if tx rolls back.
@@ -250,8 +273,8 @@ func validate(e Entry, now time.Time) error {
 
 // put writes a validated entry through tx at now: Put's and PutTx's
 // shared body.
-func put(ctx context.Context, tx *sql.Tx, e Entry, now time.Time) error {
-	old, found, err := loadRow(ctx, tx, e.Name)
+func (r *Runner) put(ctx context.Context, tx *sql.Tx, e Entry, now time.Time) error {
+	old, found, err := loadRow(ctx, tx.StmtContext(ctx, r.loadStmt), e.Name)
 	if err != nil {
 		return fmt.Errorf("read schedule: %w", err)
 	}
@@ -284,12 +307,7 @@ func put(ctx context.Context, tx *sql.Tx, e Entry, now time.Time) error {
 		}
 		nr.NextFire = firstFiring(s, now, nr.LastFired)
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO localcron_schedules
-		(name, expression, timezone, start, payload, version, last_fired, next_fire, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (name) DO UPDATE SET expression = excluded.expression, timezone = excluded.timezone,
-			start = excluded.start, payload = excluded.payload, version = excluded.version,
-			last_fired = excluded.last_fired, next_fire = excluded.next_fire, updated_at = excluded.updated_at`,
+	_, err = tx.StmtContext(ctx, r.upsertStmt).ExecContext(ctx,
 		nr.Name, nr.Expression, nr.Timezone, sqltime.Encode(nr.Start), append([]byte{}, nr.Payload...), nr.version,
 		sqltime.Encode(nr.LastFired), sqltime.Encode(nr.NextFire), sqltime.Encode(now))
 	if err != nil {
@@ -370,7 +388,7 @@ func (r *Runner) Prune(ctx context.Context, firedBefore time.Time, limit int) (i
 
 // Get returns a schedule and its state.
 func (r *Runner) Get(ctx context.Context, name string) (Entry, State, error) {
-	row, found, err := loadRow(ctx, r.db, name)
+	row, found, err := loadRow(ctx, r.loadStmt, name)
 	if err != nil {
 		return Entry{}, State{}, fmt.Errorf("localcron: get %q: %w", name, err)
 	}
@@ -703,14 +721,10 @@ type row struct {
 
 const rowColumns = `name, expression, timezone, start, payload, version, last_fired, next_fire`
 
-// queryer is *sql.DB or *sql.Tx.
-type queryer interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-// loadRow reads one schedule.
-func loadRow(ctx context.Context, q queryer, name string) (row, bool, error) {
-	d, err := scanRow(q.QueryRowContext(ctx, `SELECT `+rowColumns+` FROM localcron_schedules WHERE name = ?`, name))
+// loadRow reads one schedule with the prepared sqlLoadRow (the
+// runner's, or its copy in a transaction).
+func loadRow(ctx context.Context, q *sql.Stmt, name string) (row, bool, error) {
+	d, err := scanRow(q.QueryRowContext(ctx, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return row{}, false, nil
 	}

@@ -61,3 +61,22 @@ func Take(tats map[string]time.Time, rates []platform.Rate, now time.Time) (next
 	}
 	return next, 0, true
 }
+
+// Left is, for each of rates, how many sends Take would allow at now
+// with no send between: the budget left under that limit (0 for an
+// invalid limit). Take allows a send when every limit has one left.
+func Left(tats map[string]time.Time, rates []platform.Rate, now time.Time) []int {
+	out := make([]int, len(rates))
+	for i, r := range rates {
+		if r.Count <= 0 || r.Per <= 0 {
+			continue
+		}
+		interval := r.Per
+		if r.Count >= 2 {
+			interval = 2 * r.Per / time.Duration(r.Count)
+		}
+		ahead := max(tats[Key(r)].Sub(now), 0)
+		out[i] = max(int((r.Per-ahead)/interval), 0)
+	}
+	return out
+}

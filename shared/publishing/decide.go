@@ -51,6 +51,10 @@ const (
 // ErrNotHeld is returned for an entry that is not waiting for an operator.
 var ErrNotHeld = errors.New("entry is not held for an operator")
 
+// ErrRemoteNotFound is returned by a confirm whose remote id the
+// account does not have on the platform.
+var ErrRemoteNotFound = errors.New("no such post on the platform")
+
 // ErrDecidedOtherwise is returned when another decision was taken first.
 var ErrDecidedOtherwise = errors.New("entry was already decided otherwise")
 
@@ -292,7 +296,7 @@ func (o *Operator) checkExists(ctx context.Context, e ledger.Entry, remoteID str
 		return fmt.Errorf("confirm %s: could not check remote id %s on %s: %w", e.Key, remoteID, acc.ID, err)
 	}
 	if !exists {
-		return fmt.Errorf("confirm %s: account %s has no post %s on the platform; check the id", e.Key, acc.ID, remoteID)
+		return fmt.Errorf("confirm %s: account %s has no post %s on the platform; check the id: %w", e.Key, acc.ID, remoteID, ErrRemoteNotFound)
 	}
 	return nil
 }

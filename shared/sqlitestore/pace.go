@@ -63,3 +63,40 @@ func (s *Store) Pace(ctx context.Context, account post.AccountID, rates []platfo
 	}
 	return wait, nil
 }
+
+// PaceTimes reads an account's posting budget as Pace keeps it: the
+// GCRA time of each limit, by pace.Key (none for a limit never used).
+// It takes nothing.
+func (s *Store) PaceTimes(ctx context.Context, account post.AccountID) (map[string]time.Time, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT rate, tat FROM pace WHERE account = ?`, string(account))
+	if err != nil {
+		return nil, fmt.Errorf("pace times %s: %w", account, err)
+	}
+	defer rows.Close()
+	tats := map[string]time.Time{}
+	for rows.Next() {
+		var rate, tat string
+		if err := rows.Scan(&rate, &tat); err != nil {
+			return nil, fmt.Errorf("pace times %s: %w", account, err)
+		}
+		t, err := sqltime.Decode(tat)
+		if err != nil {
+			return nil, fmt.Errorf("pace %s %s: %w", account, rate, err)
+		}
+		tats[rate] = t
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pace times %s: %w", account, err)
+	}
+	return tats, nil
+}
+
+// Budget is, for each of rates, how many sends the account may make at
+// now (pace.Left of PaceTimes): what GET /v1/accounts shows.
+func (s *Store) Budget(ctx context.Context, account post.AccountID, rates []platform.Rate, now time.Time) ([]int, error) {
+	tats, err := s.PaceTimes(ctx, account)
+	if err != nil {
+		return nil, err
+	}
+	return pace.Left(tats, rates, now), nil
+}

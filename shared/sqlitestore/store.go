@@ -182,10 +182,11 @@ type Stats struct {
 // queues. It is safe for concurrent use, also by several
 // processes sharing the file.
 type Store struct {
-	w   *sql.DB // writes: one connection, BEGIN IMMEDIATE
-	r   *sql.DB // reads: query_only connections
-	now func() time.Time
-	log *slog.Logger
+	path string
+	w    *sql.DB // writes: one connection, BEGIN IMMEDIATE
+	r    *sql.DB // reads: query_only connections
+	now  func() time.Time
+	log  *slog.Logger
 
 	// keyFile holds the credentials' key; seal is set by migrate.
 	keyFile string
@@ -225,7 +226,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 		}
 	}
-	s := &Store{now: opts.Now, keyFile: opts.KeyFile, log: opts.Logger, eventsWritten: make(chan struct{}, 1)}
+	s := &Store{path: path, now: opts.Now, keyFile: opts.KeyFile, log: opts.Logger, eventsWritten: make(chan struct{}, 1)}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -486,6 +487,19 @@ var tables = []string{
 		rate    TEXT NOT NULL,
 		tat     TEXT NOT NULL,
 		PRIMARY KEY (account, rate)
+	) WITHOUT ROWID`,
+	// The HTTP API's bearer tokens (apitoken): only their SHA-256 is
+	// kept; scopes are a comma-separated list, rate requests per second
+	// (0: the default).
+	`CREATE TABLE IF NOT EXISTS api_tokens (
+		id           TEXT PRIMARY KEY,
+		name         TEXT NOT NULL UNIQUE,
+		hash         TEXT NOT NULL UNIQUE,
+		scopes       TEXT NOT NULL,
+		rate         REAL NOT NULL DEFAULT 0,
+		created_at   TEXT NOT NULL,
+		revoked_at   TEXT NOT NULL DEFAULT '',
+		last_used_at TEXT NOT NULL DEFAULT ''
 	) WITHOUT ROWID`,
 	// Messages are addressed by seq (receipts carry it); the random id is
 	// for callers and needs no index.
