@@ -77,9 +77,10 @@ func readyPosts(t testing.TB, s *stacktest.Stack) int {
 // builds it), run by the Lambda Runtime Interface Emulator against
 // dynalite, fauxqs and the Scheduler stand-in, invoked with API Gateway
 // HTTP API events: a create, the same again (the first answer replayed),
-// another body under the key (422), a read, and one key sent 50 times
-// with a body that names no post id (each request generates its own):
-// one post.
+// another body under the key (422), a read, the contract, a create
+// without an IAM identity (401, nothing written), and one key sent 50
+// times with a body that names no post id (each request generates its
+// own): one post.
 func TestAPIFunctionUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the function and runs it under the RIE against the emulators")
@@ -93,8 +94,8 @@ func TestAPIFunctionUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 		t.Fatalf("api-create.json: %d %s, want 201", first.StatusCode, first.Body)
 	}
 	again := call(t, invoke, sample(t, "api-create-again.json"))
-	if again.StatusCode != first.StatusCode || again.Body != first.Body {
-		t.Errorf("api-create-again.json: %d %s, want the first answer replayed: %d %s", again.StatusCode, again.Body, first.StatusCode, first.Body)
+	if again.StatusCode != first.StatusCode || again.Body != first.Body || again.Headers["Idempotent-Replayed"] != "true" {
+		t.Errorf("api-create-again.json: %d %v %s, want the first answer replayed (Idempotent-Replayed: true): %d %s", again.StatusCode, again.Headers, again.Body, first.StatusCode, first.Body)
 	}
 	if other := call(t, invoke, sample(t, "api-create-other-body.json")); other.StatusCode != 422 {
 		t.Errorf("api-create-other-body.json: %d %s, want 422", other.StatusCode, other.Body)
@@ -104,6 +105,17 @@ func TestAPIFunctionUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 	}
 	if n := readyPosts(t, s); n != 1 {
 		t.Errorf("%d posts stored after the samples, want 1", n)
+	}
+	contract := sample(t, "api-get-post.json")
+	contract.RawPath = "/v1/openapi.json"
+	if got := call(t, invoke, contract); got.StatusCode != 200 || !regexp.MustCompile(`"openapi": *"3\.1`).MatchString(got.Body) {
+		t.Errorf("GET /v1/openapi.json: %d %.200s, want 200 with the OpenAPI 3.1 document", got.StatusCode, got.Body)
+	}
+	unsigned := sample(t, "api-create.json")
+	unsigned.Headers["idempotency-key"] = "k-unsigned"
+	unsigned.RequestContext.Authorizer = nil
+	if got := call(t, invoke, unsigned); got.StatusCode != 401 {
+		t.Errorf("a create without an IAM identity: %d %s, want 401", got.StatusCode, got.Body)
 	}
 
 	// One key, 50 times, a body without an id.
