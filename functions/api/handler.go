@@ -37,7 +37,7 @@ func build(rt *awsruntime.Runtime) (any, error) {
 	}
 	api, err := httpapi.New(httpapi.Config{
 		Desk: desk, Decider: desk.Operator, Held: rt.Store, Accounts: rt.Store, Targets: rt.Store,
-		DeadLetters: queue, Media: media, Auth: httpapi.ContextPrincipal(), Logger: rt.Logger,
+		DeadLetters: queue, Media: media, Budgets: rt.Store, Auth: httpapi.ContextPrincipal(), Logger: rt.Logger,
 	})
 	if err != nil {
 		return nil, err

@@ -114,7 +114,9 @@
 //	              1 refused PutItem + 1 GetItem (the post item; +1 GetItem
 //	              of the record on dynalite); a takeover +1 PutItem
 //	GetIdempotencyRecord
-//	              1 GetItem, strongly consistent
+//	              1 GetItem, strongly consistent (+1 GetItem, the post item,
+//	              for a record older than CreateStaleAfter)
+//	Budget        1 GetItem, strongly consistent
 //	GetPost       1 Query, strongly consistent
 //	GetTarget     1 BatchGetItem shared by the reads made within ReadWindow
 //	              (up to 50), strongly consistent
