@@ -77,7 +77,8 @@ func readyPosts(t testing.TB, s *stacktest.Stack) int {
 // builds it), run by the Lambda Runtime Interface Emulator against
 // dynalite, fauxqs and the Scheduler stand-in, invoked with API Gateway
 // HTTP API events: a create, the same again (the first answer replayed),
-// another body under the key (422), a read, the contract, a create
+// another body under the key (422), a read, the contract, the lists
+// and the status (the store, the queues, the budgets), a create
 // without an IAM identity (401, nothing written), and one key sent 50
 // times with a body that names no post id (each request generates its
 // own): one post.
@@ -110,6 +111,13 @@ func TestAPIFunctionUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 	contract.RawPath = "/v1/openapi.json"
 	if got := call(t, invoke, contract); got.StatusCode != 200 || !regexp.MustCompile(`"openapi": *"3\.1`).MatchString(got.Body) {
 		t.Errorf("GET /v1/openapi.json: %d %.200s, want 200 with the OpenAPI 3.1 document", got.StatusCode, got.Body)
+	}
+	for _, path := range []string{"/v1/accounts", "/v1/status", "/v1/held", "/v1/dead-letters", "/v1/posts"} {
+		get := sample(t, "api-get-post.json")
+		get.RawPath = path
+		if got := call(t, invoke, get); got.StatusCode != 200 {
+			t.Errorf("GET %s: %d %.300s, want 200", path, got.StatusCode, got.Body)
+		}
 	}
 	unsigned := sample(t, "api-create.json")
 	unsigned.Headers["idempotency-key"] = "k-unsigned"
