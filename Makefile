@@ -7,6 +7,7 @@ BENCHCOUNT ?= 5
 # The Lambda functions of template.yaml, by logical id: <Name>Function is built from ./functions/<name>.
 LAMBDA_FUNCTIONS := TriggerFunction PublisherFunction ConfirmFunction SweeperFunction
 LAMBDA_FUNCTIONS += NotifierFunction WebhooksFunction
+LAMBDA_FUNCTIONS += ApiFunction
 
 .PHONY: all build run test test-short lint asl openapi-lint emulators rie pds bench bench-burst bench-burst-local tidy-check clean invoke \
 	$(LAMBDA_FUNCTIONS:%=build-%)
@@ -90,14 +91,15 @@ openapi-lint: $(EMULATORS)
 		$(REDOCLY) lint --config shared/httpapi/redocly.yaml shared/httpapi/openapi.json
 
 ## bench: throughput, write counts, scheduling lateness, the HTTP API (POST and GET /v1/posts at
-## 16 clients: p50, p99, req/s), webhook lag (commit to receiver), and a restart and an idle runtime on
-## 1,000,000 scheduled posts; median with `benchstat` if installed.
-bench:
+## 16 clients: p50, p99, req/s), webhook lag (commit to receiver), a restart and an idle runtime on
+## 1,000,000 scheduled posts, and the api function's init under the RIE; median with `benchstat` if installed.
+bench: $(EMULATORS) $(RIE)
 	@mkdir -p var
 	set -o pipefail; { $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./shared/sqlitestore/ ./shared/publishing/ && \
 	$(GO) test -run '^$$' -bench SchedulingLateness -benchtime 500x -count $(BENCHCOUNT) ./cmd/oncepost/ && \
 	$(GO) test -run '^$$' -bench 'APICreatePost|APIGetPost|WebhookLag' -benchtime 5000x -count $(BENCHCOUNT) ./cmd/oncepost/ && \
-	$(GO) test -run '^$$' -bench 'RestartWithManyScheduled|IdleRuntimeCPU' -benchtime 1x -count $(BENCHCOUNT) -timeout 30m ./cmd/oncepost/; } | tee var/bench.txt
+	$(GO) test -run '^$$' -bench 'RestartWithManyScheduled|IdleRuntimeCPU' -benchtime 1x -count $(BENCHCOUNT) -timeout 30m ./cmd/oncepost/ && \
+	ONCEPOST_EMULATORS=required $(GO) test -run '^$$' -bench APIFunctionInit -benchtime 10x -count $(BENCHCOUNT) ./functions/api/; } | tee var/bench.txt
 
 ## bench-burst-local: the top-of-hour burst on the embedded runtime: 1,000 posts over 10 accounts
 ## due in one second against `oncepost sandbox` as a separate process, every create answered
@@ -124,7 +126,7 @@ $(LAMBDA_FUNCTIONS:%=build-%): build-%Function:
 ## the command to run when the emulators (`make emulators`) or the RIE (`make rie`) are missing.
 ##   make invoke FN=publisher EVENT=events/publisher-batch.json
 invoke:
-	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=<trigger|publisher|confirm|sweeper> EVENT=<event.json>"; exit 2; }
+	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=<trigger|publisher|confirm|sweeper|notifier|webhooks|api> EVENT=<event.json>"; exit 2; }
 	$(GO) run ./infra/invoke -fn $(FN) -event $(EVENT)
 
 ## bench-burst: the top of the hour on AWS: a slot of 10,000 targets over 1,000 accounts fired by

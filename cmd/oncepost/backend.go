@@ -104,7 +104,7 @@ type backend struct {
 	views     operatorViews
 	lister    publishing.PostLister
 	schedules publishing.PostScheduler
-	// keys reads idempotency records (nil on AWS, for now).
+	// keys reads idempotency records.
 	keys        publishing.IdempotencyKeys
 	deadLetters deadLetterQueue
 	depth       queueDepths

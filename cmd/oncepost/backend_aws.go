@@ -8,14 +8,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
-	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/aws/smithy-go"
@@ -23,10 +21,8 @@ import (
 	"oncepost/shared/awsclock"
 	"oncepost/shared/awsruntime"
 	"oncepost/shared/dynamostore"
-	"oncepost/shared/ebschedule"
 	"oncepost/shared/emf"
 	"oncepost/shared/ledger"
-	"oncepost/shared/post"
 	"oncepost/shared/publishing"
 	"oncepost/shared/sqsqueue"
 )
@@ -218,6 +214,8 @@ func openAWS(ctx context.Context, src string, outs stackOutputs, static []byte) 
 		TablePrefix: outs[outTablePrefix], KMSKeyID: outs[outKMSKeyID], StaticKey: static,
 		QueueURL: outs[outQueueURL], DeadLetterURL: outs[outDeadLetterQueueURL],
 		StateMachineARN: outs[outStateMachineARN], MetricsNS: outs[outMetricsNamespace], MediaBucket: outs[outMediaBucketName],
+		ScheduleGroup: outs[outScheduleGroupName], TriggerFunctionARN: outs[outTriggerFunctionARN],
+		SchedulerRoleARN: outs[outSchedulerRoleARN], ScheduleDeadLetterARN: outs[outScheduleDLQARN],
 		WebhookQueueURL: outs[outWebhookQueueURL], WebhookDeadLetterURL: outs[outWebhookDeadLetterQueueURL],
 	}
 	if env.MetricsNS == "" {
@@ -232,6 +230,7 @@ func openAWS(ctx context.Context, src string, outs stackOutputs, static []byte) 
 	if err != nil {
 		return nil, fmt.Errorf("open the stack's store: %w", err)
 	}
+	rt.Now = clock.Now
 	// The CLI's stdout is the operator's: no log or metric lines on it.
 	rt.Logger = discardLogger()
 	rt.Metrics = &emf.Emitter{W: io.Discard, Namespace: env.MetricsNS, Dimensions: map[string]string{"Runtime": "aws"}}
@@ -248,10 +247,7 @@ func openAWS(ctx context.Context, src string, outs stackOutputs, static []byte) 
 	if err != nil {
 		return nil, refused(err)
 	}
-	slots, err := ebschedule.New(scheduler.NewFromConfig(rt.AWS), ebschedule.Config{
-		Group: outs[outScheduleGroupName], FunctionARN: outs[outTriggerFunctionARN], RoleARN: outs[outSchedulerRoleARN],
-		DeadLetterARN: outs[outScheduleDLQARN], Now: clock.Now,
-	})
+	schedules, err := rt.PostScheduler()
 	if err != nil {
 		return nil, refused(err)
 	}
@@ -278,7 +274,8 @@ func openAWS(ctx context.Context, src string, outs stackOutputs, static []byte) 
 		kind: backendAWS, ledger: rt.Store, posts: rt.Store, accounts: rt.Store, admin: rt.Store,
 		views:       dynamoViews{rt.Store},
 		lister:      rt.Store,
-		schedules:   slotSchedules{store: rt.Store, slots: slots, trigger: &publishing.Trigger{Posts: rt.Store, Queue: queue, Now: clock.Now, Logger: rt.Logger}},
+		keys:        rt.Store,
+		schedules:   schedules,
 		deadLetters: queue,
 		depth:       sqsDepth{queue},
 		looks:       sfnLooks{client: sfn.NewFromConfig(rt.AWS), execPrefix: executionPrefix(outs[outStateMachineARN])},
@@ -352,88 +349,6 @@ func (v dynamoViews) Counts(ctx context.Context) (storeCounts, error) {
 		c.Ledger[e.State]++
 	}
 	return c, nil
-}
-
-// slotSchedules write a post and then one EventBridge Scheduler schedule
-// per distinct slot (ebschedule.PutSlot); the stack's trigger fires every
-// target due at the slot. A crash between the two writes is repaired by
-// the stack's sweeper, which triggers targets their schedule missed.
-type slotSchedules struct {
-	store   *dynamostore.Store
-	slots   *ebschedule.Client
-	trigger *publishing.Trigger
-}
-
-var _ publishing.PostScheduler = slotSchedules{}
-
-// errKeysNotYet refuses an idempotency key on the AWS store, which does
-// not keep them yet.
-var errKeysNotYet = errors.New("idempotency keys on the AWS store: not yet")
-
-// CreatePost writes the post, then its slots' schedules. A key is
-// refused (errKeysNotYet): the DynamoDB store does not keep them yet.
-func (s slotSchedules) CreatePost(ctx context.Context, p post.Post, key *publishing.IdempotencyRecord) error {
-	if key != nil {
-		return fmt.Errorf("create post %s: %w", p.ID, errKeysNotYet)
-	}
-	if err := s.store.CreatePost(ctx, p); err != nil {
-		return err
-	}
-	return s.schedule(ctx, p.ID, p.Targets)
-}
-
-// Reschedule moves the target, then puts its new slot's schedule. The old
-// slot's schedule stays (other posts may share it); when it fires, the
-// trigger skips this target, whose slot moved.
-func (s slotSchedules) Reschedule(ctx context.Context, id post.ID, account post.AccountID, slot time.Time) error {
-	t, err := s.store.RescheduleTarget(ctx, id, account, slot, time.Now())
-	if err != nil {
-		return err
-	}
-	return s.schedule(ctx, id, []post.Target{t})
-}
-
-// Cancelled leaves the slot's schedule: other posts may share it, and
-// the trigger skips a cancelled target.
-func (slotSchedules) Cancelled(context.Context, publishing.TargetRef) {}
-
-// schedule puts the schedule of each distinct slot of the targets. A
-// slot too near to schedule (ebschedule.ErrDue) has its targets
-// triggered now, as the embedded runtime fires an at() in the past at
-// once: the job goes on the queue, delayed to its slot, and the publisher
-// puts a job that arrives before its slot back until then. Both "too
-// near" and the delay are reckoned by AWS's clock (awsclock), which
-// Scheduler fires by, never by the operator's.
-func (s slotSchedules) schedule(ctx context.Context, id post.ID, targets []post.Target) error {
-	bySlot := map[time.Time][]post.Target{}
-	var slots []time.Time
-	for _, t := range targets {
-		k := t.Slot.UTC()
-		if _, ok := bySlot[k]; !ok {
-			slots = append(slots, k)
-		}
-		bySlot[k] = append(bySlot[k], t)
-	}
-	sort.Slice(slots, func(i, j int) bool { return slots[i].Before(slots[j]) })
-	var errs []error
-	for _, slot := range slots {
-		err := s.slots.PutSlot(ctx, slot)
-		if errors.Is(err, ebschedule.ErrDue) {
-			for _, t := range bySlot[slot] {
-				if _, err := s.trigger.Fire(ctx, publishing.TargetRef{Post: id, Account: t.Account, Slot: t.Slot}); err != nil {
-					errs = append(errs, err)
-				}
-			}
-			continue
-		}
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("post %s is stored, but not every target was scheduled (%w); the stack's sweeper triggers a target its schedule missed, %s after its slot", id, errors.Join(errs...), awsruntime.SweeperMissedAfter)
-	}
-	return nil
 }
 
 // sfnLooks counts looks in the Step Functions executions' histories.

@@ -38,10 +38,11 @@ func readEvent(t *testing.T, name string) []byte {
 // samples name (account news; posts launch, slot-a, slot-b scheduled at the
 // samples' slot; ambiguous, released and held candidates in unknown), then
 // invokes each function under the RIE with each of its samples, in the
-// order a post's life takes them, and checks the effect of each.
+// order a post's life takes them, and checks the effect of each; the API's
+// samples (API Gateway HTTP API events) last.
 func TestEverySampleEventThroughItsFunction(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds four functions and runs them under the RIE against the emulators")
+		t.Skip("builds five functions and runs them under the RIE against the emulators")
 	}
 	ctx := context.Background()
 	s := stacktest.New(t)
@@ -74,7 +75,7 @@ func TestEverySampleEventThroughItsFunction(t *testing.T) {
 	missed := s.Schedule(t, "missed", "A post whose schedule never fired.", time.Now().Add(-10*time.Minute).Truncate(time.Second), "news")
 
 	fn := map[string]func([]byte) []byte{}
-	for _, name := range []string{"trigger", "publisher", "confirm", "sweeper"} {
+	for _, name := range []string{"trigger", "publisher", "confirm", "sweeper", "api"} {
 		fn[name] = emulatortest.Lambda(t, emulatortest.BuildBootstrap(t, filepath.Join("..", name)), s.Env())
 	}
 	invoke := func(t *testing.T, function, sample string, out any) {
@@ -209,6 +210,50 @@ func TestEverySampleEventThroughItsFunction(t *testing.T) {
 			t.Errorf("queued %v after the sweep, want the missed post's job", got)
 		}
 	})
+
+	// The API's samples: a create with an Idempotency-Key, the same
+	// request again (the first answer replayed), another body under the
+	// key (422), a read of the post.
+	var created events.APIGatewayV2HTTPResponse
+	for _, tt := range []struct {
+		sample string
+		check  func(t *testing.T, res events.APIGatewayV2HTTPResponse)
+	}{
+		{"api-create.json", func(t *testing.T, res events.APIGatewayV2HTTPResponse) {
+			created = res
+			if res.StatusCode != 201 {
+				t.Errorf("create: %d %s, want 201", res.StatusCode, res.Body)
+			}
+			if _, err := s.Store.GetPost(ctx, "api-sample"); err != nil {
+				t.Errorf("GetPost(api-sample) after the create: %v", err)
+			}
+		}},
+		{"api-create-again.json", func(t *testing.T, res events.APIGatewayV2HTTPResponse) {
+			if res.StatusCode != created.StatusCode || res.Body != created.Body {
+				t.Errorf("the same create again: %d %s, want the first answer %d %s", res.StatusCode, res.Body, created.StatusCode, created.Body)
+			}
+		}},
+		{"api-create-other-body.json", func(t *testing.T, res events.APIGatewayV2HTTPResponse) {
+			if res.StatusCode != 422 {
+				t.Errorf("another body under the key: %d %s, want 422", res.StatusCode, res.Body)
+			}
+			if p, err := s.Store.GetPost(ctx, "api-sample"); err != nil || p.Body != "Sample post from the API." {
+				t.Errorf("GetPost(api-sample) = %+v, %v; want the first body", p, err)
+			}
+		}},
+		{"api-get-post.json", func(t *testing.T, res events.APIGatewayV2HTTPResponse) {
+			if res.StatusCode != 200 || !strings.Contains(res.Body, `"api-sample"`) {
+				t.Errorf("read: %d %s, want 200 with the post", res.StatusCode, res.Body)
+			}
+		}},
+	} {
+		t.Run(tt.sample, func(t *testing.T) {
+			covered[tt.sample] = true
+			var res events.APIGatewayV2HTTPResponse
+			invoke(t, "api", tt.sample, &res)
+			tt.check(t, res)
+		})
+	}
 
 	files, err := filepath.Glob(filepath.Join("..", "..", "events", "*.json"))
 	if err != nil {

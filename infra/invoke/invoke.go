@@ -49,7 +49,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("invoke", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.fn, "fn", "", "the function: trigger, publisher, confirm, sweeper, notifier or webhooks (template.yaml's <Name>Function)")
+	fs.StringVar(&o.fn, "fn", "", "the function: trigger, publisher, confirm, sweeper, notifier, webhooks or api (template.yaml's <Name>Function)")
 	fs.StringVar(&o.event, "event", "", "a file holding the event (JSON), or - for stdin")
 	fs.StringVar(&o.template, "template", "template.yaml", "the SAM template")
 	fs.StringVar(&o.sfnEndpoint, "sfn-endpoint", "", "a Step Functions endpoint (default: a local port that refuses connections)")
@@ -63,7 +63,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	case fs.NArg() > 0:
 		return o, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	case o.fn == "":
-		return o, fmt.Errorf("%w: -fn is required (trigger, publisher, confirm or sweeper)", errUsage)
+		return o, fmt.Errorf("%w: -fn is required (trigger, publisher, confirm, sweeper, notifier, webhooks or api)", errUsage)
 	case o.event == "":
 		return o, fmt.Errorf("%w: -event is required (a JSON file, or - for stdin)", errUsage)
 	}
@@ -146,6 +146,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		sfnEndpoint = refused
 		notes = append(notes, "Step Functions has no emulator here: AWS_ENDPOINT_URL_SFN="+refused+" refuses connections (-sfn-endpoint names one)")
 	}
+	if _, ok := env[awsruntime.EnvScheduleGroup]; ok {
+		notes = append(notes, "EventBridge Scheduler has no emulator here: AWS_ENDPOINT_URL_SCHEDULER="+refused+" refuses connections (a post's slot schedule is not written)")
+	}
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
 		return fmt.Errorf("make a credential key: %w", err)
@@ -158,6 +161,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"AWS_SECRET_ACCESS_KEY":           "local-invoke-secret",
 		"AWS_ENDPOINT_URL":                refused,
 		"AWS_ENDPOINT_URL_SFN":            sfnEndpoint,
+		"AWS_ENDPOINT_URL_SCHEDULER":      refused,
 		"AWS_ENDPOINT_URL_SQS":            sq.Endpoint(),
 		"AWS_ENDPOINT_URL_S3":             sq.Endpoint(), // fauxqs serves S3 too
 		"AWS_EC2_METADATA_DISABLED":       "true",
@@ -542,6 +546,8 @@ func (l *localStack) ref(name string) (string, error) {
 		}
 	case "AWS::KMS::Key":
 		return "", fmt.Errorf("%w (%s)", errKMSKey, name)
+	case "AWS::Scheduler::ScheduleGroup":
+		return stackName + "-" + name, nil
 	case "AWS::Events::EventBus":
 		// Its name; no EventBridge runs here (AWS_ENDPOINT_URL refuses).
 		if n, ok := r.props["Name"]; ok {
@@ -573,6 +579,8 @@ func (l *localStack) getAtt(id, attr string) (string, error) {
 		}
 	case r.Type == "AWS::Serverless::Function" && attr == "Arn":
 		return "arn:aws:lambda:" + region + ":" + accountID + ":function:" + stackName + "-" + id, nil
+	case r.Type == "AWS::IAM::Role" && attr == "Arn":
+		return "arn:aws:iam::" + accountID + ":role/" + stackName + "-" + id, nil
 	}
 	return "", fmt.Errorf("Fn::GetAtt %s.%s: a %s's %s has no local stand-in", id, attr, r.Type, attr)
 }

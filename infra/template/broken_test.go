@@ -146,6 +146,9 @@ func TestBrokenTemplatesAreCaught(t *testing.T) {
 		{"no TTL on the ledger", func(d map[string]any) {
 			delete(properties(d, "LedgerTable"), "TimeToLiveSpecification")
 		}, `tables: LedgerTable: TTL attribute "", want "ttl"`},
+		{"no TTL on the workspace (idempotency records kept forever)", func(d map[string]any) {
+			delete(properties(d, "WorkspaceTable"), "TimeToLiveSpecification")
+		}, `tables: WorkspaceTable: TTL attribute "", want "ttl"`},
 		{"no point-in-time recovery", func(d map[string]any) {
 			delete(properties(d, "CredentialsTable"), "PointInTimeRecoverySpecification")
 		}, "tables: CredentialsTable: point-in-time recovery is off"},
@@ -348,6 +351,69 @@ func TestBrokenTemplatesAreCaught(t *testing.T) {
 		{"the trigger cannot enqueue", func(d map[string]any) {
 			asMap(statements(d, "TriggerFunction")[1])["Action"] = "sqs:GetQueueAttributes"
 		}, "least privilege: TriggerFunction may not sqs:SendMessage on PublishQueue"},
+
+		// The HTTP API (the template before it had one fails the first).
+		{"no api function for functions/api", func(d map[string]any) {
+			for _, id := range []string{"ApiFunction", "ApiLogGroup", "ApiErrorsAlarm", "ApiThrottlesAlarm", "ApiDurationAlarm"} {
+				delete(asMap(d["Resources"]), id)
+			}
+		}, "functions: functions/api has no function ApiFunction in the template"},
+		{"the API without IAM authorization", func(d map[string]any) {
+			delete(properties(d, "Api"), "Auth")
+		}, "http api: Api: Auth null, want EnableIamAuthorizer: true and DefaultAuthorizer: AWS_IAM"},
+		{"IAM as the default authorizer without enabling it", func(d map[string]any) {
+			delete(asMap(properties(d, "Api")["Auth"]), "EnableIamAuthorizer")
+		}, "http api: Api: Auth {\"DefaultAuthorizer\":\"AWS_IAM\"}, want EnableIamAuthorizer: true"},
+		{"a route opting out of IAM", func(d map[string]any) {
+			ev := asMap(asMap(asMap(properties(d, "ApiFunction")["Events"])["Api"])["Properties"])
+			ev["Auth"] = map[string]any{"Authorizer": "NONE"}
+		}, "http api: ApiFunction: event Api: Auth {\"Authorizer\":\"NONE\"}: a route without IAM authorization"},
+		{"payload format 1.0", func(d map[string]any) {
+			ev := asMap(asMap(asMap(properties(d, "ApiFunction")["Events"])["Api"])["Properties"])
+			ev["PayloadFormatVersion"] = "1.0"
+		}, `http api: ApiFunction: event Api: PayloadFormatVersion "1.0", want "2.0"`},
+		{"SAM's implicit API (no IAM)", func(d map[string]any) {
+			ev := asMap(asMap(asMap(properties(d, "ApiFunction")["Events"])["Api"])["Properties"])
+			delete(ev, "ApiId")
+		}, "http api: ApiFunction: event Api: ApiId null, want a Ref to an AWS::Serverless::HttpApi of the stack"},
+		{"the api function outliving its idempotency keys' stale time", func(d map[string]any) {
+			properties(d, "ApiFunction")["Timeout"] = 60
+		}, "http api: ApiFunction: Timeout 60 s, want under API Gateway's 30 s and under dynamostore.CreateStaleAfter"},
+		{"no throttle alarm on the api function", func(d map[string]any) {
+			delete(asMap(d["Resources"]), "ApiThrottlesAlarm")
+		}, "http api: no alarm on AWS/Lambda Throttles FunctionName=ApiFunction"},
+		{"no errors alarm on the api function", func(d map[string]any) {
+			delete(asMap(d["Resources"]), "ApiErrorsAlarm")
+		}, "alarms and dashboard: no alarm on AWS/Lambda Errors FunctionName=ApiFunction"},
+		{"a duration alarm far from the timeout", func(d map[string]any) {
+			properties(d, "ApiDurationAlarm")["Threshold"] = 5000
+		}, "http api: ApiFunction's Duration alarm: Statistic \"Maximum\", Threshold 5000 ms"},
+		{"no 5xx alarm on the API", func(d map[string]any) {
+			delete(asMap(d["Resources"]), "Api5xxAlarm")
+		}, "http api: no alarm on AWS/ApiGateway 5xx ApiId=Api"},
+		{"no API URL output", func(d map[string]any) {
+			delete(asMap(d["Outputs"]), "ApiUrl")
+		}, "http api: Api: no output gives its URL"},
+		{"the api function writes accounts", func(d map[string]any) {
+			for _, st := range statements(d, "ApiFunction") {
+				if asMap(st)["Sid"] == "IdempotencyRecords" {
+					delete(asMap(st), "Condition")
+				}
+			}
+		}, "least privilege: ApiFunction.Policies[0].Statement[3]: ApiFunction may dynamodb:PutItem, dynamodb:DeleteItem on WorkspaceTable with condition null"},
+		{"the api function reads tokens", func(d map[string]any) {
+			addStatement(d, "ApiFunction", map[string]any{"Effect": "Allow", "Action": "dynamodb:GetItem", "Resource": getAtt("CredentialsTable", "Arn")})
+		}, "ApiFunction is granted the credentials table; only PublisherFunction, ConfirmFunction, SweeperFunction act with tokens"},
+		{"the api function takes jobs", func(d map[string]any) {
+			addStatement(d, "ApiFunction", map[string]any{"Effect": "Allow", "Action": "sqs:ReceiveMessage", "Resource": getAtt("PublishQueue", "Arn")})
+		}, "ApiFunction may sqs:ReceiveMessage on PublishQueue: only the publish queue's consumer"},
+		{"the api function cannot schedule", func(d map[string]any) {
+			for _, st := range statements(d, "ApiFunction") {
+				if asMap(st)["Sid"] == "ScheduleSlots" {
+					asMap(st)["Action"] = "scheduler:GetSchedule"
+				}
+			}
+		}, "least privilege: ApiFunction may not scheduler:CreateSchedule on"},
 
 		// Outputs.
 		{"an output the CLI reads is missing", func(d map[string]any) {

@@ -143,7 +143,8 @@ func functionDir(id string) (string, bool) {
 
 // checkFunctions: every function is built by the Makefile from the module
 // root for provided.al2023 on arm64 as `bootstrap`, logs JSON, and has a
-// timeout.
+// timeout; every package main under functions/ is a function of the
+// template.
 func checkFunctions(c *contract, t *tmpl) []string {
 	var problems []string
 	fns := resourcesOf(t, "AWS::Serverless::Function")
@@ -179,6 +180,18 @@ func checkFunctions(c *contract, t *tmpl) []string {
 		}
 		if _, ok := functionDir(id); !ok {
 			problems = append(problems, fmt.Sprintf("%s: a function's logical id must be <Name>Function, built from functions/<name>", id))
+		}
+	}
+	// Every function of the code is deployed.
+	dirs, err := filepath.Glob(filepath.Join(c.root, "functions", "*", "main.go"))
+	if err != nil {
+		return append(problems, err.Error())
+	}
+	for _, d := range dirs {
+		name := filepath.Base(filepath.Dir(d))
+		id := strings.ToUpper(name[:1]) + name[1:] + "Function"
+		if resourceType(t, id) != "AWS::Serverless::Function" {
+			problems = append(problems, fmt.Sprintf("functions/%s has no function %s in the template", name, id))
 		}
 	}
 	return problems
@@ -288,7 +301,8 @@ func wiring(t *tmpl) (wired, []string) {
 
 // checkEnvironment: every function sets every variable the code reads
 // (but the documented exceptions), none the code does not read, never
-// the static key; the shared settings point at the right resources.
+// the static key, and the variables of functionOnlyEnv exactly where
+// they are needed; the shared settings point at the right resources.
 func checkEnvironment(c *contract, t *tmpl) []string {
 	_, problems := wiring(t)
 	for _, id := range resourcesOf(t, "AWS::Serverless::Function") {
@@ -297,6 +311,15 @@ func checkEnvironment(c *contract, t *tmpl) []string {
 			_, set := env[name]
 			_, optional := optionalEnv[name]
 			why, forbidden := forbiddenEnv[name]
+			if only, ok := functionOnlyEnv[name]; ok {
+				switch needs := slices.Contains(only.functions, id); {
+				case needs && !set:
+					problems = append(problems, fmt.Sprintf("%s: %s is not set: %s", id, name, only.why))
+				case !needs && set:
+					problems = append(problems, fmt.Sprintf("%s sets %s, which only %s read(s): %s", id, name, strings.Join(only.functions, ", "), only.why))
+				}
+				continue
+			}
 			switch {
 			case forbidden && set:
 				problems = append(problems, fmt.Sprintf("%s sets %s: %s", id, name, why))
@@ -333,8 +356,8 @@ type indexShape struct {
 }
 
 // checkTables: the tables are dynamostore.Tables(prefix), with
-// point-in-time recovery, retained with the stack, the ledger's TTL on
-// dynamostore.TTLAttribute.
+// point-in-time recovery, retained with the stack, the TTLs of
+// dynamostore.TimeToLives (the ledger's and the workspace table's).
 func checkTables(c *contract, t *tmpl) []string {
 	w, problems := wiring(t)
 	if t.typed == nil {
@@ -363,7 +386,10 @@ func checkTables(c *contract, t *tmpl) []string {
 		want[aws.ToString(in.TableName)] = s
 	}
 	got := map[string]tableShape{}
-	ttl := dynamostore.TimeToLive(w.prefix)
+	ttls := map[string]string{} // table name → TTL attribute
+	for _, in := range dynamostore.TimeToLives(w.prefix) {
+		ttls[aws.ToString(in.TableName)] = aws.ToString(in.TimeToLiveSpecification.AttributeName)
+	}
 	for id, tb := range t.typed.GetAllDynamoDBTableResources() {
 		name := id + " (no TableName)"
 		if tb.TableName != nil {
@@ -404,12 +430,8 @@ func checkTables(c *contract, t *tmpl) []string {
 		if s := tb.TimeToLiveSpecification; s != nil && s.Enabled {
 			gotTTL = aws.ToString(s.AttributeName)
 		}
-		wantTTL := ""
-		if name == aws.ToString(ttl.TableName) {
-			wantTTL = aws.ToString(ttl.TimeToLiveSpecification.AttributeName)
-		}
-		if gotTTL != wantTTL {
-			problems = append(problems, fmt.Sprintf("%s: TTL attribute %q, want %q (dynamostore.TimeToLive)", id, gotTTL, wantTTL))
+		if wantTTL := ttls[name]; gotTTL != wantTTL {
+			problems = append(problems, fmt.Sprintf("%s: TTL attribute %q, want %q (dynamostore.TimeToLives)", id, gotTTL, wantTTL))
 		}
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -44,6 +44,18 @@ var optionalEnv = map[string]string{
 	awsruntime.EnvOAuthSecret:   "optional: each account's credential carries its own OAuth client",
 }
 
+// functionOnlyEnv are variables only some functions read: exactly those
+// functions set them, and why they need them.
+var functionOnlyEnv = map[string]struct {
+	functions []string
+	why       string
+}{
+	awsruntime.EnvScheduleGroup:         {[]string{"ApiFunction"}, "the api function schedules the posts it creates (awsruntime.Runtime.PostScheduler)"},
+	awsruntime.EnvTriggerFunctionARN:    {[]string{"ApiFunction"}, "the api function schedules the posts it creates (awsruntime.Runtime.PostScheduler)"},
+	awsruntime.EnvSchedulerRoleARN:      {[]string{"ApiFunction"}, "the api function schedules the posts it creates (awsruntime.Runtime.PostScheduler)"},
+	awsruntime.EnvScheduleDeadLetterARN: {[]string{"ApiFunction"}, "the api function schedules the posts it creates (awsruntime.Runtime.PostScheduler)"},
+}
+
 // forbiddenEnv are variables the template must never set, and why.
 var forbiddenEnv = map[string]string{
 	awsruntime.EnvStaticKey: "a static credential key is for emulators only; on AWS the KMS key wraps the data key",

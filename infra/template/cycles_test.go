@@ -52,8 +52,11 @@ func checkDependencies(_ *contract, t *tmpl) []string {
 		for _, n := range edges[id] {
 			switch state[n] {
 			case onPath:
+				// The cycle from its least id, whichever it was entered by.
 				i := slices.Index(path, n)
-				cycle := append(append([]string(nil), path[i:]...), n)
+				ring := path[i:]
+				least := slices.Index(ring, slices.Min(ring))
+				cycle := append(append(append([]string(nil), ring[least:]...), ring[:least]...), ring[least])
 				problems = append(problems, fmt.Sprintf("circular references: %s (CloudFormation refuses the template)", strings.Join(cycle, " → ")))
 			case unseen:
 				visit(n)

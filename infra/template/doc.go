@@ -22,8 +22,15 @@
 //     tokens; no one deletes ledger rows and no function credentials, the
 //     trigger writes no post, only the publisher takes jobs from the
 //     publish queue, schedule writes are scoped to the slot schedules
-//     (never the sweeper's), buckets deny requests without TLS; and the
-//     grants the code's calls need are there;
+//     (never the sweeper's), buckets deny requests without TLS, the API
+//     function writes the workspace table only in the idempotency
+//     records' partitions; and the grants the code's calls need are
+//     there;
+//   - the HTTP API: IAM on every route, payload format 2.0, the function
+//     behind it timed out under API Gateway's 30 s and
+//     dynamostore.CreateStaleAfter, alarms on its throttles, its duration
+//     and the stage's 5xx, its URL an output; every functions/<name> is a
+//     function of the template;
 //   - the build: `make build-<LogicalId> ARTIFACTS_DIR=…`, what `sam build`
 //     runs, makes a linux/arm64 bootstrap of the function's package
 //     (skipped under -short).

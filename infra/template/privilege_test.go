@@ -95,6 +95,7 @@ func checkLeastPrivilege(c *contract, t *tmpl) []string {
 	}
 	problems = append(problems, checkScheduleWrites(t, stmts)...)
 	problems = append(problems, checkBucketsDenyPlainHTTP(t)...)
+	problems = append(problems, checkAPIWorkspaceWrites(t, stmts, workspaceTable)...)
 
 	slots := slotSchedulesARN(t)
 	needs := []need{
@@ -111,6 +112,18 @@ func checkLeastPrivilege(c *contract, t *tmpl) []string {
 		{owner: operatorPolicy, action: "dynamodb:DeleteItem", target: postsTable, why: "`post add` drops what a taken-over creation of the id left"},
 		{owner: operatorPolicy, action: "scheduler:CreateSchedule", arn: slots, why: "`post add` and `post reschedule` create slot schedules (ebschedule.PutSlot)"},
 		{owner: operatorPolicy, action: "scheduler:UpdateSchedule", arn: slots, why: "ebschedule.PutSlot updates a slot schedule that exists"},
+		{owner: "ApiFunction", action: "dynamodb:PutItem", target: workspaceTable, why: "POST /v1/posts writes the Idempotency-Key's record (dynamostore.CreatePostWithKey)"},
+		{owner: "ApiFunction", action: "dynamodb:DeleteItem", target: workspaceTable, why: "a create whose post id is refused drops its key's record"},
+		{owner: "ApiFunction", action: "dynamodb:PutItem", target: postsTable, why: "POST /v1/posts writes the post and its targets"},
+		{owner: "ApiFunction", action: "dynamodb:DeleteItem", target: postsTable, why: "a retry taking a dead request's key over drops what its creation left"},
+		{owner: "ApiFunction", action: "dynamodb:Query", target: postsTable, why: "GET /v1/posts/{id} reads the post's partition, GET /v1/posts the status index"},
+		{owner: "ApiFunction", action: "sqs:SendMessage", target: w.queue, why: "a slot too close to schedule is queued at once; a redriven dead letter goes back"},
+		{owner: "ApiFunction", action: "sqs:DeleteMessage", target: w.deadLetter, why: "redrive and drop delete the dead letter"},
+		{owner: "ApiFunction", action: "states:SendTaskSuccess", target: w.stateMachine, why: "a decision on a held entry goes to the workflow waiting on it"},
+		{owner: "ApiFunction", action: "s3:PutObject", target: "MediaBucket", why: "POST /v1/media stores the attachment"},
+		{owner: "ApiFunction", action: "scheduler:CreateSchedule", arn: slots, why: "POST /v1/posts and reschedule create slot schedules (ebschedule.PutSlot)"},
+		{owner: "ApiFunction", action: "scheduler:UpdateSchedule", arn: slots, why: "ebschedule.PutSlot updates a slot schedule that exists"},
+		{owner: "ApiFunction", action: "iam:PassRole", target: "SchedulerRole", why: "a slot schedule runs as SchedulerRole"},
 	}
 	for _, n := range needs {
 		switch {
@@ -304,4 +317,40 @@ func deniesPlainHTTP(s map[string]any, bucket string) bool {
 	}
 	secure := asMap(asMap(s["Condition"])["Bool"])["aws:SecureTransport"]
 	return onBucket && onObjects && (secure == "false" || secure == false)
+}
+
+// idempotencyPartitions is the dynamodb:LeadingKeys pattern of the
+// idempotency records' partitions.
+var idempotencyPartitions = dynamostore.IdempotencyPartitionPrefix + "*"
+
+// checkAPIWorkspaceWrites: a function behind an HTTP API (an HttpApi
+// event) writes the workspace table only in the idempotency records'
+// partitions (a condition ForAllValues:StringLike on dynamodb:LeadingKeys
+// naming them alone): a caller of the API can never change an account or
+// the blocklist through it.
+func checkAPIWorkspaceWrites(t *tmpl, stmts []statement, workspace string) []string {
+	if workspace == "" {
+		return nil
+	}
+	behindAPI := map[string]bool{}
+	for _, fn := range resourcesOf(t, "AWS::Serverless::Function") {
+		for _, ev := range asMap(props(t, fn)["Events"]) {
+			if asMap(ev)["Type"] == "HttpApi" {
+				behindAPI[fn] = true
+			}
+		}
+	}
+	var problems []string
+	for _, s := range stmts {
+		writes := allowedActions(s, dynamoWrites)
+		if !behindAPI[s.owner] || len(writes) == 0 || !covers(s, workspace) {
+			continue
+		}
+		keys := asList(asMap(asMap(s.stmt["Condition"])["ForAllValues:StringLike"])["dynamodb:LeadingKeys"])
+		if len(keys) != 1 || keys[0] != idempotencyPartitions {
+			problems = append(problems, fmt.Sprintf("%s: %s may %s on %s with condition %s; want ForAllValues:StringLike dynamodb:LeadingKeys [%q] only: the API writes idempotency records, never an account or the blocklist",
+				s.path, s.owner, strings.Join(writes, ", "), workspace, show(s.stmt["Condition"]), idempotencyPartitions))
+		}
+	}
+	return problems
 }

@@ -102,10 +102,26 @@ type newerSAMProperty struct {
 	doc string
 	// as is the CloudFormation resource type and property it becomes.
 	asType, asProperty string
+	// typ is its type when it becomes no CloudFormation property (a SAM
+	// switch).
+	typ specType
 }
 
-// newerSAMProperties is the allow-list, by SAM resource type and property.
+// newerSAMProperties is the allow-list, by SAM resource type (or the
+// specification's name of a SAM property type) and property.
 var newerSAMProperties = map[string]map[string]newerSAMProperty{
+	"AWS::Serverless::HttpApi": {
+		"AccessLogSettings": {
+			doc:    "https://docs.aws.amazon.com/serverless-application-model/latest/developerguide/sam-resource-httpapi.html#sam-httpapi-accesslogsettings",
+			asType: "AWS::ApiGatewayV2::Stage", asProperty: "AccessLogSettings",
+		},
+	},
+	"HttpApiAuth": {
+		"EnableIamAuthorizer": {
+			doc: "https://docs.aws.amazon.com/serverless-application-model/latest/developerguide/sam-property-httpapi-httpapiauth.html",
+			typ: specType{Type: "boolean"},
+		},
+	},
 	"AWS::Serverless::Function": {
 		// Also a Globals property:
 		// https://docs.aws.amazon.com/serverless-application-model/latest/developerguide/sam-specification-template-anatomy-globals.html
@@ -208,7 +224,10 @@ func (s *spec) validateProperties(path, typ string, defs map[string]specProperty
 		def, ok := defs[name]
 		if !ok {
 			if extra, ok := newerSAMProperties[typ][name]; ok {
-				def = s.resources[extra.asType].Properties[extra.asProperty]
+				def = specProperty{Type: extra.typ}
+				if extra.asType != "" {
+					def = s.resources[extra.asType].Properties[extra.asProperty]
+				}
 			} else {
 				problems = append(problems, fmt.Sprintf("%s.%s: not a property of %s", path, name, typ))
 				continue

@@ -26,11 +26,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"oncepost/shared/awsclient"
+	"oncepost/shared/awsschedule"
 	"oncepost/shared/dynamostore"
+	"oncepost/shared/ebschedule"
 	"oncepost/shared/emf"
 	"oncepost/shared/platform/catalog"
 	"oncepost/shared/platform/mastodon"
@@ -55,6 +58,12 @@ const (
 	EnvOAuthSecret     = "ONCEPOST_OAUTH_CLIENT_SECRET"
 	EnvMetricsNS       = "ONCEPOST_METRICS_NAMESPACE"
 	EnvMediaBucket     = "ONCEPOST_MEDIA_BUCKET"
+	// The slot schedules' settings (ebschedule.Config), for a function
+	// that schedules posts (the api function's PostScheduler).
+	EnvScheduleGroup         = "ONCEPOST_SCHEDULE_GROUP"
+	EnvTriggerFunctionARN    = "ONCEPOST_TRIGGER_FUNCTION_ARN"
+	EnvSchedulerRoleARN      = "ONCEPOST_SCHEDULER_ROLE_ARN"
+	EnvScheduleDeadLetterARN = "ONCEPOST_SCHEDULE_DEAD_LETTER_ARN"
 )
 
 // Env is a function's settings, read from the environment.
@@ -70,6 +79,12 @@ type Env struct {
 	OAuthSecret     string
 	MetricsNS       string
 	MediaBucket     string
+	// ScheduleGroup, TriggerFunctionARN, SchedulerRoleARN and
+	// ScheduleDeadLetterARN are the slot schedules' (ebschedule.Config).
+	ScheduleGroup         string
+	TriggerFunctionARN    string
+	SchedulerRoleARN      string
+	ScheduleDeadLetterARN string
 	// The notifier's and the webhooks function's (webhooks.go).
 	EventBusName         string
 	WebhookQueueURL      string
@@ -84,7 +99,9 @@ func ReadEnv(lookup func(string) (string, bool)) (Env, error) {
 		TablePrefix: get(EnvTablePrefix), KMSKeyID: get(EnvKMSKeyID), QueueURL: get(EnvQueueURL),
 		DeadLetterURL: get(EnvDeadLetterURL), StateMachineARN: get(EnvStateMachineARN),
 		OAuthClientID: get(EnvOAuthClientID), OAuthSecret: get(EnvOAuthSecret), MetricsNS: get(EnvMetricsNS),
-		MediaBucket: get(EnvMediaBucket), EventBusName: get(EnvEventBusName), WebhookQueueURL: get(EnvWebhookQueueURL),
+		MediaBucket: get(EnvMediaBucket), ScheduleGroup: get(EnvScheduleGroup), TriggerFunctionARN: get(EnvTriggerFunctionARN),
+		SchedulerRoleARN: get(EnvSchedulerRoleARN), ScheduleDeadLetterARN: get(EnvScheduleDeadLetterARN),
+		EventBusName: get(EnvEventBusName), WebhookQueueURL: get(EnvWebhookQueueURL),
 		WebhookDeadLetterURL: get(EnvWebhookDeadLetterURL),
 	}
 	if e.MetricsNS == "" {
@@ -269,12 +286,37 @@ func (rt *Runtime) Trigger() (*publishing.Trigger, error) {
 	return tr, nil
 }
 
+// PostScheduler writes posts and their slots' schedules
+// (awsschedule.PostScheduler): the store, the slot schedules of
+// EnvScheduleGroup invoking EnvTriggerFunctionARN as EnvSchedulerRoleARN
+// (dead letters to EnvScheduleDeadLetterARN), and a trigger for slots too
+// near to schedule, all on the runtime's clock (Now).
+func (rt *Runtime) PostScheduler() (*awsschedule.PostScheduler, error) {
+	if err := require(EnvScheduleGroup, rt.Env.ScheduleGroup, EnvTriggerFunctionARN, rt.Env.TriggerFunctionARN,
+		EnvSchedulerRoleARN, rt.Env.SchedulerRoleARN, EnvScheduleDeadLetterARN, rt.Env.ScheduleDeadLetterARN); err != nil {
+		return nil, err
+	}
+	q, err := rt.Queue()
+	if err != nil {
+		return nil, err
+	}
+	slots, err := ebschedule.New(scheduler.NewFromConfig(rt.AWS), ebschedule.Config{
+		Group: rt.Env.ScheduleGroup, FunctionARN: rt.Env.TriggerFunctionARN, RoleARN: rt.Env.SchedulerRoleARN,
+		DeadLetterARN: rt.Env.ScheduleDeadLetterARN, Now: rt.Now,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &awsschedule.PostScheduler{
+		Store: rt.Store, Slots: slots, Now: rt.Now,
+		Trigger: &publishing.Trigger{Posts: rt.Store, Queue: q, Now: rt.Now, Owner: rt.Owner, Logger: rt.Logger},
+	}, nil
+}
+
 // SweeperMissedAfter is how late a scheduled target may be before the
-// sweeper on AWS triggers it: the slot's schedule fires a minute early and
-// the trigger does not mark targets (Trigger.FireSlot), so a target is
-// still scheduled until the publisher moves it; two minutes past its slot
-// it is missed.
-const SweeperMissedAfter = 2 * time.Minute
+// sweeper on AWS triggers it (awsschedule.SweeperMissedAfter: why two
+// minutes is a slot schedule's matter).
+const SweeperMissedAfter = awsschedule.SweeperMissedAfter
 
 // Sweeper finds what is not progressing and repairs it by re-enqueueing
 // or starting confirm workflows; stale delete entries are read back, and

@@ -24,6 +24,8 @@ func TestReadEnv(t *testing.T) {
 		{"defaults", map[string]string{EnvTablePrefix: "p-"}, Env{TablePrefix: "p-", MetricsNS: "oncepost"}, ""},
 		{"everything", map[string]string{EnvTablePrefix: "p-", EnvQueueURL: "q", EnvDeadLetterURL: "d", EnvStaticKey: key, EnvMaxReceives: "20", EnvMetricsNS: "ns"},
 			Env{TablePrefix: "p-", QueueURL: "q", DeadLetterURL: "d", StaticKey: []byte(strings.Repeat("\xab", 32)), MaxReceives: 20, MetricsNS: "ns"}, ""},
+		{"slot schedules", map[string]string{EnvScheduleGroup: "g", EnvTriggerFunctionARN: "fn", EnvSchedulerRoleARN: "role", EnvScheduleDeadLetterARN: "dlq"},
+			Env{MetricsNS: "oncepost", ScheduleGroup: "g", TriggerFunctionARN: "fn", SchedulerRoleARN: "role", ScheduleDeadLetterARN: "dlq"}, ""},
 		{"short key", map[string]string{EnvStaticKey: "abcd"}, Env{}, EnvStaticKey + ": want 64 hex digits"},
 		{"not hex", map[string]string{EnvStaticKey: strings.Repeat("zz", 32)}, Env{}, EnvStaticKey},
 		{"bad receives", map[string]string{EnvMaxReceives: "0"}, Env{}, EnvMaxReceives + `: "0" is not a positive number`},
@@ -58,6 +60,9 @@ func TestMissingSettingsAreNamed(t *testing.T) {
 	}
 	if _, err := rt.Workflows(); err == nil || !strings.Contains(err.Error(), EnvStateMachineARN) {
 		t.Errorf("Workflows without an ARN = %v", err)
+	}
+	if _, err := rt.PostScheduler(); err == nil || !strings.Contains(err.Error(), EnvScheduleGroup) || !strings.Contains(err.Error(), EnvSchedulerRoleARN) {
+		t.Errorf("PostScheduler without the schedules' settings = %v", err)
 	}
 }
 

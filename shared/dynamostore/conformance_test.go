@@ -54,6 +54,34 @@ func TestPostPagesConformance(t *testing.T) {
 	})
 }
 
+func TestIntakeConformance(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	next := e.pool(t, PostsTable, WorkspaceTable)
+	publishingtest.TestIntake(t, func(t *testing.T) publishingtest.Intake {
+		prefix := next(t)
+		a, b := e.store(t, prefix, nil, Options{}), e.store(t, prefix, nil, Options{})
+		p := &intakePair{pair{a: a, b: b}}
+		return publishingtest.Intake{Scheduler: p, Keys: p, Posts: &postsPair{pair{a: a, b: b}}, KeyFirst: true}
+	})
+}
+
+// intakePair is the store's side of a keyed create as a
+// publishing.PostScheduler without schedules (awsschedule adds those).
+type intakePair struct{ pair }
+
+func (p *intakePair) CreatePost(ctx context.Context, pp post.Post, key *publishing.IdempotencyRecord) error {
+	return p.pick().CreatePostWithKey(ctx, pp, key)
+}
+func (p *intakePair) Reschedule(ctx context.Context, id post.ID, account post.AccountID, slot time.Time) error {
+	_, err := p.pick().RescheduleTarget(ctx, id, account, slot, time.Now())
+	return err
+}
+func (p *intakePair) Cancelled(context.Context, publishing.TargetRef) {}
+func (p *intakePair) GetIdempotencyRecord(ctx context.Context, scope, key string) (publishing.IdempotencyRecord, error) {
+	return p.pick().GetIdempotencyRecord(ctx, scope, key)
+}
+
 func TestAccountsConformance(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

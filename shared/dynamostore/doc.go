@@ -14,7 +14,7 @@
 // Four tables, named Options.Prefix + LedgerTable, PostsTable,
 // WorkspaceTable, CredentialsTable; Tables returns their CreateTable
 // inputs (on-demand billing), CreateTables creates them, EnableTTL turns
-// the ledger's TTL on. Times are stored as fixed-width RFC 3339 strings in
+// the TTLs of the ledger and the workspace table on. Times are stored as fixed-width RFC 3339 strings in
 // UTC with nanoseconds, so string order is time order; empty strings and
 // zero times are not stored at all.
 //
@@ -66,8 +66,11 @@
 //
 // workspace — key (pk, sk): accounts in partition "account" (sorted by
 // id: ListAccounts is one Query), the blocklist in partition "blocked"
-// (sorted by key, as BlockedTerms lists it), and the credentials' wrapped
-// data key in partition "config".
+// (sorted by key, as BlockedTerms lists it), the credentials' wrapped
+// data key in partition "config", and the API's idempotency records, each
+// in a partition of its own ("idempotency#<hash of scope and key>", see
+// CreatePostWithKey) with a ttl (publishing.IdempotencyKeep after it was
+// written): the workspace table's TTL, which no other item carries.
 //
 // credentials — key "account". Kept apart from accounts (a table of its
 // own, so IAM can give it to the publisher only): the access and refresh
@@ -106,6 +109,14 @@
 //	              carry the stored item — DynamoDB sends it, dynalite does not)
 //	Open, Held    4 Query (one per shard) + 1 BatchGetItem per 50 entries listed
 //	CreatePost    2 + len(Targets) writes
+//	CreatePostWithKey
+//	              1 PutItem (the record) + CreatePost's; a key used before:
+//	              1 refused PutItem + 1 GetItem (the post item; +1 GetItem
+//	              of the record on dynalite); a takeover +1 PutItem
+//	GetIdempotencyRecord
+//	              1 GetItem, strongly consistent (+1 GetItem, the post item,
+//	              for a record older than CreateStaleAfter)
+//	Budget        1 GetItem, strongly consistent
 //	GetPost       1 Query, strongly consistent
 //	GetTarget     1 BatchGetItem shared by the reads made within ReadWindow
 //	              (up to 50), strongly consistent

@@ -124,3 +124,25 @@ func (s *Store) paceWrite(ctx context.Context, account post.AccountID, rates []p
 	}
 	return nil, true, nil
 }
+
+// Budget is, for each of rates, how many sends the account may make at
+// now (pace.Left of its stored budget: one consistent GetItem; an
+// account never paced has its whole budget): what the API shows as an
+// account's posting budget left.
+func (s *Store) Budget(ctx context.Context, account post.AccountID, rates []platform.Rate, now time.Time) ([]int, error) {
+	stored, err := s.getItem(ctx, s.tables.workspace, paceKey(account))
+	if err != nil {
+		return nil, fmt.Errorf("budget of %s: %w", account, err)
+	}
+	tats := map[string]time.Time{}
+	var d decoder
+	for _, r := range rates {
+		if v := sval(stored, paceAttr(r)); v != "" {
+			tats[pace.Key(r)] = d.time(paceAttr(r), v)
+		}
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("budget of %s: %w", account, d.err)
+	}
+	return pace.Left(tats, rates, now), nil
+}

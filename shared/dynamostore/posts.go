@@ -214,24 +214,38 @@ func newCreateID(now time.Time) string {
 // does not target are deleted. Cost: 2 + len(Targets) writes, plus a
 // StatusIndex write per target.
 func (s *Store) CreatePost(ctx context.Context, p post.Post) error {
-	if err := s.createPost(ctx, p); err != nil {
+	if err := checkTargets(p); err != nil {
+		return fmt.Errorf("create post %s: %w", p.ID, err)
+	}
+	now := s.now()
+	if err := s.createPost(ctx, p, now, newCreateID(now)); err != nil {
 		return fmt.Errorf("create post %s: %w", p.ID, err)
 	}
 	return nil
 }
 
-func (s *Store) createPost(ctx context.Context, p post.Post) error {
+// checkTargets refuses a post that targets an account twice (a target is
+// an item keyed by its account).
+func checkTargets(p post.Post) error {
 	seen := map[post.AccountID]bool{}
-	accounts := make([]string, 0, len(p.Targets))
 	for _, t := range p.Targets {
 		if seen[t.Account] {
 			return fmt.Errorf("account %s is targeted twice", t.Account)
 		}
 		seen[t.Account] = true
+	}
+	return nil
+}
+
+// createPost writes p as the creation createID, started at now (the
+// steps of CreatePost); p's targets are checked (checkTargets).
+func (s *Store) createPost(ctx context.Context, p post.Post, now time.Time, createID string) error {
+	seen := map[post.AccountID]bool{}
+	accounts := make([]string, 0, len(p.Targets))
+	for _, t := range p.Targets {
+		seen[t.Account] = true
 		accounts = append(accounts, string(t.Account))
 	}
-	now := s.now()
-	createID := newCreateID(now)
 	pi := postItem{
 		Post: string(p.ID), Item: postItemKey, Body: p.Body, Texts: p.Texts, CreatedAt: encTime(p.CreatedAt), Accounts: accounts,
 		CreateID: createID, Phase: phaseCreating, ClaimedAt: encTime(now),
@@ -257,14 +271,14 @@ func (s *Store) createPost(ctx context.Context, p post.Post) error {
 	if old, ok := conditionFailed(err); ok {
 		if old == nil {
 			if old, err = s.getItem(ctx, s.tables.posts, postKey(p.ID)); err != nil {
-				return fmt.Errorf("id exists (reading it: %v): %w", err, post.ErrConflict)
+				return notClaimed{fmt.Errorf("id exists (reading it: %v): %w", err, post.ErrConflict)}
 			}
 		}
 		if sval(old, attrPhase) == phaseCreating {
-			return fmt.Errorf("id taken by a creation in progress since %s (taken over %s after it): %w",
-				sval(old, attrClaimed), CreateStaleAfter, post.ErrConflict)
+			return notClaimed{fmt.Errorf("id taken by a creation in progress since %s (taken over %s after it): %w",
+				sval(old, attrClaimed), CreateStaleAfter, post.ErrConflict)}
 		}
-		return fmt.Errorf("id exists: %w", post.ErrConflict)
+		return notClaimed{fmt.Errorf("id exists: %w", post.ErrConflict)}
 	}
 	if err != nil {
 		return err
@@ -294,14 +308,20 @@ func (s *Store) createPost(ctx context.Context, p post.Post) error {
 	}
 
 	// 3. Commit.
+	return s.commitPost(ctx, p.ID, createID)
+}
+
+// commitPost makes the creation createID of post id visible, if the post
+// item is still that creation's, unfinished.
+func (s *Store) commitPost(ctx context.Context, id post.ID, createID string) error {
 	var c expr
 	var u update
 	u.set(&c, attrPhase, str(phaseReady))
 	u.remove(&c, attrClaimed)
 	expression := u.String()
-	cond = fmt.Sprintf("%s = %s AND %s = %s", c.name(attrCreateID), c.str(createID), c.name(attrPhase), c.str(phaseCreating))
-	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: &s.tables.posts, Key: postKey(p.ID), UpdateExpression: &expression, ConditionExpression: &cond,
+	cond := fmt.Sprintf("%s = %s AND %s = %s", c.name(attrCreateID), c.str(createID), c.name(attrPhase), c.str(phaseCreating))
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.tables.posts, Key: postKey(id), UpdateExpression: &expression, ConditionExpression: &cond,
 		ExpressionAttributeNames: c.names, ExpressionAttributeValues: c.values,
 	})
 	if _, ok := conditionFailed(err); ok {
@@ -309,6 +329,13 @@ func (s *Store) createPost(ctx context.Context, p post.Post) error {
 	}
 	return err
 }
+
+// notClaimed is createPost's refusal at its first write: nothing of the
+// creation was written.
+type notClaimed struct{ err error }
+
+func (e notClaimed) Error() string { return e.err.Error() }
+func (e notClaimed) Unwrap() error { return e.err }
 
 // dropLeftovers deletes the targets a taken-over creation wrote for
 // accounts the new post does not target (best effort: GetPost ignores

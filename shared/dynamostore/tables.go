@@ -42,8 +42,10 @@ const (
 	StatusShards = 4
 )
 
-// TTLAttribute is the ledger's time-to-live attribute: epoch seconds, set
-// on terminal entries only (ledger.Entry.ExpiresAt rounded up).
+// TTLAttribute is the time-to-live attribute of the ledger and the
+// workspace table: epoch seconds, set on terminal ledger entries only
+// (ledger.Entry.ExpiresAt rounded up) and on idempotency records (their
+// creation + publishing.IdempotencyKeep); no other item carries it.
 const TTLAttribute = "ttl"
 
 // Tables returns the CreateTable inputs of the store's four tables, named
@@ -108,6 +110,23 @@ func TimeToLive(prefix string) dynamodb.UpdateTimeToLiveInput {
 		TableName: aws.String(namesFor(prefix).ledger),
 		TimeToLiveSpecification: &types.TimeToLiveSpecification{
 			AttributeName: aws.String(TTLAttribute), Enabled: aws.Bool(true),
+		},
+	}
+}
+
+// TimeToLives are the UpdateTimeToLive inputs of every table with a TTL:
+// the ledger's (TimeToLive) and the workspace table's, which drops
+// idempotency records publishing.IdempotencyKeep after they were written
+// (reads ignore an expired record meanwhile). EnableTTL makes these
+// calls; a template must declare the same.
+func TimeToLives(prefix string) []dynamodb.UpdateTimeToLiveInput {
+	return []dynamodb.UpdateTimeToLiveInput{
+		TimeToLive(prefix),
+		{
+			TableName: aws.String(namesFor(prefix).workspace),
+			TimeToLiveSpecification: &types.TimeToLiveSpecification{
+				AttributeName: aws.String(TTLAttribute), Enabled: aws.Bool(true),
+			},
 		},
 	}
 }
@@ -188,16 +207,17 @@ func active(t *types.TableDescription) bool {
 	return true
 }
 
-// EnableTTL enables the ledger's TTL (TimeToLive(prefix)). DynamoDB
-// refuses it while it is already enabled; that is not an error here.
+// EnableTTL enables the TTLs of TimeToLives(prefix). DynamoDB refuses
+// one while it is already enabled; that is not an error here.
 func EnableTTL(ctx context.Context, client TablesAPI, prefix string) error {
-	in := TimeToLive(prefix)
-	if _, err := client.UpdateTimeToLive(ctx, &in); err != nil {
-		var ve interface{ ErrorMessage() string }
-		if errors.As(err, &ve) && strings.Contains(strings.ToLower(ve.ErrorMessage()), "already enabled") {
-			return nil
+	for _, in := range TimeToLives(prefix) {
+		if _, err := client.UpdateTimeToLive(ctx, &in); err != nil {
+			var ve interface{ ErrorMessage() string }
+			if errors.As(err, &ve) && strings.Contains(strings.ToLower(ve.ErrorMessage()), "already enabled") {
+				continue
+			}
+			return fmt.Errorf("enable TTL on %s: %w", aws.ToString(in.TableName), err)
 		}
-		return fmt.Errorf("enable TTL on %s: %w", aws.ToString(in.TableName), err)
 	}
 	return nil
 }

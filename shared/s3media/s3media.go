@@ -45,6 +45,7 @@ var refPattern = regexp.MustCompile(`^[0-9a-f]{64}\.(png|jpg|gif|webp)$`)
 type API interface {
 	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
 	PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
 }
 
 var _ API = (*s3.Client)(nil)
@@ -153,4 +154,28 @@ func (s *Store) PutMedia(ctx context.Context, ref, contentType string, data []by
 		return fmt.Errorf("store media %s in s3://%s: %w", ref, s.bucket, err)
 	}
 	return nil
+}
+
+// WriteMedia stores an uploaded attachment under its ref (PutMedia with
+// its content type): the API's POST /v1/media on AWS.
+func (s *Store) WriteMedia(ctx context.Context, m post.Media, data []byte) error {
+	return s.PutMedia(ctx, m.Ref, m.ContentType, data)
+}
+
+// MediaSize is a stored attachment's size in bytes (one HeadObject: IAM's
+// s3:GetObject), an error wrapping post.ErrNotFound when there is none
+// and one wrapping publishing.ErrMediaInvalid for a ref that is no
+// content hash.
+func (s *Store) MediaSize(ctx context.Context, ref string) (int64, error) {
+	if err := checkRef(ref); err != nil {
+		return 0, err
+	}
+	out, err := s.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(Prefix + ref)})
+	if errors.As(err, new(*types.NotFound)) || errors.As(err, new(*types.NoSuchKey)) {
+		return 0, fmt.Errorf("media %s in s3://%s: %w", ref, s.bucket, post.ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read the size of media %s in s3://%s: %w", ref, s.bucket, err)
+	}
+	return aws.ToInt64(out.ContentLength), nil
 }

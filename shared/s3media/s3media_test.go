@@ -53,6 +53,22 @@ func TestStoreOnFauxqs(t *testing.T) {
 	if _, err := st.ReadMedia(t.Context(), missing); !errors.Is(err, post.ErrNotFound) {
 		t.Errorf("ReadMedia of a ref never stored = %v, want post.ErrNotFound", err)
 	}
+	if n, err := st.MediaSize(t.Context(), ref); err != nil || n != int64(len(data)) {
+		t.Errorf("MediaSize = %d, %v; want %d", n, err, len(data))
+	}
+	if _, err := st.MediaSize(t.Context(), missing); !errors.Is(err, post.ErrNotFound) {
+		t.Errorf("MediaSize of a ref never stored = %v, want post.ErrNotFound", err)
+	}
+	if _, err := st.MediaSize(t.Context(), "../etc/passwd"); !errors.Is(err, publishing.ErrMediaInvalid) {
+		t.Errorf("MediaSize of a bad ref = %v, want publishing.ErrMediaInvalid", err)
+	}
+	written := post.Media{Ref: hex.EncodeToString(make([]byte, 31)) + "01.png", ContentType: "image/png"}
+	if err := st.WriteMedia(t.Context(), written, data[:10]); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := st.MediaSize(t.Context(), written.Ref); err != nil || n != 10 {
+		t.Errorf("MediaSize after WriteMedia = %d, %v; want 10", n, err)
+	}
 	for _, bad := range []string{"../etc/passwd", ref + "/x", "ABC.png", hex.EncodeToString(sum[:]) + ".exe"} {
 		if _, err := st.ReadMedia(t.Context(), bad); err == nil {
 			t.Errorf("ReadMedia(%q) succeeded", bad)
@@ -181,6 +197,22 @@ func TestReadMediaTransientErrorsAreNotRefusals(t *testing.T) {
 	missing := hex.EncodeToString(make([]byte, 32)) + ".png"
 	if _, err := st.ReadMedia(t.Context(), missing); !errors.Is(err, post.ErrNotFound) {
 		t.Errorf("ReadMedia of a ref never stored = %v, want post.ErrNotFound", err)
+	}
+	if n, err := st.MediaSize(t.Context(), ref); err != nil || n != int64(len(data)) {
+		t.Errorf("MediaSize = %d, %v; want %d", n, err, len(data))
+	}
+	if _, err := st.MediaSize(t.Context(), missing); !errors.Is(err, post.ErrNotFound) {
+		t.Errorf("MediaSize of a ref never stored = %v, want post.ErrNotFound", err)
+	}
+	if _, err := st.MediaSize(t.Context(), "../etc/passwd"); !errors.Is(err, publishing.ErrMediaInvalid) {
+		t.Errorf("MediaSize of a bad ref = %v, want publishing.ErrMediaInvalid", err)
+	}
+	written := post.Media{Ref: hex.EncodeToString(make([]byte, 31)) + "01.png", ContentType: "image/png"}
+	if err := st.WriteMedia(t.Context(), written, data[:10]); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := st.MediaSize(t.Context(), written.Ref); err != nil || n != 10 {
+		t.Errorf("MediaSize after WriteMedia = %d, %v; want 10", n, err)
 	}
 	if _, err := st.ReadMedia(t.Context(), "../etc/passwd"); !errors.Is(err, publishing.ErrMediaInvalid) {
 		t.Errorf("ReadMedia of a ref that is no content hash = %v, want publishing.ErrMediaInvalid", err)

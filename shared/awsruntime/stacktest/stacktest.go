@@ -2,7 +2,8 @@
 // dynalite with oncepost's tables, fauxqs with the publish queue and its
 // dead-letter queue, a sandbox platform, the environment a function built
 // by the Makefile runs with under the Lambda Runtime Interface Emulator,
-// and a proxy in front of each emulator that counts the AWS API calls
+// a stand-in for EventBridge Scheduler's schedule writes (Schedules), and
+// a proxy in front of each emulator that counts the AWS API calls
 // made through it, by operation, whoever makes them (a function's process,
 // the test's event source mapping, the test itself).
 package stacktest
@@ -68,12 +69,14 @@ type Stack struct {
 	Sandbox                           *sandbox.Server
 	// Media is the attachments' store (fauxqs's S3).
 	Media *s3media.Store
+	// Schedules is the stand-in for EventBridge Scheduler.
+	Schedules *Schedules
 	// Calls counts the calls made through the proxies, by
 	// "<service>.<operation>" (dynamodb.PutItem, sqs.SendMessageBatch,
 	// states.StartExecution; S3's by method and path).
 	Calls *Counter
 	// endpoints of the proxies.
-	ddbURL, sqsURL, s3URL, sfnURL string
+	ddbURL, sqsURL, s3URL, sfnURL, schedulerURL string
 }
 
 // New starts the stack for t; everything stops when t ends.
@@ -86,6 +89,8 @@ func New(t testing.TB) *Stack {
 	s.sqsURL = s.Calls.proxy(t, "sqs", fauxqs)
 	s.s3URL = s.Calls.proxy(t, "s3", fauxqs)
 	s.sfnURL = s.Calls.proxy(t, "states", "http://127.0.0.1:1")
+	s.Schedules = &Schedules{}
+	s.schedulerURL = s.Calls.proxy(t, "scheduler", s.Schedules.start(t))
 	s.DynamoDB = dynamodb.NewFromConfig(emulatortest.AWSConfig(t, s.ddbURL))
 	s.SQS = sqs.NewFromConfig(emulatortest.AWSConfig(t, s.sqsURL))
 	if err := dynamostore.CreateTables(ctx, s.DynamoDB, Prefix); err != nil {
@@ -147,17 +152,22 @@ func (s *Stack) Env() map[string]string {
 	return map[string]string{
 		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
 		"AWS_ENDPOINT_URL_DYNAMODB": s.ddbURL, "AWS_ENDPOINT_URL_SQS": s.sqsURL, "AWS_ENDPOINT_URL_SFN": s.sfnURL,
-		"AWS_MAX_ATTEMPTS":               "2",
-		"ONCEPOST_TABLE_PREFIX":          Prefix,
-		"ONCEPOST_STATIC_CREDENTIAL_KEY": hex.EncodeToString(s.Key),
-		"ONCEPOST_QUEUE_URL":             s.QueueURL,
-		"ONCEPOST_DEAD_LETTER_URL":       s.DeadLetterURL,
-		"ONCEPOST_STATE_MACHINE_ARN":     StateMachineARN,
-		"ONCEPOST_MAX_RECEIVES":          fmt.Sprint(MaxReceives),
-		"ONCEPOST_METRICS_NAMESPACE":     "oncepost",
-		"ONCEPOST_MEDIA_BUCKET":          MediaBucket,
-		"AWS_ENDPOINT_URL_S3":            s.s3URL,
-		"AWS_LAMBDA_FUNCTION_TIMEOUT":    "60",
+		"AWS_MAX_ATTEMPTS":                  "2",
+		"ONCEPOST_TABLE_PREFIX":             Prefix,
+		"ONCEPOST_STATIC_CREDENTIAL_KEY":    hex.EncodeToString(s.Key),
+		"ONCEPOST_QUEUE_URL":                s.QueueURL,
+		"ONCEPOST_DEAD_LETTER_URL":          s.DeadLetterURL,
+		"ONCEPOST_STATE_MACHINE_ARN":        StateMachineARN,
+		"ONCEPOST_MAX_RECEIVES":             fmt.Sprint(MaxReceives),
+		"ONCEPOST_METRICS_NAMESPACE":        "oncepost",
+		"ONCEPOST_MEDIA_BUCKET":             MediaBucket,
+		"AWS_ENDPOINT_URL_S3":               s.s3URL,
+		"AWS_LAMBDA_FUNCTION_TIMEOUT":       "60",
+		"AWS_ENDPOINT_URL_SCHEDULER":        s.schedulerURL,
+		"ONCEPOST_SCHEDULE_GROUP":           ScheduleGroup,
+		"ONCEPOST_TRIGGER_FUNCTION_ARN":     TriggerFunctionARN,
+		"ONCEPOST_SCHEDULER_ROLE_ARN":       SchedulerRoleARN,
+		"ONCEPOST_SCHEDULE_DEAD_LETTER_ARN": ScheduleDeadLetterARN,
 	}
 }
 
