@@ -16,6 +16,7 @@ import (
 	"oncepost/shared/ledger"
 	"oncepost/shared/post"
 	"oncepost/shared/publishing"
+	"oncepost/shared/sqlitestore"
 )
 
 // defaultAPIAddr is where `oncepost serve` listens unless --addr says
@@ -142,10 +143,15 @@ func (rt *runtime) apiConfig() httpapi.Config {
 		DeadLetters: rt.queue,
 		Media:       mediaDir(rt.cfg.MediaDir),
 		Budgets:     rt.store,
+		Webhooks:    rt.store,
 		Auth:        httpapi.BearerTokens(rt.store),
 		Logger:      rt.log,
 	}
 }
+
+// The embedded store keeps the webhook subscriptions and the outbox's
+// deliveries the API serves.
+var _ httpapi.Webhooks = (*sqlitestore.Store)(nil)
 
 // operatorDecider decides held entries as `oncepost approve|confirm|
 // reject` does: publishing.Operator's decision, and an approved delete

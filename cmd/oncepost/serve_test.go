@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -231,7 +232,7 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 	w := newWorkspace(t, sandbox.Options{}, 1)
 	var stdout, stderr bytes.Buffer
-	if code := runCLI(context.Background(), []string{"token", "add", "--name", "cms", "--scope", "posts,read", "--db", w.db}, &stdout, &stderr); code != exitOK {
+	if code := runCLI(context.Background(), []string{"token", "add", "--name", "cms", "--scope", "posts,read,operate", "--db", w.db}, &stdout, &stderr); code != exitOK {
 		t.Fatalf("token add: %d %s", code, stderr.String())
 	}
 	tok := ""
@@ -252,6 +253,22 @@ func TestServeEndToEnd(t *testing.T) {
 	if got, b, err := client.Do(req, nil); err != nil || got.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s: %v %v %s", resp.Header.Get("Location"), got, err, b)
 	}
+	// The API reaches the workspace's webhook subscriptions (without
+	// them it answers 501).
+	hook := []byte(`{"url": "https://hooks.example.com/oncepost", "events": ["post.published"]}`)
+	req, _ = http.NewRequest("POST", s.url+"/v1/webhooks", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Content-Type", "application/json")
+	resp, b, err = client.Do(req, hook)
+	var created struct{ ID, Secret string }
+	if err != nil || resp.StatusCode != http.StatusCreated || json.Unmarshal(b, &created) != nil {
+		t.Fatalf("POST /v1/webhooks: %v %v %s", resp, err, b)
+	}
+	store := w.open(t)
+	if sub, err := store.GetSubscription(context.Background(), created.ID); err != nil || sub.Secret != created.Secret {
+		t.Errorf("the subscription made through the API: %+v, %v; want it stored with the secret answered", sub, err)
+	}
+	store.Close()
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +281,7 @@ func TestServeEndToEnd(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("oncepost serve did not stop on SIGTERM:\n%s", s.stderr.String())
 	}
-	if strings.Contains(s.stderr.String(), tok) {
-		t.Errorf("the token is in the server's log")
+	if strings.Contains(s.stderr.String(), tok) || strings.Contains(s.stderr.String(), created.Secret) {
+		t.Errorf("the token or a webhook secret is in the server's log")
 	}
 }

@@ -19,7 +19,7 @@ import (
 func tokenCommands() []*command {
 	return []*command{
 		{name: "token add", summary: "make an API token for `oncepost serve` (shown once)", args: "--name NAME --scope S[,S] [--rate N] [--json]", run: cmdTokenAdd,
-			help: "Makes a bearer token for the HTTP API (oncepost serve) with the given scopes: read (posts, held entries, accounts, dead letters, platforms, status), posts (create, cancel, reschedule and delete posts; upload media), decide (approve, confirm or reject held entries), operate (redrive and drop dead letters), or all. " +
+			help: "Makes a bearer token for the HTTP API (oncepost serve) with the given scopes: read (posts, held entries, accounts, dead letters, platforms, status, webhooks), posts (create, cancel, reschedule and delete posts; upload media), decide (approve, confirm or reject held entries), operate (redrive and drop dead letters; make and remove webhook subscriptions, redrive deliveries), or all. " +
 				"The token is printed once and never again: only its SHA-256 is stored. Each token may make --rate requests a second (bursts of twice that); more are answered 429 with Retry-After. " +
 				"On AWS the API takes IAM-signed requests (SigV4) instead of tokens.",
 			example: "oncepost token add --name cms --scope posts,read"},

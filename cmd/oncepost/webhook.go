@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +17,7 @@ import (
 func webhookCommands() []*command {
 	return []*command{
 		{name: "webhook add", summary: "send signed events to a URL (prints its secret once)", args: "--url URL [--events T,T] [--allow-private] [--description TEXT] [--json]", run: cmdWebhookAdd,
-			help: "Subscribes a receiver to events: " + eventTypeList() + " (all of them when --events is left out). " +
+			help: "Subscribes a receiver to events: " + webhook.EventTypeNames() + " (all of them when --events is left out). " +
 				"Every delivery is signed the Standard Webhooks way (webhook-id, webhook-timestamp, webhook-signature, HMAC-SHA256 with the secret printed once here), " +
 				"carries the same webhook-id on every retry, and is retried with backoff for 24 h, then kept as a dead delivery (oncepost webhook deliveries --state dead) you can redrive. " +
 				"The URL must be https (http only to a loopback address), is never redirected, and may not reach a private, loopback or link-local address unless --allow-private is given.",
@@ -42,28 +41,36 @@ type webhookStore interface {
 	publishing.Deliveries
 }
 
-func eventTypeList() string {
-	names := make([]string, len(publishing.EventTypes))
-	for i, t := range publishing.EventTypes {
-		names[i] = string(t)
+// splitEvents reads --events: comma-separated event type names, each
+// trimmed; none when empty.
+func splitEvents(raw string) []string {
+	if strings.TrimSpace(raw) == "" {
+		return nil
 	}
-	return strings.Join(names, ", ")
+	var out []string
+	for _, s := range strings.Split(raw, ",") {
+		out = append(out, strings.TrimSpace(s))
+	}
+	return out
 }
 
-// parseEventTypes reads --events: comma-separated event types, each known.
-func parseEventTypes(raw string) ([]publishing.EventType, error) {
-	if strings.TrimSpace(raw) == "" {
-		return nil, nil
+// subscriptionInputError is webhook.NewSubscription's refusal as a usage
+// error naming the flag of the first field refused ("events[2]" is
+// --events); another error is returned as is.
+func subscriptionInputError(err error) error {
+	var fe *post.FieldError
+	if !errors.As(err, &fe) {
+		return err
 	}
-	var out []publishing.EventType
-	for _, s := range strings.Split(raw, ",") {
-		t := publishing.EventType(strings.TrimSpace(s))
-		if !publishing.ValidEventType(t) {
-			return nil, usageError("events", "%q is not an event type; use %s", s, eventTypeList())
-		}
-		out = append(out, t)
+	flag, _, _ := strings.Cut(fe.Field, "[")
+	if flag == "url" && fe.Problem == "is missing" {
+		return usageError("url", "is missing: give the receiver's URL, e.g. --url https://cms.example.com/hooks/oncepost")
 	}
-	return out, nil
+	if flag == "url" {
+		// CheckURL's refusals say how to fix them.
+		return usageError(flag, "%s", fe.Problem)
+	}
+	return usageError(flag, "%s; %s", fe.Problem, fe.Fix)
 }
 
 // webhooks returns the workspace's webhook store, or an error when its
@@ -73,11 +80,6 @@ func (b *backend) webhookStore() (webhookStore, error) {
 		return nil, fmt.Errorf("webhooks are not available on the %s backend", b.kind)
 	}
 	return b.webhooks, nil
-}
-
-// newSubscriptionID is a subscription's id: "wh_" and 10 random letters.
-func newSubscriptionID() string {
-	return "wh_" + strings.ToLower(rand.Text()[:10])
 }
 
 // subscriptionAdded is `webhook add --json`: the subscription and its
@@ -90,29 +92,19 @@ type subscriptionAdded struct {
 func cmdWebhookAdd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, where := workspaceFlags("webhook add")
 	url := fs.String("url", "", "the receiver's URL (https; http only to a loopback address)")
-	events := fs.String("events", "", "comma-separated event types: "+eventTypeList()+" (default all)")
+	events := fs.String("events", "", "comma-separated event types: "+webhook.EventTypeNames()+" (default all)")
 	allowPrivate := fs.Bool("allow-private", false, "let the URL reach private, loopback and link-local addresses (a receiver on your own network)")
 	description := fs.String("description", "", "what the receiver is, for the list")
 	asJSON := fs.Bool("json", false, "print the subscription and its secret as JSON")
 	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
 		return err
 	}
-	if *url == "" {
-		return usageError("url", "is missing: give the receiver's URL, e.g. --url https://cms.example.com/hooks/oncepost")
-	}
-	if err := webhook.CheckURL(*url, *allowPrivate); err != nil {
-		return usageError("url", "%s", strings.TrimPrefix(err.Error(), "url: "))
-	}
-	types, err := parseEventTypes(*events)
+	s, err := webhook.NewSubscription(webhook.SubscriptionRequest{URL: *url, Events: splitEvents(*events),
+		AllowPrivate: *allowPrivate, Description: *description}, time.Now())
 	if err != nil {
-		return err
+		return subscriptionInputError(err)
 	}
-	secret, err := webhook.NewSecret()
-	if err != nil {
-		return err
-	}
-	s := publishing.Subscription{ID: newSubscriptionID(), URL: *url, Events: types, Secret: secret,
-		AllowPrivate: *allowPrivate, Description: *description, CreatedAt: time.Now().UTC()}
+	secret := s.Secret
 	b, err := where.create(ctx)
 	if err != nil {
 		return err

@@ -225,6 +225,7 @@ func TestWebhookCommands(t *testing.T) {
 		{[]string{"webhook", "add", "--url", "https://169.254.169.254/latest"}, "link-local"},
 		{[]string{"webhook", "add", "--url", "https://10.0.0.1/h"}, "--url"},
 		{[]string{"webhook", "add", "--url", "https://example.com/h", "--events", "post.exploded"}, `--events: "post.exploded" is not an event type`},
+		{[]string{"webhook", "add", "--url", "https://example.com/h", "--description", strings.Repeat("x", 501)}, "--description: is 501 bytes"},
 		{[]string{"webhook", "deliveries", "--state", "lost"}, "--state"},
 		{[]string{"webhook", "remove", "wh_nope"}, `no webhook subscription "wh_nope"`},
 		{[]string{"webhook", "redrive", "evt_x/wh_y"}, `no delivery "evt_x/wh_y"`},

@@ -68,7 +68,7 @@ type Scope string
 // The scopes.
 const (
 	// ScopeRead: read posts, held entries, accounts, dead letters,
-	// platforms and status.
+	// platforms, status, and webhook subscriptions and deliveries.
 	ScopeRead Scope = "read"
 	// ScopePosts: create, cancel, reschedule and request the delete of
 	// posts; upload media.
@@ -76,7 +76,8 @@ const (
 	// ScopeDecide: approve, confirm or reject held entries (and approve a
 	// delete when it is requested).
 	ScopeDecide Scope = "decide"
-	// ScopeOperate: redrive and drop dead letters.
+	// ScopeOperate: redrive and drop dead letters; make and remove
+	// webhook subscriptions and redrive their deliveries.
 	ScopeOperate Scope = "operate"
 	// ScopeAll grants every scope.
 	ScopeAll Scope = "all"

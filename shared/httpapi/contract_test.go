@@ -2,14 +2,23 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
 	"github.com/google/go-cmp/cmp"
 
+	"oncepost/shared/ledger"
+	"oncepost/shared/post"
 	"oncepost/shared/publishing"
+	"oncepost/shared/webhook"
 )
 
 // The routes the server registers and the document's operations are the
@@ -99,5 +108,81 @@ func TestUnknownRoutesAreProblems(t *testing.T) {
 			t.Errorf("%s %s: %d Allow %q, want %d Allow %q", tt.method, tt.path, a.status, a.header.Get("Allow"), tt.status, tt.allow)
 		}
 		a.problem(t)
+	}
+}
+
+// The document's webhooks object is what a receiver gets: every kind of
+// event, sent by the real Sender, passes as a request to its operation
+// (the three Standard Webhooks headers and the body), and a body it does
+// not describe is refused.
+func TestWebhooksObjectDescribesDeliveries(t *testing.T) {
+	t.Parallel()
+	doc := loadDocument(t)
+	item := doc.Webhooks["event"]
+	if item == nil || item.Post == nil {
+		t.Fatal("openapi.json has no webhooks.event.post")
+	}
+	route := &routers.Route{Spec: doc, Path: "/", PathItem: item, Method: "POST", Operation: item.Post}
+	check := func(header http.Header, body []byte) error {
+		req := httptest.NewRequest("POST", "/", bytes.NewReader(body))
+		req.Header = header.Clone()
+		return openapi3filter.ValidateRequest(context.Background(), &openapi3filter.RequestValidationInput{Request: req, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, MultiError: true}})
+	}
+	type delivery struct {
+		header http.Header
+		body   []byte
+	}
+	got := make(chan delivery, 1)
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		got <- delivery{r.Header.Clone(), body}
+	}))
+	defer rcv.Close()
+	secret, err := webhook.NewSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := publishing.Subscription{ID: "wh_contract0", URL: rcv.URL + "/hooks", Secret: secret, AllowPrivate: true}
+	sender := webhook.NewSender(webhook.Options{})
+	at := time.Date(2026, 12, 1, 9, 0, 2, 123456789, time.UTC)
+	slot := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	var events []publishing.Event
+	for _, st := range []post.TargetStatus{post.Published, post.Failed, post.Held, post.Deleted} {
+		e, ok := publishing.TargetEvent("p1", post.Target{Account: "news", Slot: slot, Status: post.Publishing},
+			post.Target{Account: "news", Slot: slot, Status: st, RemoteID: "1135", Reason: "why", UpdatedAt: at})
+		if !ok {
+			t.Fatalf("no event for a move to %s", st)
+		}
+		events = append(events, e)
+	}
+	if e, ok := publishing.LedgerEvent(ledger.Entry{State: ledger.Pending}, ledger.Entry{Key: "k1", Action: ledger.Publish, State: ledger.Unknown,
+		Subject: "p1", Account: "news", Attempt: 1, Reason: "timeout", UpdatedAt: at}); ok {
+		events = append(events, e)
+	}
+	if e, ok := publishing.AccountEvent(post.Account{ID: "news"}, post.Account{ID: "news", Status: post.AccountReconnectNeeded, StatusReason: "401"}, at); ok {
+		events = append(events, e)
+	}
+	if len(events) != len(publishing.EventTypes) {
+		t.Fatalf("%d events made, want one of each of the %d types", len(events), len(publishing.EventTypes))
+	}
+	for _, e := range events {
+		body, err := e.Body()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := sender.Send(context.Background(), sub, publishing.Delivery{ID: publishing.DeliveryID(e.ID, sub.ID), Event: e, Subscription: sub.ID}, body); res.Err != nil {
+			t.Fatalf("send %s: %v", e.Type, res.Err)
+		}
+		d := <-got
+		if err := check(d.header, d.body); err != nil {
+			t.Errorf("a %s delivery is not what openapi.json's webhooks describe: %v\n%s %s", e.Type, err, d.header, d.body)
+		}
+		if e.Type == publishing.EventPublished {
+			unknown := bytes.Replace(d.body, []byte(`"data":{`), []byte(`"data":{"extra":1,`), 1)
+			if err := check(d.header, unknown); err == nil {
+				t.Errorf("a body with a member the document lacks passes: the check checks nothing")
+			}
+		}
 	}
 }

@@ -18,7 +18,11 @@
 // WithPrincipal). Each route needs one scope (apitoken.Scope); a request
 // without it is refused with 403 before anything is read or changed.
 //
-// Creates take an Idempotency-Key (draft-ietf-httpapi-idempotency-key-
+// Webhook subscriptions and their deliveries (/v1/webhooks) reach the
+// runtime through Config.Webhooks; a runtime without it answers them 501.
+// Their rules are webhook.NewSubscription's, which the CLI calls too.
+//
+// Post creates take an Idempotency-Key (draft-ietf-httpapi-idempotency-key-
 // header): the same key and body get the first answer again, byte for
 // byte, with Idempotent-Replayed: true; the key with another body is 422;
 // a key whose first request is still being written is 409. The key is

@@ -72,6 +72,8 @@ type harness struct {
 type harnessOptions struct {
 	maxJSON, maxMedia int64
 	pause             func(ctx context.Context, point string)
+	// noWebhooks leaves Config.Webhooks unset (a runtime without them).
+	noWebhooks bool
 }
 
 func newHarness(t *testing.T, opts harnessOptions) *harness {
@@ -106,9 +108,13 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 			k, ok := catalog.Lookup(name)
 			return k.Capabilities, ok
 		}}
+	var webhooks Webhooks = store
+	if opts.noWebhooks {
+		webhooks = nil
+	}
 	api, err := New(Config{
 		Desk: h.desk, Decider: operator, Held: store, Accounts: store, Targets: store,
-		DeadLetters: queue, Media: h.media, Budgets: store, Auth: BearerTokens(store), Logger: slog.New(slog.NewJSONHandler(h.logs, nil)),
+		DeadLetters: queue, Media: h.media, Budgets: store, Webhooks: webhooks, Auth: BearerTokens(store), Logger: slog.New(slog.NewJSONHandler(h.logs, nil)),
 		MaxJSONBytes: opts.maxJSON, MaxMediaBytes: opts.maxMedia, Pause: opts.pause,
 	})
 	if err != nil {

@@ -67,7 +67,8 @@ type DeadLetterQueue interface {
 	publishing.DeadLetterAdmin
 }
 
-// Config is what the API is built from. Every port is required.
+// Config is what the API is built from. Every port is required but
+// Budgets and Webhooks.
 type Config struct {
 	Desk        Desk
 	Decider     Decider
@@ -78,6 +79,9 @@ type Config struct {
 	Media       MediaWriter
 	// Budgets, if set, gives each account's posting budget left.
 	Budgets BudgetReader
+	// Webhooks, if set, are the webhook subscriptions and deliveries
+	// behind /v1/webhooks; without it those routes answer 501.
+	Webhooks Webhooks
 	// Auth is BearerTokens (one machine) or ContextPrincipal (AWS).
 	Auth Auth
 	// Logger gets the access log (method, route, status, duration,
@@ -175,9 +179,14 @@ func New(cfg Config) (*Server, error) {
 		{"GET", "/v1/platforms", apitoken.ScopeRead, 0, s.listPlatforms},
 		{"GET", "/v1/status", apitoken.ScopeRead, 0, s.getStatus},
 
-		// Webhook subscriptions (/v1/webhooks, /v1/webhooks/{id}, their
-		// deliveries and redrive) are added here, with their operations
-		// in openapi.json.
+		// Registered whether or not Config.Webhooks is set (without it
+		// they answer 501), so the routes are the document's either way.
+		{"GET", "/v1/webhooks", apitoken.ScopeRead, 0, s.listWebhooks},
+		{"POST", "/v1/webhooks", apitoken.ScopeOperate, j, s.createWebhook},
+		{"GET", "/v1/webhooks/{id}", apitoken.ScopeRead, 0, s.getWebhook},
+		{"DELETE", "/v1/webhooks/{id}", apitoken.ScopeOperate, 0, s.deleteWebhook},
+		{"GET", "/v1/webhooks/{id}/deliveries", apitoken.ScopeRead, 0, s.listWebhookDeliveries},
+		{"POST", "/v1/webhooks/{id}/deliveries/{event_id}/redrive", apitoken.ScopeOperate, 0, s.redriveWebhookDelivery},
 	}
 	for _, rt := range s.routes {
 		s.mux.Handle(rt.method+" "+rt.path, s.wrap(rt))

@@ -322,7 +322,7 @@ func TestSendRefusesPrivateAtDial(t *testing.T) {
 	if !errors.As(res.Err, &ae) || ae.Addr != "127.0.0.1" || res.Status != 0 {
 		t.Fatalf("Send to localhost, private not allowed = %+v, want the dialer's AddressError for 127.0.0.1", res)
 	}
-	if !strings.Contains(res.Err.Error(), "127.0.0.1 is a loopback address; receivers must be public, or pass --allow-private") {
+	if !strings.Contains(res.Err.Error(), "127.0.0.1 is a loopback address; receivers must be public unless private ones are allowed (--allow-private, or allow_private in the API)") {
 		t.Errorf("error %q does not say why", res.Err)
 	}
 	if n := len(rc.requests()); n != 0 {

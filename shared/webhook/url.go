@@ -14,7 +14,7 @@ import (
 const MaxURLBytes = 2048
 
 // mustBePublic ends every refusal of a non-public address.
-const mustBePublic = "receivers must be public, or pass --allow-private"
+const mustBePublic = "receivers must be public unless private ones are allowed (--allow-private, or allow_private in the API)"
 
 // blockedRanges are the addresses no receiver may have unless its
 // subscription allows private receivers: the IANA special-purpose ranges

@@ -22,7 +22,7 @@ func TestCheckURL(t *testing.T) {
 		{name: "http to ::1, private allowed", url: "http://[::1]:8080/in", allowPrivate: true},
 		{name: "private literal, allowed", url: "https://10.0.0.1/in", allowPrivate: true},
 		{name: "metadata", url: "https://169.254.169.254/latest/meta-data/",
-			wantErr: "url: 169.254.169.254 is a link-local address (cloud metadata); receivers must be public, or pass --allow-private"},
+			wantErr: "url: 169.254.169.254 is a link-local address (cloud metadata); receivers must be public unless private ones are allowed (--allow-private, or allow_private in the API)"},
 		{name: "10/8", url: "https://10.0.0.1/in", wantErr: "10.0.0.1 is a private address"},
 		{name: "mapped 10/8", url: "https://[::ffff:10.0.0.1]/in", wantErr: "::ffff:10.0.0.1 is a private address"},
 		{name: "CGNAT", url: "https://100.64.0.1/in", wantErr: "100.64.0.1 is a shared address (carrier-grade NAT)"},
