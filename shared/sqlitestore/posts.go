@@ -60,6 +60,10 @@ func (s *Store) CreatePostKeyed(ctx context.Context, p post.Post, key *publishin
 // (has_schedule = 1). A target created in a status that causes an event
 // (publishing.TargetEvent from the zero target: published, failed, held,
 // deleted) has it recorded in the transaction.
+//
+// Creates made at the same moment share a transaction (commitCreates):
+// each is written under its own savepoint, so one refused (an id or key
+// that exists) is rolled back alone and the others commit.
 func (s *Store) createPost(ctx context.Context, p post.Post, key *publishing.IdempotencyRecord, schedule func(tx *sql.Tx, ref publishing.TargetRef) error) error {
 	seen := make(map[post.AccountID]bool, len(p.Targets))
 	for _, t := range p.Targets {
@@ -68,67 +72,149 @@ func (s *Store) createPost(ctx context.Context, p post.Post, key *publishing.Ide
 		}
 		seen[t.Account] = true
 	}
-	media, err := json.Marshal(p.Media)
-	if err != nil {
+	c := &create{p: p, schedule: schedule, done: make(chan struct{})}
+	var err error
+	if c.media, err = json.Marshal(p.Media); err != nil {
 		return fmt.Errorf("encode media: %w", err)
 	}
-	var texts []byte
 	if len(p.Texts) > 0 {
-		if texts, err = json.Marshal(p.Texts); err != nil {
+		if c.texts, err = json.Marshal(p.Texts); err != nil {
 			return fmt.Errorf("encode texts: %w", err)
 		}
 	}
-	var rec publishing.IdempotencyRecord
 	if key != nil {
-		rec = *key
+		rec := *key
 		rec.Post = p.ID
 		if rec.CreatedAt.IsZero() {
 			rec.CreatedAt = s.now()
 		}
+		c.key = &rec
 	}
-	err = s.writeChange(ctx, func(tx *sql.Tx, record recordFunc) error {
-		if key != nil {
-			if err := s.insertKey(ctx, tx, rec); err != nil {
+	return s.commitCreates(ctx, c)
+}
+
+// create is one post to insert, and its outcome once its transaction
+// ended (done closed).
+type create struct {
+	p        post.Post
+	media    []byte
+	texts    []byte
+	key      *publishing.IdempotencyRecord
+	schedule func(tx *sql.Tx, ref publishing.TargetRef) error
+	err      error
+	done     chan struct{}
+}
+
+// commitCreates is group commit for creates. SQLite has one writer: when
+// many clients create posts at once (the HTTP API), each transaction
+// waits for every one before it, and its BEGIN, COMMIT and the pages
+// every create touches (the indexes' upper levels) are paid once per
+// post. Here the first caller becomes the leader: it writes every create
+// waiting at that moment in one transaction, each under a savepoint,
+// then the next group, until none waits; the others wait for their
+// outcome. The leader writes without its own cancellation, so a client
+// that goes away does not fail the others' creates.
+func (s *Store) commitCreates(ctx context.Context, c *create) error {
+	s.createMu.Lock()
+	s.createQueue = append(s.createQueue, c)
+	if s.createLeading {
+		s.createMu.Unlock()
+		<-c.done
+		return c.err
+	}
+	s.createLeading = true
+	for {
+		group := s.createQueue
+		s.createQueue = nil
+		s.createMu.Unlock()
+		s.writeCreates(context.WithoutCancel(ctx), group)
+		s.createMu.Lock()
+		if len(s.createQueue) == 0 {
+			s.createLeading = false
+			s.createMu.Unlock()
+			break
+		}
+	}
+	<-c.done
+	return c.err
+}
+
+// writeCreates writes a group of creates in one transaction and tells
+// each its outcome. A lone create is written without a savepoint.
+func (s *Store) writeCreates(ctx context.Context, group []*create) {
+	savepoints := len(group) > 1
+	err := s.writeChange(ctx, func(tx *sql.Tx, record recordFunc) error {
+		for _, c := range group {
+			c.err = nil // an earlier attempt's
+			if !savepoints {
+				return s.insertCreate(ctx, tx, record, c)
+			}
+			if _, err := tx.ExecContext(ctx, `SAVEPOINT create_post`); err != nil {
 				return err
 			}
-		}
-		res, err := tx.StmtContext(ctx, s.ws.postInsert).ExecContext(ctx,
-			string(p.ID), p.Body, string(media), sqltime.Encode(p.CreatedAt), string(texts))
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n != 1 {
-			return fmt.Errorf("id exists: %w", post.ErrConflict)
-		}
-		ins := tx.StmtContext(ctx, s.ws.targetInsert)
-		for i, t := range p.Targets {
-			scheduled := 0 // has_schedule
-			if schedule != nil && t.Status == post.Scheduled {
-				scheduled = 1
-			}
-			if _, err := ins.ExecContext(ctx, string(p.ID), string(t.Account), i, sqltime.Encode(t.Slot),
-				string(t.Status), t.RemoteID, t.Reason, sqltime.Encode(t.UpdatedAt), sqltime.Encode(t.NextTry),
-				scheduled); err != nil {
-				return fmt.Errorf("target %s: %w", t.Account, err)
-			}
-			if err := record(publishing.TargetEvent(p.ID, post.Target{}, t)); err != nil {
-				return fmt.Errorf("target %s: %w", t.Account, err)
-			}
-			if scheduled == 1 {
-				ref := publishing.TargetRef{Post: p.ID, Account: t.Account, Slot: t.Slot.UTC()}
-				if err := schedule(tx, ref); err != nil {
-					return fmt.Errorf("schedule target %s: %w", t.Account, err)
+			c.err = s.insertCreate(ctx, tx, record, c)
+			if c.err != nil {
+				if _, err := tx.ExecContext(ctx, `ROLLBACK TO create_post`); err != nil {
+					return err
 				}
+			}
+			if _, err := tx.ExecContext(ctx, `RELEASE create_post`); err != nil {
+				return err
 			}
 		}
 		return nil
 	})
+	for _, c := range group {
+		switch {
+		case err != nil:
+			c.err = err
+		case c.err == nil:
+			s.postWrites.Add(1)
+		}
+		close(c.done)
+	}
+}
+
+// insertCreate writes one create's key record, post, targets, their
+// events and their schedules in tx.
+func (s *Store) insertCreate(ctx context.Context, tx *sql.Tx, record recordFunc, c *create) error {
+	p := c.p
+	if c.key != nil {
+		if err := s.insertKey(ctx, tx, *c.key); err != nil {
+			return err
+		}
+	}
+	res, err := tx.StmtContext(ctx, s.ws.postInsert).ExecContext(ctx,
+		string(p.ID), p.Body, string(c.media), sqltime.Encode(p.CreatedAt), string(c.texts))
 	if err != nil {
 		return err
 	}
-	s.postWrites.Add(1)
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n != 1 {
+		return fmt.Errorf("id exists: %w", post.ErrConflict)
+	}
+	ins := tx.StmtContext(ctx, s.ws.targetInsert)
+	for i, t := range p.Targets {
+		scheduled := 0 // has_schedule
+		if c.schedule != nil && t.Status == post.Scheduled {
+			scheduled = 1
+		}
+		if _, err := ins.ExecContext(ctx, string(p.ID), string(t.Account), i, sqltime.Encode(t.Slot),
+			string(t.Status), t.RemoteID, t.Reason, sqltime.Encode(t.UpdatedAt), sqltime.Encode(t.NextTry),
+			scheduled); err != nil {
+			return fmt.Errorf("target %s: %w", t.Account, err)
+		}
+		if err := record(publishing.TargetEvent(p.ID, post.Target{}, t)); err != nil {
+			return fmt.Errorf("target %s: %w", t.Account, err)
+		}
+		if scheduled == 1 {
+			ref := publishing.TargetRef{Post: p.ID, Account: t.Account, Slot: t.Slot.UTC()}
+			if err := c.schedule(tx, ref); err != nil {
+				return fmt.Errorf("schedule target %s: %w", t.Account, err)
+			}
+		}
+	}
 	return nil
 }
 

@@ -89,6 +89,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -183,10 +184,17 @@ type Stats struct {
 // processes sharing the file.
 type Store struct {
 	path string
-	w    *sql.DB // writes: one connection, BEGIN IMMEDIATE
-	r    *sql.DB // reads: query_only connections
-	now  func() time.Time
-	log  *slog.Logger
+
+	// Group commit of creates (commitCreates): the creates waiting, and
+	// whether a caller is writing groups.
+	createMu      sync.Mutex
+	createQueue   []*create
+	createLeading bool
+
+	w   *sql.DB // writes: one connection, BEGIN IMMEDIATE
+	r   *sql.DB // reads: query_only connections
+	now func() time.Time
+	log *slog.Logger
 
 	// keyFile holds the credentials' key; seal is set by migrate.
 	keyFile string
