@@ -20,6 +20,7 @@ import (
 
 	"oncepost/shared/awsclock"
 	"oncepost/shared/awsruntime"
+	"oncepost/shared/awswebhooks"
 	"oncepost/shared/dynamostore"
 	"oncepost/shared/emf"
 	"oncepost/shared/ledger"
@@ -252,13 +253,13 @@ func openAWS(ctx context.Context, src string, outs stackOutputs, static []byte) 
 		return nil, refused(err)
 	}
 	var webhookDead deadLetterQueue
-	webhooks := stackWebhooks{Store: rt.Store}
+	webhooks := stackWebhooks{awswebhooks.New(rt.Store, nil)}
 	if env.WebhookQueueURL != "" || env.WebhookDeadLetterURL != "" {
 		wq, err := rt.WebhookQueue()
 		if err != nil {
 			return nil, refused(err)
 		}
-		webhookDead, webhooks.dead = wq, wq
+		webhookDead, webhooks = wq, stackWebhooks{awswebhooks.New(rt.Store, wq)}
 	}
 	creds := rt.Credentials(cfg.CallTimeout)
 	platforms := rt.Platforms()

@@ -22,6 +22,8 @@ const callTimeout = 10 * time.Second
 // build is the function's handler: the HTTP API (shared/httpapi over
 // publishing.Desk, as `oncepost serve` serves it) behind the API Gateway
 // adapter, each request's caller the IAM identity API Gateway verified.
+// Its webhooks are the stack's subscriptions and the webhook queue's dead
+// deliveries (awswebhooks: only dead ones are listed on AWS).
 func build(rt *awsruntime.Runtime) (any, error) {
 	desk, err := rt.Desk(callTimeout)
 	if err != nil {
@@ -35,9 +37,13 @@ func build(rt *awsruntime.Runtime) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	webhooks, err := rt.Webhooks()
+	if err != nil {
+		return nil, err
+	}
 	api, err := httpapi.New(httpapi.Config{
 		Desk: desk, Decider: desk.Operator, Held: rt.Store, Accounts: rt.Store, Targets: rt.Store,
-		DeadLetters: queue, Media: media, Budgets: rt.Store, Auth: httpapi.ContextPrincipal(), Logger: rt.Logger,
+		DeadLetters: queue, Media: media, Budgets: rt.Store, Webhooks: webhooks, Auth: httpapi.ContextPrincipal(), Logger: rt.Logger,
 	})
 	if err != nil {
 		return nil, err

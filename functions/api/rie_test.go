@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +23,8 @@ import (
 	"oncepost/shared/awsruntime/stacktest"
 	"oncepost/shared/dynamostore"
 	"oncepost/shared/emulatortest"
+	"oncepost/shared/post"
+	"oncepost/shared/publishing"
 )
 
 // sample reads an event of events/.
@@ -88,7 +93,10 @@ func TestAPIFunctionUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 	}
 	s := stacktest.New(t)
 	s.AddAccount(t, "news")
-	invoke := emulatortest.Lambda(t, emulatortest.BuildBootstrap(t, "."), s.Env())
+	hooks := s.Events(t)
+	env := s.Env()
+	maps.Copy(env, hooks.Env())
+	invoke := emulatortest.Lambda(t, emulatortest.BuildBootstrap(t, "."), env)
 
 	first := call(t, invoke, sample(t, "api-create.json"))
 	if first.StatusCode != 201 {
@@ -126,6 +134,8 @@ func TestAPIFunctionUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 		t.Errorf("a create without an IAM identity: %d %s, want 401", got.StatusCode, got.Body)
 	}
 
+	checkWebhooks(t, invoke, s, hooks)
+
 	// One key, 50 times, a body without an id.
 	ev := sample(t, "api-create.json")
 	ev.Headers["idempotency-key"] = "k-50"
@@ -145,6 +155,80 @@ func TestAPIFunctionUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 	}
 	if n := readyPosts(t, s); n != 2 {
 		t.Errorf("%d posts stored after 50 creates with one key, want 2 (the sample's and one)", n)
+	}
+}
+
+// request is the sample GET with method, path, query and JSON body.
+func request(t testing.TB, method, path, query, body string) events.APIGatewayV2HTTPRequest {
+	t.Helper()
+	ev := sample(t, "api-get-post.json")
+	ev.RequestContext.HTTP.Method, ev.RequestContext.HTTP.Path = method, path
+	ev.RawPath, ev.RawQueryString, ev.Body = path, query, body
+	ev.Headers["content-length"] = strconv.Itoa(len(body))
+	if body != "" {
+		ev.Headers["content-type"] = "application/json"
+	}
+	return ev
+}
+
+// checkWebhooks: the stack's webhook subscriptions through the api
+// function: a create answers 201 with the secret (stored sealed with the
+// stack's key), the list shows it without the secret, the deliveries
+// listed are the webhook queue's dead letters (a state AWS does not keep
+// is a 400 naming state), and a delete answers 204 and removes it.
+func checkWebhooks(t *testing.T, invoke func([]byte) []byte, s *stacktest.Stack, hooks *stacktest.Events) {
+	t.Helper()
+	ctx := t.Context()
+	created := call(t, invoke, request(t, "POST", "/v1/webhooks", "",
+		`{"url": "http://127.0.0.1:9/hooks", "allow_private": true, "events": ["post.failed"], "description": "cms"}`))
+	var sub struct {
+		ID, Secret string
+	}
+	if err := json.Unmarshal([]byte(created.Body), &sub); created.StatusCode != 201 || err != nil || sub.ID == "" || sub.Secret == "" {
+		t.Fatalf("POST /v1/webhooks: %d %s, want 201 with the id and secret", created.StatusCode, created.Body)
+	}
+	if stored, err := s.Store.GetSubscription(ctx, sub.ID); err != nil || stored.Secret != sub.Secret || stored.URL != "http://127.0.0.1:9/hooks" {
+		t.Errorf("stored %+v (%v); want the subscription, its secret the one answered", stored, err)
+	}
+	listed := call(t, invoke, request(t, "GET", "/v1/webhooks", "", ""))
+	var list struct {
+		Webhooks []map[string]any `json:"webhooks"`
+	}
+	if err := json.Unmarshal([]byte(listed.Body), &list); listed.StatusCode != 200 || err != nil || len(list.Webhooks) != 1 ||
+		list.Webhooks[0]["id"] != sub.ID || list.Webhooks[0]["secret"] != nil || strings.Contains(listed.Body, sub.Secret) {
+		t.Errorf("GET /v1/webhooks: %d %s, want the subscription without its secret", listed.StatusCode, listed.Body)
+	}
+
+	now := time.Now().UTC().Truncate(time.Second)
+	ev := publishing.Event{ID: publishing.EventID("dead"), Type: publishing.EventFailed, At: now, Post: "p-1", Account: "news", Status: "failed"}
+	body, err := publishing.WebhookMessage{Event: ev, Subscription: sub.ID, CreatedAt: now}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hooks.WebhookQueue.Send(ctx, body, 0); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := hooks.WebhookQueue.Receive(ctx, 1, time.Minute)
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("receive: %v, %d messages", err, len(msgs))
+	}
+	if err := hooks.WebhookQueue.DeadLetter(ctx, msgs[0].Receipt, "webhook_expired: 13 attempts"); err != nil {
+		t.Fatal(err)
+	}
+	deliveries := "/v1/webhooks/" + sub.ID + "/deliveries"
+	if got := call(t, invoke, request(t, "GET", deliveries, "state=dead", "")); got.StatusCode != 200 ||
+		!strings.Contains(got.Body, publishing.DeliveryID(ev.ID, sub.ID)) || !strings.Contains(got.Body, "webhook_expired") {
+		t.Errorf("GET %s?state=dead: %d %s, want 200 with the dead delivery", deliveries, got.StatusCode, got.Body)
+	}
+	if got := call(t, invoke, request(t, "GET", deliveries, "state=pending", "")); got.StatusCode != 400 || !strings.Contains(got.Body, `"field":"state"`) {
+		t.Errorf("GET %s?state=pending: %d %s, want 400 naming state", deliveries, got.StatusCode, got.Body)
+	}
+
+	if got := call(t, invoke, request(t, "DELETE", "/v1/webhooks/"+sub.ID, "", "")); got.StatusCode != 204 {
+		t.Errorf("DELETE /v1/webhooks/%s: %d %s, want 204", sub.ID, got.StatusCode, got.Body)
+	}
+	if _, err := s.Store.GetSubscription(ctx, sub.ID); !errors.Is(err, post.ErrNotFound) {
+		t.Errorf("after DELETE the subscription reads %v, want post.ErrNotFound", err)
 	}
 }
 

@@ -401,6 +401,35 @@ func TestBrokenTemplatesAreCaught(t *testing.T) {
 				}
 			}
 		}, "least privilege: ApiFunction.Policies[0].Statement[3]: ApiFunction may dynamodb:PutItem, dynamodb:DeleteItem on WorkspaceTable with condition null"},
+		{"the api function writes any partition of the workspace (an account, the data key)", func(d map[string]any) {
+			for _, st := range statements(d, "ApiFunction") {
+				if asMap(st)["Sid"] == "WebhookSubscriptions" {
+					asMap(asMap(asMap(st)["Condition"])["ForAllValues:StringLike"])["dynamodb:LeadingKeys"] = []any{"webhook*"}
+				}
+			}
+		}, `ApiFunction may dynamodb:PutItem, dynamodb:DeleteItem on WorkspaceTable with condition {"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["webhook*"]}}`},
+		{"the api function cannot write subscriptions", func(d map[string]any) {
+			var kept []any
+			for _, st := range statements(d, "ApiFunction") {
+				if asMap(st)["Sid"] != "WebhookSubscriptions" {
+					kept = append(kept, st)
+				}
+			}
+			asMap(asList(properties(d, "ApiFunction")["Policies"])[0])["Statement"] = kept
+		}, `ApiFunction may not dynamodb:PutItem on WorkspaceTable under dynamodb:LeadingKeys ["webhook"]`},
+		{"the api function makes data keys", func(d map[string]any) {
+			addStatement(d, "ApiFunction", map[string]any{"Effect": "Allow", "Action": "kms:GenerateDataKey", "Resource": getAtt("CredentialsKey", "Arn")})
+		}, "ApiFunction may kms:GenerateDataKey on CredentialsKey: the api function never makes the data key"},
+		{"the api function cannot scan the dead webhook deliveries", func(d map[string]any) {
+			for _, st := range statements(d, "ApiFunction") {
+				if asMap(st)["Sid"] == "WebhookDeadLetters" {
+					asMap(st)["Action"] = []any{"sqs:DeleteMessage"}
+				}
+			}
+		}, "ApiFunction may not sqs:ReceiveMessage on WebhookDeadLetterQueue"},
+		{"the api function takes deliveries from the webhook queue", func(d map[string]any) {
+			addStatement(d, "ApiFunction", map[string]any{"Effect": "Allow", "Action": "sqs:ReceiveMessage", "Resource": getAtt("WebhookQueue", "Arn")})
+		}, "ApiFunction may sqs:ReceiveMessage on WebhookQueue: only the webhooks function takes deliveries"},
 		{"the api function reads tokens", func(d map[string]any) {
 			addStatement(d, "ApiFunction", map[string]any{"Effect": "Allow", "Action": "dynamodb:GetItem", "Resource": getAtt("CredentialsTable", "Arn")})
 		}, "ApiFunction is granted the credentials table; only PublisherFunction, ConfirmFunction, SweeperFunction act with tokens"},

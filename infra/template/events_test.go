@@ -32,7 +32,11 @@ var (
 	// secretFunctions open webhook secrets (sealed with the credentials'
 	// data key): they may decrypt with the key, never read the credentials
 	// table.
-	secretFunctions = []string{webhooksFunction}
+	secretFunctions = []string{webhooksFunction, apiFunction}
+	// apiFunction serves /v1/webhooks: it seals a new subscription's
+	// secret with the data key the operators made, and handles the dead
+	// deliveries as the operators do.
+	apiFunction = "ApiFunction"
 	// streamActions are the DynamoDB Streams calls of a stream event
 	// source mapping: granted on streams only.
 	streamActions = []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"}
@@ -336,6 +340,8 @@ func checkEventsPrivilege(t *tmpl, w wired, tables map[string]string, bus, queue
 			only(notifierFunction), dynamoWrites, allTables},
 		{"the webhooks function writes only subscriptions (disabling one on a 410), in the workspace table",
 			only(webhooksFunction), dynamoWrites, []string{ledgerTable, postsTable, credentialsTable}},
+		{"the api function never makes the data key (writing it is the operators'): it unwraps the one they made",
+			only(apiFunction), []string{"kms:GenerateDataKey", "kms:Encrypt"}, []string{w.key}},
 		{"only the notifier puts events on the bus (consumers trust its source)",
 			allBut(notifierFunction), []string{"events:PutEvents"}, []string{bus}},
 		{"only the webhooks function takes deliveries from the webhook queue; the operators handle its dead letters",
@@ -384,6 +390,12 @@ func checkEventsPrivilege(t *tmpl, w wired, tables map[string]string, bus, queue
 		{owner: webhooksFunction, action: "dynamodb:GetItem", target: workspaceTable, why: "GetSubscription, and the wrapped data key"},
 		{owner: webhooksFunction, action: "dynamodb:UpdateItem", target: workspaceTable, why: "DisableSubscription on a 410"},
 		{owner: webhooksFunction, action: "kms:Decrypt", target: w.key, why: "the subscriptions' secrets are sealed with the data key the key wraps"},
+		{owner: apiFunction, action: "kms:Decrypt", target: w.key, why: "POST /v1/webhooks seals the secret with the data key the key wraps"},
+		{owner: apiFunction, action: "sqs:ReceiveMessage", target: dead, why: "GET /v1/webhooks/{id}/deliveries scans the dead deliveries"},
+		{owner: apiFunction, action: "sqs:ChangeMessageVisibility", target: dead, why: "a scan releases the dead deliveries it read"},
+		{owner: apiFunction, action: "sqs:DeleteMessage", target: dead, why: "a redrive deletes the dead delivery"},
+		{owner: apiFunction, action: "sqs:SendMessage", target: queue, why: "a redrive sends the delivery back"},
+		{owner: apiFunction, action: "sqs:GetQueueAttributes", target: queue, why: "a dead-letter scan reads the queue's RedrivePolicy"},
 		{owner: operatorPolicy, action: "sqs:ReceiveMessage", target: dead, why: "`dlq list --queue webhooks` scans the dead deliveries"},
 		{owner: operatorPolicy, action: "sqs:ChangeMessageVisibility", target: dead, why: "a scan releases the dead deliveries it read"},
 		{owner: operatorPolicy, action: "sqs:DeleteMessage", target: dead, why: "`dlq redrive --queue webhooks` and `drop` delete the dead delivery"},

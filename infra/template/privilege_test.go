@@ -323,11 +323,19 @@ func deniesPlainHTTP(s map[string]any, bucket string) bool {
 // idempotency records' partitions.
 var idempotencyPartitions = dynamostore.IdempotencyPartitionPrefix + "*"
 
+// apiWorkspacePartitions are the dynamodb:LeadingKeys patterns a
+// statement of a function behind the HTTP API may write the workspace
+// table under, one each: the idempotency records' partitions and the
+// webhook subscriptions' partition.
+var apiWorkspacePartitions = []string{idempotencyPartitions, dynamostore.WebhookPartition}
+
 // checkAPIWorkspaceWrites: a function behind an HTTP API (an HttpApi
 // event) writes the workspace table only in the idempotency records'
-// partitions (a condition ForAllValues:StringLike on dynamodb:LeadingKeys
-// naming them alone): a caller of the API can never change an account or
-// the blocklist through it.
+// partitions and the webhook subscriptions' (each statement a condition
+// ForAllValues:StringLike on dynamodb:LeadingKeys naming one of them
+// alone): a caller of the API can never change an account, the blocklist
+// or the data key through it. The api function may put and delete in
+// both (POST /v1/posts' records; POST and DELETE /v1/webhooks).
 func checkAPIWorkspaceWrites(t *tmpl, stmts []statement, workspace string) []string {
 	if workspace == "" {
 		return nil
@@ -341,15 +349,29 @@ func checkAPIWorkspaceWrites(t *tmpl, stmts []statement, workspace string) []str
 		}
 	}
 	var problems []string
+	granted := map[string][]string{} // "ApiFunction " + partition → writes
 	for _, s := range stmts {
 		writes := allowedActions(s, dynamoWrites)
 		if !behindAPI[s.owner] || len(writes) == 0 || !covers(s, workspace) {
 			continue
 		}
 		keys := asList(asMap(asMap(s.stmt["Condition"])["ForAllValues:StringLike"])["dynamodb:LeadingKeys"])
-		if len(keys) != 1 || keys[0] != idempotencyPartitions {
-			problems = append(problems, fmt.Sprintf("%s: %s may %s on %s with condition %s; want ForAllValues:StringLike dynamodb:LeadingKeys [%q] only: the API writes idempotency records, never an account or the blocklist",
-				s.path, s.owner, strings.Join(writes, ", "), workspace, show(s.stmt["Condition"]), idempotencyPartitions))
+		var key string
+		if len(keys) == 1 {
+			key, _ = keys[0].(string)
+		}
+		if len(keys) != 1 || !slices.Contains(apiWorkspacePartitions, key) {
+			problems = append(problems, fmt.Sprintf("%s: %s may %s on %s with condition %s; want ForAllValues:StringLike dynamodb:LeadingKeys one of %q only: the API writes idempotency records and webhook subscriptions, never an account, the blocklist or the data key",
+				s.path, s.owner, strings.Join(writes, ", "), workspace, show(s.stmt["Condition"]), apiWorkspacePartitions))
+			continue
+		}
+		granted[s.owner+" "+key] = append(granted[s.owner+" "+key], writes...)
+	}
+	for _, partition := range apiWorkspacePartitions {
+		for _, action := range []string{"dynamodb:PutItem", "dynamodb:DeleteItem"} {
+			if !slices.Contains(granted["ApiFunction "+partition], action) {
+				problems = append(problems, fmt.Sprintf("ApiFunction may not %s on %s under dynamodb:LeadingKeys [%q]: it writes and drops its records there", action, workspace, partition))
+			}
 		}
 	}
 	return problems

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"oncepost/shared/awswebhooks"
 	"oncepost/shared/ebevents"
 	"oncepost/shared/publishing"
 	"oncepost/shared/sqsqueue"
@@ -41,6 +42,17 @@ func (rt *Runtime) WebhookQueue() (*sqsqueue.Queue, error) {
 	}
 	return sqsqueue.New(sqs.NewFromConfig(rt.AWS), rt.Env.WebhookQueueURL, rt.Env.WebhookDeadLetterURL,
 		sqsqueue.Options{MaxReceives: WebhookMaxReceives, Logger: rt.Logger})
+}
+
+// Webhooks is the stack's subscriptions and dead deliveries as an
+// operator reaches them (the api function's /v1/webhooks): the store's
+// subscriptions and the webhook queue's dead letters.
+func (rt *Runtime) Webhooks() (*awswebhooks.Admin, error) {
+	q, err := rt.WebhookQueue()
+	if err != nil {
+		return nil, err
+	}
+	return awswebhooks.New(rt.Store, q), nil
 }
 
 // EventBus is the EventBridge bus events go to.

@@ -20,6 +20,11 @@ var _ publishing.Subscriptions = (*Store)(nil)
 // sorted by id.
 const pkWebhook = "webhook"
 
+// WebhookPartition is the partition key of every webhook subscription in
+// the workspace table (what an IAM dynamodb:LeadingKeys condition names
+// to let a role write subscriptions only).
+const WebhookPartition = pkWebhook
+
 // sealedSecretField is the credseal field name of a subscription's
 // signing secret (the subscription id stands where an account id stands
 // for credentials), so a sealed secret copied to another subscription, or

@@ -74,6 +74,8 @@ type harnessOptions struct {
 	pause             func(ctx context.Context, point string)
 	// noWebhooks leaves Config.Webhooks unset (a runtime without them).
 	noWebhooks bool
+	// webhooks, when set, wraps the store's webhooks (a runtime's own).
+	webhooks func(Webhooks) Webhooks
 }
 
 func newHarness(t *testing.T, opts harnessOptions) *harness {
@@ -109,6 +111,9 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 			return k.Capabilities, ok
 		}}
 	var webhooks Webhooks = store
+	if opts.webhooks != nil {
+		webhooks = opts.webhooks(webhooks)
+	}
 	if opts.noWebhooks {
 		webhooks = nil
 	}

@@ -247,6 +247,9 @@ func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request, _
 		return prob
 	}
 	all, err := wh.ListDeliveries(r.Context(), state, 0)
+	if errors.Is(err, publishing.ErrDeliveryStateNotKept) {
+		return badRequest(r, "state", fmt.Sprintf("%q: deliveries in this state are not kept on this runtime", state), "use state=dead, or leave state out")
+	}
 	if err != nil {
 		return s.internal(r, err)
 	}

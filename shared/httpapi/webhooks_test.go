@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -281,6 +282,46 @@ func TestWebhookDeliveriesAndRedrive(t *testing.T) {
 	}
 	if a, _ := list("wh_nothing", ""); a.status != http.StatusNotFound {
 		t.Errorf("deliveries of an unknown subscription: %d, want 404", a.status)
+	}
+}
+
+// deadOnly is a runtime's webhooks that keep only dead deliveries where
+// they can be listed (AWS: shared/awswebhooks).
+type deadOnly struct{ Webhooks }
+
+func (d deadOnly) ListDeliveries(ctx context.Context, state publishing.DeliveryState, limit int) ([]publishing.Delivery, error) {
+	if state != "" && state != publishing.DeliveryDead {
+		return nil, fmt.Errorf("%s: %w", state, publishing.ErrDeliveryStateNotKept)
+	}
+	return d.Webhooks.ListDeliveries(ctx, state, limit)
+}
+
+// A state the runtime does not keep is the caller's 400 naming state,
+// not a 500; the states it keeps list.
+func TestWebhookDeliveryStateNotKept(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOptions{webhooks: func(w Webhooks) Webhooks { return deadOnly{w} }})
+	tok := h.token("all")
+	created := h.do(request{method: "POST", path: "/v1/webhooks", token: tok, body: []byte(`{"url": "https://cms.example.com/hooks"}`)})
+	var sub struct{ ID string }
+	if err := json.Unmarshal(created.body, &sub); created.status != http.StatusCreated || err != nil {
+		t.Fatalf("POST /v1/webhooks: %d %s", created.status, created.body)
+	}
+	for _, tc := range []struct {
+		query string
+		want  int
+	}{{"?state=pending", http.StatusBadRequest}, {"?state=delivered", http.StatusBadRequest}, {"?state=dead", http.StatusOK}, {"", http.StatusOK}} {
+		a := h.do(request{method: "GET", path: "/v1/webhooks/" + sub.ID + "/deliveries" + tc.query, token: tok})
+		if a.status != tc.want {
+			t.Errorf("deliveries%s: %d %s, want %d", tc.query, a.status, a.body, tc.want)
+			continue
+		}
+		if tc.want != http.StatusBadRequest {
+			continue
+		}
+		if p := a.problem(t); len(p.Errors) != 1 || p.Errors[0].Field != "state" {
+			t.Errorf("deliveries%s: %+v, want a problem naming state", tc.query, p)
+		}
 	}
 }
 

@@ -270,6 +270,11 @@ type Deliveries interface {
 // longer exists (its subscription was removed meanwhile).
 var ErrDeliveryGone = errors.New("delivery no longer exists")
 
+// ErrDeliveryStateNotKept is returned (wrapped) by ListDeliveries of a
+// runtime that does not keep deliveries in the state asked for where they
+// can be listed (on AWS only dead ones are: shared/awswebhooks).
+var ErrDeliveryStateNotKept = errors.New("deliveries in this state are not kept where they can be listed")
+
 // WebhookSender makes one delivery attempt: it posts body, signed for
 // sub, with d's event id as webhook-id. Adapters: shared/webhook.
 type WebhookSender interface {
