@@ -244,6 +244,8 @@ var initDuration = regexp.MustCompile(`INIT REPORT\(durationMs: ([0-9.]+)\)`)
 // Query).
 func BenchmarkAPIFunctionInit(b *testing.B) {
 	s := stacktest.New(b)
+	env := s.Env()
+	maps.Copy(env, s.Events(b).Env())
 	bootstrap := emulatortest.BuildBootstrap(b, ".")
 	get := sample(b, "api-get-post.json")
 	get.RawPath = "/v1/posts/none"
@@ -254,7 +256,7 @@ func BenchmarkAPIFunctionInit(b *testing.B) {
 	var initTotal, firstTotal time.Duration
 	for b.Loop() {
 		start := time.Now()
-		f, err := emulatortest.StartLambda(bootstrap, s.Env())
+		f, err := emulatortest.StartLambda(bootstrap, env)
 		if err != nil {
 			b.Fatal(err)
 		}
