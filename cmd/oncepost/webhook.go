@@ -73,15 +73,6 @@ func subscriptionInputError(err error) error {
 	return usageError(flag, "%s; %s", fe.Problem, fe.Fix)
 }
 
-// webhooks returns the workspace's webhook store, or an error when its
-// backend has none.
-func (b *backend) webhookStore() (webhookStore, error) {
-	if b.webhooks == nil {
-		return nil, fmt.Errorf("webhooks are not available on the %s backend", b.kind)
-	}
-	return b.webhooks, nil
-}
-
 // subscriptionAdded is `webhook add --json`: the subscription and its
 // secret, shown this once.
 type subscriptionAdded struct {
@@ -110,10 +101,7 @@ func cmdWebhookAdd(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	defer b.Close()
-	store, err := b.webhookStore()
-	if err != nil {
-		return err
-	}
+	store := b.webhooks
 	if err := store.AddSubscription(ctx, s); err != nil {
 		return err
 	}
@@ -144,10 +132,7 @@ func cmdWebhookList(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	defer b.Close()
-	store, err := b.webhookStore()
-	if err != nil {
-		return err
-	}
+	store := b.webhooks
 	subs, err := store.ListSubscriptions(ctx)
 	if err != nil {
 		return err
@@ -181,10 +166,7 @@ func cmdWebhookRemove(ctx context.Context, args []string, stdout, stderr io.Writ
 		return err
 	}
 	defer b.Close()
-	store, err := b.webhookStore()
-	if err != nil {
-		return err
-	}
+	store := b.webhooks
 	if err := store.RemoveSubscription(ctx, rest[0]); errors.Is(err, post.ErrNotFound) {
 		return badInput("no webhook subscription %q (oncepost webhook list)", rest[0])
 	} else if err != nil {
@@ -216,10 +198,7 @@ func cmdWebhookDeliveries(ctx context.Context, args []string, stdout, stderr io.
 		return err
 	}
 	defer b.Close()
-	store, err := b.webhookStore()
-	if err != nil {
-		return err
-	}
+	store := b.webhooks
 	ds, err := store.ListDeliveries(ctx, st, *limit)
 	if err != nil {
 		return err
@@ -253,10 +232,7 @@ func cmdWebhookRedrive(ctx context.Context, args []string, stdout, stderr io.Wri
 		return err
 	}
 	defer b.Close()
-	store, err := b.webhookStore()
-	if err != nil {
-		return err
-	}
+	store := b.webhooks
 	switch err := store.RedriveDelivery(ctx, rest[0], time.Now()); {
 	case errors.Is(err, post.ErrNotFound):
 		return badInput("no delivery %q (oncepost webhook deliveries --state dead)", rest[0])
