@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"oncepost/shared/console"
 	"oncepost/shared/httpapi"
 	"oncepost/shared/ledger"
 	"oncepost/shared/post"
@@ -66,7 +67,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 		}
 	}
-	api, err := httpapi.New(apiCfg)
+	// The console at / and the API at /v1, on one handler: the console's
+	// sessions call the API as the signed-in token.
+	api, err := console.New(console.Config{API: apiCfg, Tokens: rt.store, SecureCookies: *public, Logger: cfg.Logger})
 	if err != nil {
 		return err
 	}
@@ -82,7 +85,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	go func() { ran <- rt.run(runCtx) }()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	fmt.Fprintf(stdout, "oncepost serve: the API is on http://%s/v1 (contract: /v1/openapi.json), the runtime on %s; Ctrl-C stops both\n", ln.Addr(), cfg.DBPath)
+	fmt.Fprintf(stdout, "oncepost serve: the console is on http://%[1]s/ and the API on http://%[1]s/v1 (contract: /v1/openapi.json), the runtime on %s; Ctrl-C stops both\n", ln.Addr(), cfg.DBPath)
 	var serveErr error
 	select {
 	case <-ctx.Done():

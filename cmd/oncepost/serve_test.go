@@ -88,7 +88,7 @@ func startServe(t *testing.T, db string, env ...string) *served {
 	found := make(chan string, 1)
 	go func() {
 		for lines.Scan() {
-			if _, rest, ok := strings.Cut(lines.Text(), "the API is on "); ok {
+			if _, rest, ok := strings.Cut(lines.Text(), " and the API on "); ok {
 				found <- strings.TrimSuffix(strings.Fields(rest)[0], "/v1")
 			}
 		}

@@ -74,6 +74,22 @@ func BearerTokens(store apitoken.Store) Auth {
 // Gateway's to limit there.
 func ContextPrincipal() Auth { return contextAuth{} }
 
+// ContextPrincipalOr takes the principal an in-process adapter put in
+// the request's context (WithPrincipal), and asks next for a request
+// without one: the console, whose signed-in session calls /v1 from the
+// browser, next to API tokens on the same server. Only code in this
+// process can put a principal in a context; no header can.
+func ContextPrincipalOr(next Auth) Auth { return contextOrAuth{next: next} }
+
+type contextOrAuth struct{ next Auth }
+
+func (c contextOrAuth) authenticate(r *http.Request, log *slog.Logger) (Principal, float64, *Problem) {
+	if p, ok := PrincipalFrom(r.Context()); ok {
+		return p, 0, nil
+	}
+	return c.next.authenticate(r, log)
+}
+
 type contextAuth struct{}
 
 func (contextAuth) authenticate(r *http.Request, log *slog.Logger) (Principal, float64, *Problem) {

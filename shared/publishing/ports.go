@@ -74,6 +74,9 @@ type PostFilter struct {
 	Statuses []post.TargetStatus
 	// Account, if set, is the account a matching target goes to.
 	Account post.AccountID
+	// From and To, if set, bound the slots of a matching target: From ≤
+	// slot < To (the calendar's window). Zero means unbounded.
+	From, To time.Time
 	// Limit is the most posts returned; ≤ 0 means the store's default.
 	Limit int
 	// After is the cursor of the page before (PostPage.Next); "" for the

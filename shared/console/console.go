@@ -1,0 +1,156 @@
+package console
+
+import (
+	"crypto/rand"
+	"embed"
+	"errors"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"oncepost/shared/apitoken"
+	"oncepost/shared/httpapi"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Config is what the console is built from.
+type Config struct {
+	// API is the HTTP API's configuration: the console reads and acts
+	// through the same ports, and serves the API itself at /v1 (its Auth
+	// gets the session's principal first, then its own).
+	API httpapi.Config
+	// Tokens checks a sign-in's API token (one machine). Nil: sign-in is
+	// by the one-time link only (SignInLink).
+	Tokens apitoken.Store
+	// Operator is the principal a one-time sign-in link signs in as (AWS:
+	// the caller's IAM identity, every scope: IAM decides each call).
+	Operator httpapi.Principal
+	// SecureCookies marks the session cookie Secure: on whenever the
+	// console is reached other than over loopback.
+	SecureCookies bool
+	// SessionTTL is how long a session lasts without use (default 12 h).
+	SessionTTL time.Duration
+	// Now is the clock; nil means time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Handler serves the console and, under /v1, the API.
+type Handler struct {
+	cfg      Config
+	api      *httpapi.Server
+	sessions *sessions
+	views    map[string]*template.Template
+	static   http.Handler
+	mux      *http.ServeMux
+	cop      *http.CrossOriginProtection
+	log      *slog.Logger
+	// onceLinks are the unused one-time sign-in secrets.
+	once *onceLinks
+}
+
+// New builds the console and the API it serves.
+func New(cfg Config) (*Handler, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = 12 * time.Hour
+	}
+	if cfg.Tokens == nil && cfg.Operator.ID == "" {
+		return nil, errors.New("console: Config needs Tokens (sign in with an API token) or Operator (sign in with a one-time link)")
+	}
+	apiCfg := cfg.API
+	if apiCfg.Auth == nil {
+		return nil, errors.New("console: Config.API.Auth is required")
+	}
+	apiCfg.Auth = httpapi.ContextPrincipalOr(apiCfg.Auth)
+	if apiCfg.Logger == nil {
+		apiCfg.Logger = cfg.Logger
+	}
+	api, err := httpapi.New(apiCfg)
+	if err != nil {
+		return nil, err
+	}
+	views, err := parseViews()
+	if err != nil {
+		return nil, err
+	}
+	sub, err := fs.Sub(staticFS, "static")
+	if err != nil {
+		return nil, err
+	}
+	h := &Handler{cfg: cfg, api: api, sessions: newSessions(cfg.SessionTTL, cfg.Now), views: views,
+		static: http.StripPrefix("/static/", http.FileServerFS(sub)), mux: http.NewServeMux(),
+		cop: http.NewCrossOriginProtection(), log: cfg.Logger, once: newOnceLinks()}
+	h.cop.SetDenyHandler(http.HandlerFunc(h.crossOrigin))
+	h.routes()
+	return h, nil
+}
+
+// SignInLink makes a one-time sign-in path (/signin/once/…) that signs
+// in as Config.Operator: what `oncepost console` prints for a stack.
+func (h *Handler) SignInLink() string {
+	return "/signin/once/" + h.once.add()
+}
+
+// ServeHTTP answers a console or API request. Every request passes
+// CrossOriginProtection first (it lets safe methods through); a /v1
+// request with the session cookie and no Authorization header is the
+// console's own JavaScript: it must carry the session's CSRF token, and
+// is then the API's with the session's principal.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	h.cop.Handler(http.HandlerFunc(h.serve)).ServeHTTP(w, r)
+}
+
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
+	if isAPI(r.URL.Path) {
+		h.serveAPI(w, r)
+		return
+	}
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data: blob:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
+	w.Header().Set("Referrer-Policy", "same-origin")
+	h.mux.ServeHTTP(w, r)
+}
+
+func isAPI(path string) bool { return path == "/v1" || len(path) > 3 && path[:4] == "/v1/" }
+
+// serveAPI serves /v1: with a session (cookie, no Authorization header)
+// as the session's principal, the CSRF header required on every method
+// that changes something; otherwise the API's own auth decides.
+func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Authorization") == "" {
+		if s, ok := h.session(r); ok {
+			if !safeMethod(r.Method) && !s.checkCSRF(r.Header.Get(csrfHeader)) {
+				http.Error(w, "the request lacks this session's CSRF token (header "+csrfHeader+")", http.StatusForbidden)
+				return
+			}
+			r = r.WithContext(httpapi.WithPrincipal(r.Context(), s.principal))
+		}
+	}
+	h.api.ServeHTTP(w, r)
+}
+
+func safeMethod(m string) bool { return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions }
+
+// crossOrigin answers a request CrossOriginProtection refused.
+func (h *Handler) crossOrigin(w http.ResponseWriter, r *http.Request) {
+	h.log.WarnContext(r.Context(), "console: cross-origin request refused", "method", r.Method, "path", r.URL.Path)
+	http.Error(w, "cross-origin request refused: a change must come from the console's own pages", http.StatusForbidden)
+}
+
+// randomID is 128 random bits, base32 without padding.
+func randomID() string {
+	return rand.Text()
+}

@@ -1,0 +1,77 @@
+package console
+
+import (
+	"net/http"
+	"net/url"
+
+	"oncepost/shared/apitoken"
+)
+
+// routes is the console's routes table: every page and action, the
+// scope it needs ("" for any signed-in session) and its handler.
+func (h *Handler) routes() {
+	h.mux.Handle("GET /static/", h.static)
+	h.mux.HandleFunc("GET /signin", h.showSignIn)
+	h.mux.HandleFunc("POST /signin", h.signIn)
+	h.mux.HandleFunc("GET /signin/once/{secret}", h.signInOnce)
+	h.mux.HandleFunc("POST /signout", h.signOut)
+	h.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/calendar", http.StatusSeeOther)
+	})
+
+	h.page("GET /calendar", apitoken.ScopeRead, h.showCalendar)
+	h.page("GET /compose", apitoken.ScopeRead, h.showCompose)
+	h.page("GET /inbox", apitoken.ScopeRead, h.showInbox)
+	h.page("GET /accounts", apitoken.ScopeRead, h.showAccounts)
+	h.page("GET /status", apitoken.ScopeRead, h.showStatus)
+}
+
+// pageFunc is a page or action handler, given the signed-in session.
+type pageFunc func(w http.ResponseWriter, r *http.Request, s *session)
+
+// page registers a page or action that needs a signed-in session with
+// the scope. Without a session a GET goes to the sign-in page (and comes
+// back after it), anything else is 401. A POST must carry the session's
+// CSRF token in its form (after CrossOriginProtection let it through).
+// Without the scope it is 403, and nothing is done.
+func (h *Handler) page(pattern string, scope apitoken.Scope, fn pageFunc) {
+	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		s, ok := h.session(r)
+		if !ok {
+			if r.Method == http.MethodGet {
+				http.Redirect(w, r, "/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			http.Error(w, "sign in first", http.StatusUnauthorized)
+			return
+		}
+		if !safeMethod(r.Method) {
+			got := r.Header.Get(csrfHeader)
+			if got == "" {
+				got = r.PostFormValue(csrfField)
+			}
+			if !s.checkCSRF(got) {
+				http.Error(w, "the form lacks this session's CSRF token: reload the page and try again", http.StatusForbidden)
+				return
+			}
+		}
+		if scope != "" && !s.principal.Allows(scope) {
+			v := h.newView(s, "", "Not allowed")
+			h.render(w, r, http.StatusForbidden, "forbidden", struct {
+				*view
+				Scope apitoken.Scope
+			}{v, scope})
+			return
+		}
+		fn(w, r, s)
+	})
+}
+
+// back redirects a POST to the page it came from (POST-redirect-GET),
+// with a flash message.
+func (h *Handler) back(w http.ResponseWriter, r *http.Request, s *session, to, msg string, isErr bool) {
+	if msg != "" {
+		s.setFlash(msg, isErr)
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}

@@ -1,0 +1,31 @@
+// oncepost console: progressive JavaScript only. Every page works
+// without it; with it, the sign-in form sends the browser's time zone,
+// and pages that want live data call the /v1 API with the session
+// (oncepost.api), the CSRF token in a header.
+"use strict";
+(function () {
+  const csrf = () => {
+    const m = document.querySelector('meta[name="csrf-token"]');
+    return m ? m.content : "";
+  };
+  window.oncepost = {
+    // api calls the HTTP API as the signed-in session; it resolves to the
+    // decoded JSON (or null for 204) and rejects with the problem.
+    api: async function (method, path, body) {
+      const init = { method, headers: { "X-CSRF-Token": csrf() }, credentials: "same-origin" };
+      if (body !== undefined) {
+        init.headers["Content-Type"] = "application/json";
+        init.body = JSON.stringify(body);
+      }
+      const res = await fetch(path, init);
+      if (res.status === 204) return null;
+      const data = await res.json().catch(() => null);
+      if (!res.ok) throw data || { status: res.status, title: res.statusText };
+      return data;
+    },
+  };
+  document.addEventListener("DOMContentLoaded", () => {
+    const zone = Intl.DateTimeFormat().resolvedOptions().timeZone || "";
+    document.querySelectorAll("input[data-browser-zone]").forEach((el) => { el.value = zone; });
+  });
+})();
