@@ -27,7 +27,7 @@ import (
 
 // harness is the console on a real SQLite store, served on 127.0.0.1.
 type harness struct {
-	t        *testing.T
+	t        testing.TB
 	store    *sqlitestore.Store
 	desk     *publishing.Desk
 	operator *publishing.Operator
@@ -44,7 +44,7 @@ type harnessOptions struct {
 	now func() time.Time
 }
 
-func newHarness(t *testing.T, opts harnessOptions) *harness {
+func newHarness(t testing.TB, opts harnessOptions) *harness {
 	t.Helper()
 	ctx := context.Background()
 	if opts.now == nil {
@@ -134,7 +134,7 @@ func (h *harness) token(scopes string) string {
 // on the console's origin does: it sends Sec-Fetch-Site: same-origin
 // and Origin on every request.
 type browser struct {
-	t      *testing.T
+	t      testing.TB
 	h      *harness
 	client *http.Client
 	csrf   string
