@@ -19,7 +19,7 @@ func (h *harness) seed(tb testing.TB, n int, start time.Time, span time.Duration
 	for i := range n {
 		at := start.Add(time.Duration(i) * step).Truncate(time.Minute).UTC()
 		p := post.Post{ID: post.ID(fmt.Sprintf("seed-%05d", i)), Body: fmt.Sprintf("Seeded post %d: the morning news, with a link https://example.com/%d", i, i),
-			Targets: []post.Target{{Account: "news", Slot: at, Status: post.Scheduled, UpdatedAt: at}, {Account: "sky", Slot: at, Status: post.Scheduled, UpdatedAt: at}},
+			Targets:   []post.Target{{Account: "news", Slot: at, Status: post.Scheduled, UpdatedAt: at}, {Account: "sky", Slot: at, Status: post.Scheduled, UpdatedAt: at}},
 			CreatedAt: start}
 		if err := h.store.CreatePost(ctx, p); err != nil {
 			tb.Fatal(err)

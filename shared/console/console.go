@@ -142,7 +142,9 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request) {
 	h.api.ServeHTTP(w, r)
 }
 
-func safeMethod(m string) bool { return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions }
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
 
 // crossOrigin answers a request CrossOriginProtection refused.
 func (h *Handler) crossOrigin(w http.ResponseWriter, r *http.Request) {
