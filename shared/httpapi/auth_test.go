@@ -4,12 +4,14 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"oncepost/shared/apitoken"
 	"oncepost/shared/publishing"
+	"oncepost/shared/sqlitestore"
 )
 
 // A token without the scope an operation needs gets 403 naming the
@@ -183,6 +185,53 @@ func TestContextPrincipal(t *testing.T) {
 		front(tt.p).ServeHTTP(rec, httptest.NewRequest(tt.method, tt.path, nil))
 		if rec.Code != tt.status {
 			t.Errorf("%s %s as %v: %d %s, want %d", tt.method, tt.path, tt.p, rec.Code, rec.Body, tt.status)
+		}
+	}
+}
+
+// TestContextPrincipalOr: a principal put in the context by this process
+// (the console's session) is taken as it is; without one, the bearer
+// token decides, and no header can stand in for the context.
+func TestContextPrincipalOr(t *testing.T) {
+	t.Parallel()
+	store, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "oncepost.db"), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	tok := apitoken.New()
+	if err := store.AddToken(context.Background(), apitoken.Token{ID: apitoken.NewID(), Name: "reader", Hash: apitoken.Hash(tok),
+		Scopes: []Scope{apitoken.ScopeRead}, CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Desk: &publishing.Desk{}, Decider: nopDecider{}, Held: nopStore{}, Accounts: nopStore{}, Targets: nopStore{}, DeadLetters: nopStore{},
+		Media: &memMedia{}, Auth: ContextPrincipalOr(BearerTokens(store))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	session := &Principal{ID: "session-1", Name: "console", Scopes: []Scope{apitoken.ScopeRead}}
+	for _, tt := range []struct {
+		name   string
+		p      *Principal
+		bearer string
+		status int
+	}{
+		{"session", session, "", http.StatusOK},
+		{"token", nil, tok, http.StatusOK},
+		{"neither", nil, "", http.StatusUnauthorized},
+		{"unknown token", nil, "op_" + strings.Repeat("a", 52), http.StatusUnauthorized},
+	} {
+		req := httptest.NewRequest("GET", "/v1/status", nil)
+		if tt.p != nil {
+			req = req.WithContext(WithPrincipal(req.Context(), *tt.p))
+		}
+		if tt.bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+tt.bearer)
+		}
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		if rec.Code != tt.status {
+			t.Errorf("%s: %d %s, want %d", tt.name, rec.Code, rec.Body, tt.status)
 		}
 	}
 }
