@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"html"
-	"regexp"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -67,7 +67,7 @@ func TestInboxShowsHeldEvidence(t *testing.T) {
 	for _, want := range []string{
 		string(key),
 		"found &lt;script&gt;alert(&#34;r&#34;)&lt;/script&gt; on the account", // the reason, escaped
-		"<code>&lt;script&gt;x&lt;/script&gt;</code>",                           // the remote id found, escaped
+		"<code>&lt;script&gt;x&lt;/script&gt;</code>",                          // the remote id found, escaped
 		"1, of which 0 may have reached the platform",
 		"What the ledger recorded",
 		`<td>(new)</td><td>pending</td>`, `<td>pending</td><td>held</td>`, // the history's moves
