@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"oncepost/shared/ledger"
 	"oncepost/shared/post"
 	"oncepost/shared/publishing"
 )
@@ -14,7 +15,7 @@ import (
 const (
 	// inboxHeldLimit bounds the held entries and the open ones shown
 	// (each list), with their history.
-	inboxHeldLimit = 50
+	inboxHeldLimit = 30
 	// inboxFailedLimit is a page of posts with a failed target.
 	inboxFailedLimit = 25
 	// inboxDeadLimit bounds the dead letters shown.
@@ -24,7 +25,7 @@ const (
 // inboxData is the inbox page: what waits for a person.
 type inboxData struct {
 	*view
-	Held []publishing.HeldItem
+	Held []heldRow
 	// HeldMore: more entries wait than are shown.
 	HeldMore bool
 	// HistoryShown: the ledger can read an entry's history.
@@ -39,6 +40,23 @@ type inboxData struct {
 	DeadTotal int
 	// RemoteIDMax is the longest remote id a confirm takes, in bytes.
 	RemoteIDMax, ReasonMax int
+}
+
+// heldRow is a held or open entry as the page shows it: its times
+// formatted here, not by the template (a page of them renders in a third
+// of the time).
+type heldRow struct {
+	publishing.HeldItem
+	IsDelete, IsHeld              bool
+	SinceISO, SinceText, SinceAgo string
+	SlotISO, SlotText             string
+	History                       []historyRow
+}
+
+// historyRow is one move of an entry's history.
+type historyRow struct {
+	AtISO, AtText, From, To, Reason string
+	Attempt                         int
 }
 
 // failedTarget is a target that failed, with its post's text.
@@ -72,7 +90,23 @@ func (h *Handler) showInbox(w http.ResponseWriter, r *http.Request, s *session) 
 		h.fail(w, r, err)
 		return
 	}
-	d.Held, d.HeldMore = held.Items, held.More
+	d.HeldMore = held.More
+	d.Held = make([]heldRow, 0, len(held.Items))
+	for _, it := range held.Items {
+		row := heldRow{HeldItem: it, IsDelete: it.Entry.Action == ledger.Delete, IsHeld: it.Entry.State == ledger.Held,
+			SinceISO: d.ISO(it.Since), SinceText: d.Time(it.Since), SinceAgo: d.Ago(it.Since)}
+		if !it.Entry.Slot.IsZero() {
+			row.SlotISO, row.SlotText = d.ISO(it.Entry.Slot), d.Time(it.Entry.Slot)
+		}
+		for _, t := range it.History {
+			from := string(t.From)
+			if from == "" {
+				from = "(new)"
+			}
+			row.History = append(row.History, historyRow{AtISO: d.ISO(t.At), AtText: d.Time(t.At), From: from, To: string(t.To), Reason: t.Reason, Attempt: t.Attempt})
+		}
+		d.Held = append(d.Held, row)
+	}
 
 	after := r.URL.Query().Get("failed_after")
 	page, err := h.cfg.API.Desk.List(ctx, publishing.PostFilter{Statuses: []post.TargetStatus{post.Failed}, Limit: inboxFailedLimit, After: after})

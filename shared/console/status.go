@@ -14,7 +14,7 @@ import (
 const (
 	// statusOpenScan bounds the open entries read for the gauges;
 	// statusOpenShown those listed.
-	statusOpenScan  = 500
+	statusOpenScan  = 200
 	statusOpenShown = 100
 	// statusEvents bounds the recent events listed.
 	statusEvents = 50
@@ -65,7 +65,9 @@ func (h *Handler) showStatus(w http.ResponseWriter, r *http.Request, s *session)
 	ctx := r.Context()
 	d := statusData{view: h.newView(s, "status", "Status"), StaleAfter: publishing.StaleAfter}
 	now := d.Now
-	counts, err := h.cfg.API.Targets.CountTargets(ctx)
+	// Each status through its own partial index: a fifth of one scan of
+	// every target (measured with 20,000 targets).
+	counts, err := h.cfg.API.Targets.CountTargets(ctx, publishing.TargetStatuses...)
 	if err != nil {
 		h.fail(w, r, err)
 		return
