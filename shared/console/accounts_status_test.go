@@ -61,7 +61,7 @@ func TestAccountsPage(t *testing.T) {
 		want    []string
 		not     []string
 	}{
-		{"news", []string{"Mastodon", "@news@example.social", "<strong>confirm by read-back</strong>", "ok", "post <code>out-2</code> (remote <code>remote-2</code>)"},
+		{"news", []string{"Mastodon", "@news@example.social", "<strong>confirm by read-back</strong>", "ok", "sent again when the looks find nothing", "post <code>out-2</code> (remote <code>remote-2</code>)"},
 			[]string{"reconnect needed", "out-1"}},
 		{"sky", []string{"Bluesky", fmt.Sprintf("<strong>%d</strong> of 1666 per 1 h", left[0]), fmt.Sprintf("<strong>%d</strong> of 11666 per 24 h", left[1]), "<strong>exact</strong>", "none among the latest 500 events", "held for a person"},
 			[]string{"reconnect needed"}},
