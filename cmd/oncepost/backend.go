@@ -53,8 +53,6 @@ type storeCounts struct {
 
 // operatorViews are the lists only an operator reads.
 type operatorViews interface {
-	// Held lists held entries, oldest first; a limit ≤ 0 means all.
-	Held(ctx context.Context, limit int) ([]ledger.Entry, error)
 	// Waiting lists waiting targets, next try first; a limit ≤ 0 means all.
 	Waiting(ctx context.Context, limit int) ([]waitingTarget, error)
 	Counts(ctx context.Context) (storeCounts, error)

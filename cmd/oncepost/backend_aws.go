@@ -311,11 +311,6 @@ func (d sqsDepth) Depth(ctx context.Context) (queueDepth, error) {
 // dynamoViews are the operator's lists on DynamoDB.
 type dynamoViews struct{ s *dynamostore.Store }
 
-// Held lists held entries through HeldIndex.
-func (v dynamoViews) Held(ctx context.Context, limit int) ([]ledger.Entry, error) {
-	return v.s.Held(ctx, limit)
-}
-
 // Waiting lists waiting targets through StatusIndex.
 func (v dynamoViews) Waiting(ctx context.Context, limit int) ([]waitingTarget, error) {
 	ws, err := v.s.Waiting(ctx, limit)

@@ -58,11 +58,6 @@ func (d sqliteDepth) Depth(ctx context.Context) (queueDepth, error) {
 // sqliteViews are the operator's lists on the SQLite store.
 type sqliteViews struct{ s *sqlitestore.Store }
 
-// Held lists held entries, oldest first.
-func (v sqliteViews) Held(ctx context.Context, limit int) ([]ledger.Entry, error) {
-	return v.s.ByState(ctx, ledger.Held, limit)
-}
-
 // Waiting lists waiting targets, next try first.
 func (v sqliteViews) Waiting(ctx context.Context, limit int) ([]waitingTarget, error) {
 	ws, err := v.s.Waiting(ctx, limit)

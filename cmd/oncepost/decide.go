@@ -76,42 +76,26 @@ func cmdHeld(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return nil
 }
 
-// heldRows lists held publish entries, then open ones, oldest first. A
-// failure to count an entry's looks is returned apart (looksErr, the
-// first one): the rows are listed anyway.
+// heldRows lists held publish entries, then open ones, oldest first
+// (publishing.ListHeld, as GET /v1/held lists them). A failure to count
+// an entry's looks is returned apart (looksErr, the first one): the rows
+// are listed anyway.
 func (b *backend) heldRows(ctx context.Context) (rows []heldRow, looksErr error, err error) {
-	held, err := b.views.Held(ctx, 0)
+	q := publishing.HeldQuery{Now: time.Now()}
+	if b.looks != nil {
+		q.Looks = b.looks
+	}
+	list, err := publishing.ListHeld(ctx, b.ledger, q)
 	if err != nil {
 		return nil, nil, err
 	}
-	open, err := b.ledger.Open(ctx, time.Now().Add(time.Nanosecond), 0)
-	if err != nil {
-		return nil, nil, err
+	rows = make([]heldRow, 0, len(list.Items))
+	for _, it := range list.Items {
+		e := it.Entry
+		rows = append(rows, heldRow{Key: e.Key, Action: e.Action, State: e.State, Post: it.PostID, Account: e.Account, Attempt: e.Attempt,
+			MaybeSent: e.MaybeSent, Since: it.Since, Reason: e.Reason, RemoteID: it.RemoteID, Looks: it.Looks, Decision: e.Decision})
 	}
-	rows = []heldRow{}
-	for _, e := range append(held, open...) {
-		if e.Action == ledger.Upload {
-			continue
-		}
-		since := e.OpenSince
-		if since.IsZero() {
-			since = e.UpdatedAt
-		}
-		r := heldRow{Key: e.Key, Action: e.Action, State: e.State, Post: e.Subject, Account: e.Account, Attempt: e.Attempt,
-			MaybeSent: e.MaybeSent, Since: since, Reason: e.Reason, RemoteID: e.RemoteID, Decision: e.Decision}
-		if e.Action == ledger.Delete {
-			// A delete's subject is the remote post; its post id is kept
-			// with the entry by the Deleter.
-			r.Post, r.RemoteID = publishing.DeletePostID(e), e.Subject
-		} else {
-			var lerr error
-			if r.Looks, lerr = b.looks.Looks(ctx, e); lerr != nil && looksErr == nil {
-				looksErr = lerr
-			}
-		}
-		rows = append(rows, r)
-	}
-	return rows, looksErr, nil
+	return rows, list.LooksErr, nil
 }
 
 func countStates(history []string, state string) int {

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"crypto/rand"
 	"embed"
 	"errors"
@@ -12,6 +13,7 @@ import (
 
 	"oncepost/shared/apitoken"
 	"oncepost/shared/httpapi"
+	"oncepost/shared/publishing"
 )
 
 //go:embed templates/*.html
@@ -37,9 +39,19 @@ type Config struct {
 	SecureCookies bool
 	// SessionTTL is how long a session lasts without use (default 12 h).
 	SessionTTL time.Duration
+	// Events, if set, are the workspace's recent events (the outbox's,
+	// on SQLite): the status page lists them and the accounts page finds
+	// each account's last success among them. Nil: neither is shown.
+	Events EventReader
 	// Now is the clock; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
+}
+
+// EventReader reads the recent events, newest first
+// (sqlitestore.Store.RecentEvents); a limit ≤ 0 means all.
+type EventReader interface {
+	RecentEvents(ctx context.Context, limit int) ([]publishing.Event, error)
 }
 
 // Handler serves the console and, under /v1, the API.

@@ -86,6 +86,7 @@ func newHarness(t testing.TB, opts harnessOptions) *harness {
 		API: httpapi.Config{Desk: h.desk, Decider: h.operator, Held: store, Accounts: store, Targets: store,
 			DeadLetters: queue, Media: h.media, Budgets: store, Webhooks: store, Auth: httpapi.BearerTokens(store), Now: opts.now},
 		Tokens: store,
+		Events: store,
 		Now:    opts.now,
 	})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"net/url"
 
 	"oncepost/shared/apitoken"
+	"oncepost/shared/publishing"
 )
 
 // routes is the console's routes table: every page and action, the
@@ -24,6 +25,12 @@ func (h *Handler) routes() {
 	h.page("GET /inbox", apitoken.ScopeRead, h.showInbox)
 	h.page("GET /accounts", apitoken.ScopeRead, h.showAccounts)
 	h.page("GET /status", apitoken.ScopeRead, h.showStatus)
+
+	h.page("POST /inbox/held/{key}/approve", apitoken.ScopeDecide, h.decideHeld(publishing.DecisionRelease))
+	h.page("POST /inbox/held/{key}/confirm", apitoken.ScopeDecide, h.decideHeld(publishing.DecisionConfirm))
+	h.page("POST /inbox/held/{key}/reject", apitoken.ScopeDecide, h.decideHeld(publishing.DecisionReject))
+	h.page("POST /inbox/dead-letters/{id}/redrive", apitoken.ScopeOperate, h.redriveDeadLetter)
+	h.page("POST /inbox/dead-letters/{id}/drop", apitoken.ScopeOperate, h.dropDeadLetter)
 }
 
 // pageFunc is a page or action handler, given the signed-in session.

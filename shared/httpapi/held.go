@@ -30,34 +30,20 @@ type heldEntry struct {
 	Decision string `json:"decision,omitempty"`
 }
 
-// listHeld is GET /v1/held: held entries, then open ones, oldest first.
+// listHeld is GET /v1/held: held entries, then open ones, oldest first
+// (publishing.ListHeld, as `oncepost held` lists them).
 func (s *Server) listHeld(w http.ResponseWriter, r *http.Request, _ Principal) *Problem {
-	held, err := s.cfg.Held.Held(r.Context(), 0)
-	if err != nil {
-		return s.internal(r, err)
-	}
-	open, err := s.cfg.Held.Open(r.Context(), s.cfg.Now().Add(time.Nanosecond), 0)
+	list, err := publishing.ListHeld(r.Context(), s.cfg.Held, publishing.HeldQuery{Now: s.cfg.Now()})
 	if err != nil {
 		return s.internal(r, err)
 	}
 	out := struct {
 		Entries []heldEntry `json:"entries"`
-	}{Entries: []heldEntry{}}
-	for _, e := range append(held, open...) {
-		if e.Action == ledger.Upload {
-			continue
-		}
-		since := e.OpenSince
-		if since.IsZero() {
-			since = e.UpdatedAt
-		}
-		h := heldEntry{Key: e.Key, Action: e.Action, State: e.State, Post: e.Subject, Account: e.Account, Attempt: e.Attempt,
-			MaybeSent: e.MaybeSent, Since: since.UTC(), Reason: e.Reason, RemoteID: e.RemoteID, Decision: e.Decision}
-		if e.Action == ledger.Delete {
-			// A delete's subject is the remote post.
-			h.Post, h.RemoteID = publishing.DeletePostID(e), e.Subject
-		}
-		out.Entries = append(out.Entries, h)
+	}{Entries: make([]heldEntry, 0, len(list.Items))}
+	for _, it := range list.Items {
+		e := it.Entry
+		out.Entries = append(out.Entries, heldEntry{Key: e.Key, Action: e.Action, State: e.State, Post: it.PostID, Account: e.Account,
+			Attempt: e.Attempt, MaybeSent: e.MaybeSent, Since: it.Since.UTC(), Reason: e.Reason, RemoteID: it.RemoteID, Decision: e.Decision})
 	}
 	return s.writeJSON(w, r, http.StatusOK, out)
 }
