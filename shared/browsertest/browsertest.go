@@ -290,6 +290,13 @@ func tab0trace(t testing.TB, start time.Time) {
 	}
 }
 
+// SetViewport resizes the tab's viewport (CSS pixels), e.g. to a
+// phone's 390×844.
+func (tab *Tab) SetViewport(width, height int64) {
+	tab.t.Helper()
+	tab.run(fmt.Sprintf("set the viewport to %d×%d", width, height), chromedp.EmulateViewport(width, height))
+}
+
 // Context is the tab's chromedp context, for chromedp actions the
 // helpers do not cover (give each a timeout of its own).
 func (tab *Tab) Context() context.Context { return tab.ctx }

@@ -99,6 +99,17 @@ func TestBrowserPages(t *testing.T) {
 		browsertest.CheckAxe(t, tab, p.name)
 		tab.Screenshot("console-" + p.name)
 	}
+	// At 320 px wide the layout reflows (WCAG 1.4.10): nothing wider
+	// than the viewport.
+	tab.SetViewport(320, 720)
+	for _, p := range consolePages(at)[:2] {
+		tab.Navigate(h.srv.URL + p.path)
+		if w := browsertest.Eval[int](tab, `document.documentElement.scrollWidth`); w > 320 {
+			t.Errorf("%s at 320 px wide is %d px wide: it scrolls sideways", p.path, w)
+		}
+		browsertest.CheckAxe(t, tab, p.name+" at 320 px")
+		tab.Screenshot("console-" + p.name + "-narrow")
+	}
 }
 
 // seedPosts stores a few ordinary posts around now, so the pages have
