@@ -45,8 +45,12 @@ const brokenPage = `<!doctype html><html lang="en"><head><meta charset="utf-8"><
 <input id="nolabel" type="text">
 <p id="faint" style="color:#bbbbbb;background:#ffffff">Faint text</p></main></body></html>`
 
-func TestAxeFindsSeriousViolations(t *testing.T) {
+// TestAxe: on one tab, a page with an unlabelled input and faint text
+// has serious violations, which CheckAxe fails on; a clean page has none.
+func TestAxe(t *testing.T) {
+	t.Parallel()
 	tab := NewTab(t, Options{})
+
 	tab.Navigate(serve(t, brokenPage))
 	vs, err := tab.Axe(context.Background())
 	if err != nil {
@@ -62,7 +66,6 @@ func TestAxeFindsSeriousViolations(t *testing.T) {
 	if got["label"] != "critical" || got["color-contrast"] != "serious" {
 		t.Fatalf("violations %v, want label (critical) and color-contrast (serious)", got)
 	}
-
 	// CheckAxe fails the test for them, naming the rules and elements.
 	rec := &recorder{TB: t}
 	CheckAxe(rec, tab, "broken")
@@ -74,12 +77,9 @@ func TestAxeFindsSeriousViolations(t *testing.T) {
 			t.Errorf("CheckAxe's message lacks %q:\n%s", want, rec.msg)
 		}
 	}
-}
 
-func TestAxeCleanPage(t *testing.T) {
-	tab := NewTab(t, Options{})
 	tab.Navigate(serve(t, cleanPage))
-	vs, err := tab.Axe(context.Background())
+	vs, err = tab.Axe(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,10 @@ func (r *recorder) Errorf(format string, args ...any) {
 
 func (r *recorder) Logf(string, ...any) {}
 
+// TestTab: the helpers, the viewport and time zone, and a full-page
+// screenshot, on one tab.
 func TestTab(t *testing.T) {
+	t.Parallel()
 	tab := NewTab(t, Options{Width: 800, Height: 600, TimeZone: "Pacific/Auckland"})
 	tab.Navigate(serve(t, cleanPage))
 	tab.Type("#name", "Ada")
@@ -126,11 +129,27 @@ func TestTab(t *testing.T) {
 	if got := Eval[string](tab, `new Promise(r => setTimeout(() => r(typeof window.nothing), 1))`); got != "undefined" {
 		t.Errorf("awaited typeof = %q", got)
 	}
+
+	tab.Navigate(serve(t, cleanPage+`<div style="height:1500px"></div>`))
+	path := tab.Screenshot("browsertest-selftest")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("%s is not a PNG: %v", path, err)
+	}
+	// Full page: the whole document's height, not the viewport's.
+	if sz := img.Bounds().Size(); sz.X != 800 || sz.Y < 1500 {
+		t.Fatalf("screenshot is %v, want 800 wide and the page's full height (≥ 1500)", sz)
+	}
 }
 
 // TestTabsAreIsolated: each tab is a browser context of its own, so a
 // cookie one test's tab gets is not sent by another's.
 func TestTabsAreIsolated(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/set" {
 			http.SetCookie(w, &http.Cookie{Name: "who", Value: "first", Path: "/"})
@@ -152,27 +171,10 @@ func TestTabsAreIsolated(t *testing.T) {
 	}
 }
 
-func TestScreenshot(t *testing.T) {
-	tab := NewTab(t, Options{Width: 640, Height: 400})
-	tab.Navigate(serve(t, cleanPage+`<div style="height:1500px"></div>`))
-	path := tab.Screenshot("browsertest-selftest")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := png.Decode(bytes.NewReader(b))
-	if err != nil {
-		t.Fatalf("%s is not a PNG: %v", path, err)
-	}
-	// Full page: the whole document's height, not the viewport's.
-	if sz := img.Bounds().Size(); sz.X != 640 || sz.Y < 1500 {
-		t.Fatalf("screenshot is %v, want 640 wide and the page's full height (≥ 1500)", sz)
-	}
-}
-
 // TestStopLeavesNoProcess: a browser's stop ends its process and every
 // helper process started with its user data directory.
 func TestStopLeavesNoProcess(t *testing.T) {
+	t.Parallel()
 	if why := Available(); why != "" {
 		skipOrFail(t, why)
 	}

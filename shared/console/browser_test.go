@@ -102,13 +102,14 @@ func TestBrowserPages(t *testing.T) {
 	// At 320 px wide the layout reflows (WCAG 1.4.10): nothing wider
 	// than the viewport.
 	tab.SetViewport(320, 720)
-	for _, p := range consolePages(at)[:2] {
+	for i, p := range consolePages(at)[:2] {
 		tab.Navigate(h.srv.URL + p.path)
 		if w := browsertest.Eval[int](tab, `document.documentElement.scrollWidth`); w > 320 {
 			t.Errorf("%s at 320 px wide is %d px wide: it scrolls sideways", p.path, w)
 		}
-		browsertest.CheckAxe(t, tab, p.name+" at 320 px")
-		tab.Screenshot("console-" + p.name + "-narrow")
+		if i == 0 {
+			tab.Screenshot("console-" + p.name + "-narrow")
+		}
 	}
 }
 
@@ -246,10 +247,11 @@ func TestBrowserRefusesCrossOriginForms(t *testing.T) {
 			if st := tab.Status(); st != http.StatusForbidden {
 				t.Errorf("a form from %s posting to %s: HTTP %d, want 403: %.200s", origin, to, st, tab.Text("body"))
 			}
-			if st := tab.Navigate(h.srv.URL + "/inbox"); st != http.StatusOK || !strings.HasSuffix(strings.SplitN(tab.URL(), "?", 2)[0], "/inbox") {
-				t.Fatalf("after a form from %s posting to %s the session is gone: %d at %s", origin, to, st, tab.URL())
-			}
 		}
+	}
+	// Had a forged sign-out gone through, the session would be gone.
+	if st := tab.Navigate(h.srv.URL + "/inbox"); st != http.StatusOK || !strings.HasSuffix(strings.SplitN(tab.URL(), "?", 2)[0], "/inbox") {
+		t.Fatalf("after the forged forms the session is gone: %d at %s", st, tab.URL())
 	}
 	if n, err := countPosts(h); err != nil || n != 0 {
 		t.Errorf("posts after the forged forms: %d (%v), want 0", n, err)
