@@ -50,6 +50,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -90,7 +91,6 @@ const (
 // disable-sync and a temporary user-data-dir); named again here so the
 // list does not depend on chromedp's.
 var flags = []chromedp.ExecAllocatorOption{
-	chromedp.ExecPath(""), // replaced by ExecPath at start
 	chromedp.NoSandbox,
 	chromedp.DisableGPU,
 	chromedp.NoFirstRun,
@@ -119,8 +119,8 @@ type browser struct {
 
 // start starts chromium and waits until it answers.
 func start() (*browser, error) {
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], flags...)
-	opts[len(chromedp.DefaultExecAllocatorOptions)] = chromedp.ExecPath(ExecPath)
+	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]), flags...)
+	opts = append(opts, chromedp.ExecPath(ExecPath))
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(allocCtx)
 	b := &browser{ctx: ctx, cancel: cancel, cancelAlloc: cancelAlloc}
