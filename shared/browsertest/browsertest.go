@@ -278,8 +278,11 @@ func NewTab(t testing.TB, opts Options) *Tab {
 				return fmt.Errorf("time zone %q: %w", opts.TimeZone, err)
 			}
 			if opts.BypassCSP {
-				_, err = cdp.Call(ctx, tg, page.SetBypassCSP, page.SetBypassCSPParams{Enabled: true})
+				if _, err := cdp.Call(ctx, tg, page.SetBypassCSP, page.SetBypassCSPParams{Enabled: true}); err != nil {
+					return err
+				}
 			}
+			_, err = cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: errorRecorder})
 			return err
 		}))
 	if err != nil {
@@ -351,6 +354,35 @@ func (tab *Tab) location() string {
 		return "?"
 	}
 	return u
+}
+
+// errorRecorder runs in every document before its own scripts (the
+// DevTools protocol puts it there, past the page's CSP) and keeps what
+// PageErrors returns.
+const errorRecorder = `(() => {
+	const errs = [];
+	Object.defineProperty(window, "__browsertestErrors", {value: errs});
+	document.addEventListener("securitypolicyviolation", e => errs.push("Content-Security-Policy blocked " +
+		(e.blockedURI || "inline") + " (" + e.violatedDirective + ")" + (e.sourceFile ? " at " + e.sourceFile + ":" + e.lineNumber : "")));
+	window.addEventListener("error", e => {
+		if (e.target && e.target !== window) {
+			errs.push("failed to load <" + e.target.tagName.toLowerCase() + "> " + (e.target.src || e.target.href || ""));
+		} else {
+			errs.push(e.message + (e.filename ? " at " + e.filename + ":" + e.lineno : ""));
+		}
+	}, true);
+	window.addEventListener("unhandledrejection", e => errs.push("unhandled rejection: " +
+		(e.reason && e.reason.message ? e.reason.message : JSON.stringify(e.reason))));
+})()`
+
+// PageErrors are what went wrong in the tab's current document so far:
+// uncaught JavaScript errors and rejections, elements whose resource
+// failed to load, and what its Content-Security-Policy blocked. A page
+// that works has none.
+func (tab *Tab) PageErrors() []string {
+	tab.t.Helper()
+	// One turn of the event loop first: violations are reported as tasks.
+	return Eval[[]string](tab, `new Promise(r => setTimeout(() => r(window.__browsertestErrors || []), 0))`)
 }
 
 // Navigate loads the URL, waits for its load event and returns the

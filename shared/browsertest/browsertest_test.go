@@ -146,6 +146,38 @@ func TestTab(t *testing.T) {
 	}
 }
 
+// TestPageErrors: an uncaught error, a missing image, a rejected promise
+// and what the page's CSP blocked are reported; a clean page has none.
+func TestPageErrors(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/clean":
+			fmt.Fprint(w, cleanPage)
+		case "/broken":
+			w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self'")
+			fmt.Fprint(w, `<!doctype html><html lang="en"><title>b</title><p style="color:red">x</p><img src="/missing.png" alt="m">
+<script>Promise.reject(new Error("nope")); undefinedFunction();</script>`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	tab := NewTab(t, Options{})
+	tab.Navigate(srv.URL + "/clean")
+	if errs := tab.PageErrors(); len(errs) != 0 {
+		t.Errorf("a clean page's errors: %q", errs)
+	}
+	tab.Navigate(srv.URL + "/broken")
+	got := strings.Join(tab.PageErrors(), "\n")
+	for _, want := range []string{"Uncaught ReferenceError: undefinedFunction is not defined", "failed to load <img> " + srv.URL + "/missing.png",
+		"unhandled rejection: nope", "Content-Security-Policy blocked inline (style-src-attr)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("page errors lack %q:\n%s", want, got)
+		}
+	}
+}
+
 // TestTabsAreIsolated: each tab is a browser context of its own, so a
 // cookie one test's tab gets is not sent by another's.
 func TestTabsAreIsolated(t *testing.T) {

@@ -63,8 +63,9 @@ func signInTab(t *testing.T, h *harness, tab *browsertest.Tab, scopes string) {
 
 // TestBrowserPages signs in through the sign-in page and visits every
 // page: each answers 200 without sending the browser back to sign in,
-// shows times in the browser's zone, has no serious or critical axe-core
-// violation, and is saved as a screenshot.
+// shows times in the browser's zone, runs without a JavaScript error, a
+// missing asset or anything its Content-Security-Policy blocks, has no
+// serious or critical axe-core violation, and is saved as a screenshot.
 func TestBrowserPages(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOptions{})
@@ -73,6 +74,9 @@ func TestBrowserPages(t *testing.T) {
 	tab := browsertest.NewTab(t, browsertest.Options{Width: 1280, Height: 800, TimeZone: zone})
 
 	tab.Navigate(h.srv.URL + "/signin")
+	if errs := tab.PageErrors(); len(errs) != 0 {
+		t.Errorf("/signin: %s", strings.Join(errs, "; "))
+	}
 	browsertest.CheckAxe(t, tab, "sign-in")
 	tab.Screenshot("console-signin")
 	// The first Tab goes to the skip link: the keyboard reaches the content
@@ -95,6 +99,9 @@ func TestBrowserPages(t *testing.T) {
 		if u, _ := url.Parse(tab.URL()); u.Path != strings.SplitN(p.path, "?", 2)[0] {
 			t.Errorf("%s ended on %s", p.path, tab.URL())
 			continue
+		}
+		if errs := tab.PageErrors(); len(errs) != 0 {
+			t.Errorf("%s: %s", p.path, strings.Join(errs, "; "))
 		}
 		browsertest.CheckAxe(t, tab, p.name)
 		tab.Screenshot("console-" + p.name)
