@@ -51,6 +51,9 @@ type heldRow struct {
 	SinceISO, SinceText, SinceAgo string
 	SlotISO, SlotText             string
 	History                       []historyRow
+	// Text is the start of the post's text: what a person decides on
+	// ("" when the post is gone).
+	Text string
 }
 
 // historyRow is one move of an entry's history.
@@ -92,6 +95,7 @@ func (h *Handler) showInbox(w http.ResponseWriter, r *http.Request, s *session) 
 	}
 	d.HeldMore = held.More
 	d.Held = make([]heldRow, 0, len(held.Items))
+	texts := map[string]string{}
 	for _, it := range held.Items {
 		row := heldRow{HeldItem: it, IsDelete: it.Entry.Action == ledger.Delete, IsHeld: it.Entry.State == ledger.Held,
 			SinceISO: d.ISO(it.Since), SinceText: d.Time(it.Since), SinceAgo: d.Ago(it.Since)}
@@ -104,6 +108,18 @@ func (h *Handler) showInbox(w http.ResponseWriter, r *http.Request, s *session) 
 				from = "(new)"
 			}
 			row.History = append(row.History, historyRow{AtISO: d.ISO(t.At), AtText: d.Time(t.At), From: from, To: string(t.To), Reason: t.Reason, Attempt: t.Attempt})
+		}
+		if it.PostID != "" {
+			if _, seen := texts[it.PostID]; !seen {
+				texts[it.PostID] = ""
+				if v, err := h.cfg.API.Desk.Show(ctx, post.ID(it.PostID)); err == nil {
+					texts[it.PostID] = excerpt(v.Post.Body, 280)
+				} else if !errors.Is(err, post.ErrNotFound) {
+					h.fail(w, r, err)
+					return
+				}
+			}
+			row.Text = texts[it.PostID]
 		}
 		d.Held = append(d.Held, row)
 	}
