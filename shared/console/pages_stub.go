@@ -8,10 +8,6 @@ func (h *Handler) showCalendar(w http.ResponseWriter, r *http.Request, s *sessio
 	h.render(w, r, http.StatusOK, "calendar", h.newView(s, "calendar", "Calendar"))
 }
 
-func (h *Handler) showCompose(w http.ResponseWriter, r *http.Request, s *session) {
-	h.render(w, r, http.StatusOK, "compose", h.newView(s, "compose", "Compose"))
-}
-
 func (h *Handler) showInbox(w http.ResponseWriter, r *http.Request, s *session) {
 	h.render(w, r, http.StatusOK, "inbox", h.newView(s, "inbox", "Inbox"))
 }
