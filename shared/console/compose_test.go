@@ -307,3 +307,63 @@ func TestComposeEscapes(t *testing.T) {
 		t.Errorf("the text is in %d places, want the textarea and the preview", n)
 	}
 }
+
+// noisePNG is a w×h PNG of noise: large for its size.
+func noisePNG(t testing.TB, w, h int) []byte {
+	t.Helper()
+	m := image.NewNRGBA(image.Rect(0, 0, w, h))
+	x := uint32(1)
+	for i := range m.Pix {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		m.Pix[i] = byte(x)
+		if i%4 == 3 {
+			m.Pix[i] = 255
+		}
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, m); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// An image over Bluesky's 1,000,000 bytes is fitted for Bluesky (a
+// smaller version stored and recorded on the post) and goes to Mastodon
+// as uploaded; the preview says which version each gets.
+func TestComposeFitsImagesPerPlatform(t *testing.T) {
+	t.Parallel()
+	h := withMediaReader(newHarness(t, harnessOptions{}))
+	b := h.signIn("read,posts")
+	local, _ := composeTime(t)
+	img := noisePNG(t, 640, 640)
+	if len(img) <= 1_000_000 {
+		t.Fatalf("the image is %d bytes, not over Bluesky's limit", len(img))
+	}
+	form := url.Values{"body": {"Big."}, "account": {"news", "sky"}, "at": {local}, "image_alt": {"noise"}, "action": {"check"}}
+	a := b.multipart("/compose", form, upload{"image", "noise.png", img})
+	if a.status != http.StatusOK {
+		t.Fatalf("check: %d %.2000s", a.status, a.body)
+	}
+	if !strings.Contains(a.body, "Fitted for bluesky: image/jpeg") || !strings.Contains(a.body, "As uploaded: image/png, 640×640") {
+		t.Errorf("the previews do not say which version each platform gets: %s", a.body)
+	}
+	form.Set("action", "schedule")
+	if a := b.multipart("/compose", form, upload{"image", "noise.png", img}); a.status != http.StatusSeeOther {
+		t.Fatalf("schedule: %d %.2000s", a.status, a.body)
+	}
+	posts := h.allPosts()
+	if len(posts) != 1 || len(posts[0].Media) != 1 {
+		t.Fatalf("posts: %+v", posts)
+	}
+	m := posts[0].Media[0]
+	f, ok := m.Fitted["bluesky"]
+	if _, other := m.Fitted["mastodon"]; !ok || other || f.ContentType != "image/jpeg" {
+		t.Fatalf("fitted versions: %+v; want one for bluesky only", m.Fitted)
+	}
+	data, err := h.media.ReadMedia(context.Background(), f.Ref)
+	if err != nil || len(data) > 1_000_000 {
+		t.Errorf("the fitted version: %d bytes, %v", len(data), err)
+	}
+}
