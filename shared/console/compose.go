@@ -195,11 +195,7 @@ func (h *Handler) schedule(w http.ResponseWriter, r *http.Request, s *session, v
 		errs := map[string][]string{}
 		var other []string
 		for _, fe := range publishing.FieldErrors(err) {
-			if id := inputOf(fe.Field); id != "" {
-				errs[id] = append(errs[id], fe.Error())
-			} else {
-				other = append(other, fe.Error())
-			}
+			other = addFieldError(errs, other, nil, fe)
 		}
 		h.renderCompose(w, r, v, form, dr, errs, other, http.StatusUnprocessableEntity)
 		return
@@ -238,19 +234,17 @@ func (h *Handler) renderCompose(w http.ResponseWriter, r *http.Request, v *view,
 		data.Check = &c
 		data.Previews = previews(c, dr)
 		// The check's errors join the refusal's (the same, from
-		// Schedule) and the form's own, each said once.
+		// Schedule), each said once; an input the form itself refused
+		// (no account, no time) keeps the form's words.
 		if errs == nil {
 			errs = map[string][]string{}
 		}
+		own := map[string]bool{}
+		for id := range errs {
+			own[id] = true
+		}
 		for _, fe := range c.Errors {
-			msg := fe.Error()
-			if id := inputOf(fe.Field); id != "" {
-				if !slices.Contains(errs[id], msg) {
-					errs[id] = append(errs[id], msg)
-				}
-			} else if !slices.Contains(other, msg) {
-				other = append(other, msg)
-			}
+			other = addFieldError(errs, other, own, fe)
 		}
 	}
 	if errs == nil {
@@ -304,6 +298,52 @@ func (h *Handler) composeData(ctx context.Context, v *view, form composeForm) (c
 	}
 	slices.Sort(d.Platforms)
 	return d, nil
+}
+
+// addFieldError adds a refusal at its input (by the form's words for it,
+// once; not at an input in skip) or, if it has none, to other.
+func addFieldError(errs map[string][]string, other []string, skip map[string]bool, fe *post.FieldError) []string {
+	msg := fe.Problem
+	if fe.Fix != "" {
+		msg += "; " + fe.Fix
+	}
+	id := inputOf(fe.Field)
+	if id == "" {
+		if m := fe.Field + ": " + msg; !slices.Contains(other, m) {
+			other = append(other, m)
+		}
+		return other
+	}
+	if skip[id] {
+		return other
+	}
+	if m := labelled(id, msg); !slices.Contains(errs[id], m) {
+		errs[id] = append(errs[id], m)
+	}
+	return other
+}
+
+// labelled is a refusal in the words of the form: its input's label, then
+// the problem.
+func labelled(id, msg string) string {
+	label := id
+	switch {
+	case id == "body":
+		label = "Text"
+	case strings.HasPrefix(id, "text-"):
+		label = "Text for " + strings.TrimPrefix(id, "text-")
+	case id == "accounts":
+		label = "Accounts"
+	case id == "at":
+		label = "Date and time"
+	case id == "image":
+		label = "Image"
+	case strings.HasPrefix(id, "alt-"):
+		label = "Alt text of image " + strings.TrimPrefix(id, "alt-")
+	case strings.HasPrefix(id, "media-"):
+		label = "Image " + strings.TrimPrefix(id, "media-")
+	}
+	return label + ": " + msg
 }
 
 // inputOf is the id of the form's input a refused field belongs to, ""
@@ -383,9 +423,14 @@ func (h *Handler) readComposeForm(ctx context.Context, r *http.Request) (compose
 			m, err := h.storeImage(ctx, fh)
 			switch {
 			case err != nil:
-				errs["image"] = append(errs["image"], err.Error())
+				var refused *imageError
+				if !errors.As(err, &refused) {
+					h.log.ErrorContext(ctx, "compose: store an upload", "err", err)
+					err = &imageError{"could not be stored; try again"}
+				}
+				errs["image"] = append(errs["image"], labelled("image", err.Error()))
 			case len(f.Media) >= maxComposeImages:
-				errs["image"] = append(errs["image"], fmt.Sprintf("image: the form holds %d images already; remove one first", maxComposeImages))
+				errs["image"] = append(errs["image"], labelled("image", fmt.Sprintf("the form holds %d images already; remove one first", maxComposeImages)))
 			default:
 				m.Alt = r.PostFormValue("image_alt")
 				f.Media = append(f.Media, composeMedia{Media: m})
@@ -398,7 +443,7 @@ func (h *Handler) readComposeForm(ctx context.Context, r *http.Request) (compose
 // imageError is a refused upload, in the words the form shows.
 type imageError struct{ msg string }
 
-func (e *imageError) Error() string { return "image: " + e.msg }
+func (e *imageError) Error() string { return e.msg }
 
 // storeImage stores an uploaded image as POST /v1/media does: its type
 // read from its bytes, decoded whole (mediafit.Verify), named by its
@@ -452,9 +497,9 @@ func (f composeForm) draft(zone *time.Location) (post.Draft, map[string][]string
 	var at string
 	switch t, err := time.ParseInLocation(datetimeLocal, f.At, zone); {
 	case f.At == "":
-		errs["at"] = append(errs["at"], "at: is empty; pick a date and time")
+		errs["at"] = append(errs["at"], labelled("at", "is empty; pick a date and time"))
 	case err != nil:
-		errs["at"] = append(errs["at"], fmt.Sprintf("at: %q is not a date and time (YYYY-MM-DDTHH:MM)", f.At))
+		errs["at"] = append(errs["at"], labelled("at", fmt.Sprintf("%q is not a date and time (YYYY-MM-DDTHH:MM)", f.At)))
 	default:
 		at = t.Format(time.RFC3339)
 	}
@@ -462,7 +507,7 @@ func (f composeForm) draft(zone *time.Location) (post.Draft, map[string][]string
 		d.Targets = append(d.Targets, post.DraftTarget{Account: a, At: at})
 	}
 	if len(f.Accounts) == 0 {
-		errs["accounts"] = append(errs["accounts"], "accounts: none is chosen; choose at least one")
+		errs["accounts"] = append(errs["accounts"], labelled("accounts", "none is chosen; choose at least one"))
 	}
 	return d, errs
 }

@@ -205,7 +205,7 @@ func TestComposeRefusals(t *testing.T) {
 		{"over the limit", url.Values{"body": {strings.Repeat("a", 501)}, "account": {"news"}}, "body", "is 501 characters as mastodon counts them, over its limit of 500"},
 		{"over the limit, the platform's own text", url.Values{"body": {"short"}, "text.mastodon": {strings.Repeat("👍🏽", 501)}, "account": {"news"}}, "text-mastodon", "is 501 characters"},
 		{"no account", url.Values{"body": {"Hello."}}, "accounts", "none is chosen"},
-		{"no time", url.Values{"body": {"Hello."}, "account": {"news"}, "at": {""}}, "at", "at: is empty"},
+		{"no time", url.Values{"body": {"Hello."}, "account": {"news"}, "at": {""}}, "at", "Date and time: is empty"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
