@@ -69,7 +69,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	// The console at / and the API at /v1, on one handler: the console's
 	// sessions call the API as the signed-in token.
-	api, err := console.New(console.Config{API: apiCfg, Tokens: rt.store, Events: rt.store, SecureCookies: *public, Logger: cfg.Logger})
+	api, err := console.New(console.Config{API: apiCfg, Tokens: rt.store, Events: rt.store, SecureCookies: *public, Logger: cfg.Logger,
+		Media: dirMedia{rt.cfg.MediaDir}})
 	if err != nil {
 		return err
 	}
@@ -137,8 +138,11 @@ func checkAPIAddr(addr string, public bool) error {
 // apiConfig is the HTTP API on the embedded runtime's ports.
 func (rt *runtime) apiConfig() httpapi.Config {
 	p := rt.ports
+	desk := embeddedBackend(rt).desk()
+	// The draft check gives each image's dimensions (Desk.Check).
+	desk.ReadMedia = dirMedia{rt.cfg.MediaDir}.ReadMedia
 	return httpapi.Config{
-		Desk:        embeddedBackend(rt).desk(),
+		Desk:        desk,
 		Decider:     operatorDecider{ledger: p.ledger, operator: rt.operator, deleter: rt.deleter},
 		Held:        p.ledger,
 		Accounts:    p.accounts,
@@ -197,3 +201,6 @@ func (o operatorDecider) Decide(ctx context.Context, key ledger.Key, d publishin
 func (d mediaDir) WriteMedia(_ context.Context, m post.Media, data []byte) error {
 	return storeMedia(string(d), importedMedia{Media: m, data: data})
 }
+
+// The media directory is what the console's composer reads images from.
+var _ console.MediaReader = dirMedia{}

@@ -31,6 +31,11 @@ type Config struct {
 	// Tokens checks a sign-in's API token (one machine). Nil: sign-in is
 	// by the one-time link only (SignInLink).
 	Tokens apitoken.Store
+	// Media, if set, reads stored attachments: the composer fits an
+	// image to each platform of the accounts chosen and shows each
+	// version in its preview. Without it images go as uploaded and the
+	// preview shows their dimensions only.
+	Media MediaReader
 	// Operator is the principal a one-time sign-in link signs in as (AWS:
 	// the caller's IAM identity, every scope: IAM decides each call).
 	Operator httpapi.Principal

@@ -7,7 +7,3 @@ import "net/http"
 func (h *Handler) showCalendar(w http.ResponseWriter, r *http.Request, s *session) {
 	h.render(w, r, http.StatusOK, "calendar", h.newView(s, "calendar", "Calendar"))
 }
-
-func (h *Handler) showCompose(w http.ResponseWriter, r *http.Request, s *session) {
-	h.render(w, r, http.StatusOK, "compose", h.newView(s, "compose", "Compose"))
-}

@@ -21,7 +21,9 @@ func (h *Handler) routes() {
 	})
 
 	h.page("GET /calendar", apitoken.ScopeRead, h.showCalendar)
-	h.page("GET /compose", apitoken.ScopeRead, h.showCompose)
+	h.page("GET /compose", apitoken.ScopePosts, h.showCompose)
+	h.mux.Handle("POST /compose", limitUpload(h.maxComposeBytes(), h.pageHandler(apitoken.ScopePosts, h.compose)))
+	h.page("GET /compose/media/{ref}", apitoken.ScopePosts, h.showMedia)
 	h.page("GET /inbox", apitoken.ScopeRead, h.showInbox)
 	h.page("GET /accounts", apitoken.ScopeRead, h.showAccounts)
 	h.page("GET /status", apitoken.ScopeRead, h.showStatus)
@@ -42,7 +44,12 @@ type pageFunc func(w http.ResponseWriter, r *http.Request, s *session)
 // CSRF token in its form (after CrossOriginProtection let it through).
 // Without the scope it is 403, and nothing is done.
 func (h *Handler) page(pattern string, scope apitoken.Scope, fn pageFunc) {
-	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+	h.mux.Handle(pattern, h.pageHandler(scope, fn))
+}
+
+// pageHandler is page's handler, for a route that wraps it (a body limit).
+func (h *Handler) pageHandler(scope apitoken.Scope, fn pageFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s, ok := h.session(r)
 		if !ok {
 			if r.Method == http.MethodGet {

@@ -45,8 +45,7 @@ type mediaAnswer struct {
 // decode whole (mediafit.Verify), before anything is stored.
 func (s *Server) uploadMedia(w http.ResponseWriter, r *http.Request, _ Principal) *Problem {
 	declared, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	ext, ok := mediaExt[declared]
-	if err != nil || !ok {
+	if _, ok := mediaExt[declared]; err != nil || !ok {
 		return unsupportedType(r, "image/png, image/jpeg, image/gif or image/webp")
 	}
 	data, prob := readBody(r)
@@ -64,11 +63,23 @@ func (s *Server) uploadMedia(w http.ResponseWriter, r *http.Request, _ Principal
 	if err := mediafit.Verify(data, declared); err != nil {
 		return fieldProblem(r, "body", fmt.Sprintf("is not a whole %s image (%v)", strings.TrimPrefix(declared, "image/"), err), "save or download the image again")
 	}
-	sum := sha256.Sum256(data)
-	sha := hex.EncodeToString(sum[:])
-	m := post.Media{Ref: sha + ext, SHA256: sha, ContentType: declared}
+	m, _ := MediaOf(data, declared)
 	if err := s.cfg.Media.WriteMedia(r.Context(), m, data); err != nil {
 		return s.internal(r, fmt.Errorf("store media %s: %w", m.Ref, err))
 	}
-	return s.writeJSON(w, r, http.StatusCreated, mediaAnswer{Ref: m.Ref, SHA256: sha, ContentType: declared, Size: len(data)})
+	return s.writeJSON(w, r, http.StatusCreated, mediaAnswer{Ref: m.Ref, SHA256: m.SHA256, ContentType: declared, Size: len(data)})
+}
+
+// MediaOf names an image as POST /v1/media stores it: ref "<sha256>.<ext>"
+// of its bytes, for a content type the API takes (ok false for another).
+// The console stores its uploads by it too, so an image has one ref
+// whichever surface uploaded it.
+func MediaOf(data []byte, contentType string) (m post.Media, ok bool) {
+	ext, ok := mediaExt[contentType]
+	if !ok {
+		return post.Media{}, false
+	}
+	sum := sha256.Sum256(data)
+	sha := hex.EncodeToString(sum[:])
+	return post.Media{Ref: sha + ext, SHA256: sha, ContentType: contentType}, true
 }

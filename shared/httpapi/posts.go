@@ -69,6 +69,24 @@ func fingerprint(r *http.Request, body []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// mediaPaths refuses a draft whose media name a file (path), which the
+// API cannot read: 422 naming each.
+func mediaPaths(r *http.Request, d post.Draft) *Problem {
+	var refused []FieldProblem
+	for i, m := range d.Media {
+		if m.Path != "" {
+			refused = append(refused, FieldProblem{Field: fmt.Sprintf("media[%d].path", i), Problem: "names a file, which the API cannot read",
+				Fix: "upload the file with POST /v1/media and give the ref and sha256 it answers"})
+		}
+	}
+	if len(refused) == 0 {
+		return nil
+	}
+	prob := newProblem(r, http.StatusUnprocessableEntity, typeValidation, refused[0].Field+": "+refused[0].Problem)
+	prob.Errors = refused
+	return prob
+}
+
 // createPost is POST /v1/posts: a `post add` draft, scheduled under the
 // caller's Idempotency-Key.
 func (s *Server) createPost(w http.ResponseWriter, r *http.Request, p Principal) *Problem {
@@ -88,16 +106,7 @@ func (s *Server) createPost(w http.ResponseWriter, r *http.Request, p Principal)
 	if err != nil {
 		return newProblem(r, http.StatusBadRequest, typeInvalidRequest, err.Error())
 	}
-	var refused []FieldProblem
-	for i, m := range d.Media {
-		if m.Path != "" {
-			refused = append(refused, FieldProblem{Field: fmt.Sprintf("media[%d].path", i), Problem: "names a file, which the API cannot read",
-				Fix: "upload the file with POST /v1/media and give the ref and sha256 it answers"})
-		}
-	}
-	if len(refused) > 0 {
-		prob := newProblem(r, http.StatusUnprocessableEntity, typeValidation, refused[0].Field+": "+refused[0].Problem)
-		prob.Errors = refused
+	if prob := mediaPaths(r, d); prob != nil {
 		return prob
 	}
 	req := &publishing.KeyedRequest{Scope: p.ID, Key: key, Fingerprint: fp, Encode: func(pp post.Post) (int, []byte, error) {

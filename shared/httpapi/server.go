@@ -32,6 +32,8 @@ type Desk interface {
 	Cancel(ctx context.Context, id post.ID, account post.AccountID) ([]publishing.TargetOutcome, error)
 	Reschedule(ctx context.Context, id post.ID, account post.AccountID, at time.Time) ([]publishing.TargetOutcome, error)
 	RequestDelete(ctx context.Context, id post.ID, account post.AccountID, approve bool) ([]publishing.TargetOutcome, error)
+	// Check is what validation says of a draft, written nowhere.
+	Check(ctx context.Context, dr post.Draft, sizes map[string]int) (publishing.DraftCheck, error)
 }
 
 // Decider applies an operator's decision on a held entry:
@@ -162,6 +164,8 @@ func New(cfg Config) (*Server, error) {
 		{"POST", "/v1/posts/{id}/cancel", apitoken.ScopePosts, j, s.cancelPost},
 		{"POST", "/v1/posts/{id}/reschedule", apitoken.ScopePosts, j, s.reschedulePost},
 		{"POST", "/v1/posts/{id}/delete", apitoken.ScopePosts, j, s.deletePost},
+
+		{"POST", "/v1/drafts/check", apitoken.ScopePosts, j, s.checkDraft},
 
 		{"POST", "/v1/media", apitoken.ScopePosts, cfg.MaxMediaBytes, s.uploadMedia},
 

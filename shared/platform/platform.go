@@ -218,6 +218,10 @@ type Capabilities struct {
 	// ("image/jpeg", …); images in another are re-encoded when the post
 	// is added. Empty: JPEG, PNG and GIF.
 	MediaFormats []string
+	// MaxAltText is the most characters (Unicode code points) of an
+	// image's alt text the platform takes; 0: no known limit. Validation
+	// refuses a longer one before the post is stored.
+	MaxAltText int
 	// InlineMedia: attachments go with the create (PublishRequest.Media);
 	// UploadMedia is not used.
 	InlineMedia bool

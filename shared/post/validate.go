@@ -213,32 +213,28 @@ func (d Draft) Validate(r Rules) (Post, error) {
 			case !known:
 				bad(f+".account", fmt.Sprintf("account %q is on unknown platform %q", t.Account, acc.Platform), "fix the account's platform")
 			default:
-				text, field := d.Body, "body"
-				if tx, ok := d.Texts[acc.Platform]; ok {
-					text, field = tx, "texts."+acc.Platform
+				text, field := d.TextFor(acc.Platform)
+				if field != "body" {
 					usedTexts[acc.Platform] = true
 				}
-				length := graphemes.Count(text)
-				if r.Measure != nil {
-					length = r.Measure(acc.Platform, text)
+				c := r.count(lim, acc.Platform, text, len(d.Media) > 0)
+				which := ""
+				if c.WithMedia {
+					which = " with media"
 				}
-				limit, which := lim.MaxTextGraphemes, ""
-				if len(d.Media) > 0 && lim.MaxTextWithMedia > 0 && (limit == 0 || lim.MaxTextWithMedia < limit) {
-					limit, which = lim.MaxTextWithMedia, " with media"
-				}
-				if limit > 0 && length > limit {
-					fix := fmt.Sprintf("shorten it by %d characters", length-limit)
+				if c.Limit > 0 && c.Length > c.Limit {
+					fix := fmt.Sprintf("shorten it by %d characters", c.Length-c.Limit)
 					if field == "body" {
 						fix += fmt.Sprintf(", or give %s a text of its own (texts.%s)", acc.Platform, acc.Platform)
 					}
-					bad(field, fmt.Sprintf("is %d characters as %s counts them, over its limit of %d%s for %s", length, acc.Platform, limit, which, t.Account), fix)
+					bad(field, fmt.Sprintf("is %d characters as %s counts them, over its limit of %d%s for %s", c.Length, acc.Platform, c.Limit, which, t.Account), fix)
 				}
-				if n := len(text); lim.MaxTextBytes > 0 && n > lim.MaxTextBytes {
-					fix := fmt.Sprintf("shorten it by %d bytes", n-lim.MaxTextBytes)
+				if c.MaxBytes > 0 && c.Bytes > c.MaxBytes {
+					fix := fmt.Sprintf("shorten it by %d bytes", c.Bytes-c.MaxBytes)
 					if field == "body" {
 						fix += fmt.Sprintf(", or give %s a text of its own (texts.%s)", acc.Platform, acc.Platform)
 					}
-					bad(field, fmt.Sprintf("is %d bytes of UTF-8, over %s's limit of %d bytes for %s", n, acc.Platform, lim.MaxTextBytes, t.Account), fix)
+					bad(field, fmt.Sprintf("is %d bytes of UTF-8, over %s's limit of %d bytes for %s", c.Bytes, acc.Platform, c.MaxBytes, t.Account), fix)
 				}
 				if len(d.Media) > lim.MaxMedia {
 					bad("media", fmt.Sprintf("has %d attachments, over %s's limit of %d for %s", len(d.Media), acc.Platform, lim.MaxMedia, t.Account),
@@ -258,6 +254,58 @@ func (d Draft) Validate(r Rules) (Post, error) {
 	}
 	p.CreatedAt = r.Now.UTC()
 	return p, nil
+}
+
+// TextFor is the text a platform's targets get: its own (Texts) or the
+// body, and the field that holds it ("texts.<platform>" or "body").
+func (d Draft) TextFor(platform string) (text, field string) {
+	if tx, ok := d.Texts[platform]; ok {
+		return tx, "texts." + platform
+	}
+	return d.Body, "body"
+}
+
+// TextCount is a text measured as Validate measures it against one
+// account's limits.
+type TextCount struct {
+	// Length is the text's length as the platform counts it (Measure),
+	// Limit the most it may be (0: none); WithMedia says Limit is the
+	// lower limit of a post with media.
+	Length    int  `json:"length"`
+	Limit     int  `json:"limit"`
+	WithMedia bool `json:"limit_with_media,omitempty"`
+	// Bytes is the text's UTF-8 length, MaxBytes the most it may be (0:
+	// no byte limit).
+	Bytes    int `json:"bytes"`
+	MaxBytes int `json:"max_bytes,omitempty"`
+}
+
+// Over reports whether the text is over either limit: Validate refuses it.
+func (c TextCount) Over() bool {
+	return c.Limit > 0 && c.Length > c.Limit || c.MaxBytes > 0 && c.Bytes > c.MaxBytes
+}
+
+// Count measures text as Validate does for a target on acc (the account's
+// limits, else its platform's); ok is false for an account on a platform
+// Limits does not know. withMedia: the post carries attachments.
+func (r Rules) Count(acc Account, text string, withMedia bool) (c TextCount, ok bool) {
+	lim, known := r.Limits(acc.Platform)
+	if !known {
+		return TextCount{}, false
+	}
+	return r.count(acc.Limits.Or(lim), acc.Platform, text, withMedia), true
+}
+
+// count measures text against lim: the one measurer of Validate and Count.
+func (r Rules) count(lim Limits, platform, text string, withMedia bool) TextCount {
+	c := TextCount{Length: graphemes.Count(text), Limit: lim.MaxTextGraphemes, Bytes: len(text), MaxBytes: lim.MaxTextBytes}
+	if r.Measure != nil {
+		c.Length = r.Measure(platform, text)
+	}
+	if withMedia && lim.MaxTextWithMedia > 0 && (c.Limit == 0 || lim.MaxTextWithMedia < c.Limit) {
+		c.Limit, c.WithMedia = lim.MaxTextWithMedia, true
+	}
+	return c
 }
 
 // Slot years: what a one-time schedule can express (EventBridge Scheduler's

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"oncepost/shared/ledger"
 	"oncepost/shared/platform"
@@ -84,6 +85,10 @@ type Desk struct {
 	// wrapping post.ErrNotFound if there is none. Nil: attachments not in
 	// Validate's sizes are not measured.
 	MediaSize func(ctx context.Context, ref string) (int64, error)
+	// ReadMedia reads a stored attachment's bytes (an error wrapping
+	// post.ErrNotFound if there is none), for Check to give each
+	// platform's version's dimensions. Nil: Check gives bytes only.
+	ReadMedia func(ctx context.Context, ref string) ([]byte, error)
 	// Now is the clock (default time.Now); NewID names a post whose draft
 	// has no id (default NewPostID).
 	Now    func() time.Time
@@ -183,27 +188,36 @@ func (d *Desk) Validate(ctx context.Context, dr post.Draft, sizes map[string]int
 // validate checks the draft's content (everything but the attachments'
 // sizes) and returns the post and the accounts it was checked against.
 func (d *Desk) validate(ctx context.Context, dr post.Draft) (post.Post, map[post.AccountID]post.Account, error) {
-	now := d.now()
 	if dr.ID == "" {
-		dr.ID = d.newID(now)
+		dr.ID = d.newID(d.now())
 	}
-	list, err := d.Accounts.ListAccounts(ctx)
+	rules, err := d.rules(ctx)
 	if err != nil {
-		return post.Post{}, nil, fmt.Errorf("validate post: read the accounts: %w", err)
-	}
-	blocked, err := d.Blocklist.BlockedTerms(ctx)
-	if err != nil {
-		return post.Post{}, nil, fmt.Errorf("validate post: read the blocklist: %w", err)
-	}
-	rules := post.Rules{Accounts: make(map[post.AccountID]post.Account, len(list)), Limits: d.limits, Measure: d.Measure, Now: now, Blocked: blocked}
-	for _, a := range list {
-		rules.Accounts[a.ID] = a
+		return post.Post{}, nil, err
 	}
 	p, err := dr.Validate(rules)
 	if err != nil {
 		return post.Post{}, nil, err
 	}
 	return p, rules.Accounts, nil
+}
+
+// rules are what a draft is validated against now: the workspace's
+// accounts, their platforms' limits, the measurer and the blocklist.
+func (d *Desk) rules(ctx context.Context) (post.Rules, error) {
+	list, err := d.Accounts.ListAccounts(ctx)
+	if err != nil {
+		return post.Rules{}, fmt.Errorf("validate post: read the accounts: %w", err)
+	}
+	blocked, err := d.Blocklist.BlockedTerms(ctx)
+	if err != nil {
+		return post.Rules{}, fmt.Errorf("validate post: read the blocklist: %w", err)
+	}
+	rules := post.Rules{Accounts: make(map[post.AccountID]post.Account, len(list)), Limits: d.limits, Measure: d.Measure, Now: d.now(), Blocked: blocked}
+	for _, a := range list {
+		rules.Accounts[a.ID] = a
+	}
+	return rules, nil
 }
 
 // checkMedia checks what each target's account gets against its media
@@ -257,6 +271,10 @@ func (d *Desk) checkMedia(ctx context.Context, p post.Post, accounts map[post.Ac
 		}
 		var total int64
 		for i, m := range p.MediaFor(acc.Platform) {
+			if n := utf8.RuneCountInString(m.Alt); caps.MaxAltText > 0 && n > caps.MaxAltText {
+				bad(fmt.Sprintf("media[%d].alt", i), fmt.Sprintf("is %d characters, over the %d %s takes", n, caps.MaxAltText, acc.Platform),
+					fmt.Sprintf("shorten it by %d characters", n-caps.MaxAltText))
+			}
 			field := fmt.Sprintf("media[%d]", i)
 			if _, ok := p.Media[i].Fitted[acc.Platform]; ok {
 				field += ".fitted." + acc.Platform

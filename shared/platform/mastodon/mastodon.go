@@ -197,9 +197,12 @@ func (c *Client) Capabilities() platform.Capabilities {
 		// (image_matrix_limit).
 		MaxMediaBytes:  16 << 20,
 		MaxMediaPixels: 33_177_600,
-		Handle:         "Idempotency-Key header (the server keeps it 1 h)",
-		ReadBack:       "the account's statuses newer than the one read before the send, matched by fingerprint",
-		PostingLimits:  c.postingLimits(),
+		// A media description of at most 1,500 characters
+		// (MediaAttachment::MAX_DESCRIPTION_LENGTH).
+		MaxAltText:    1500,
+		Handle:        "Idempotency-Key header (the server keeps it 1 h)",
+		ReadBack:      "the account's statuses newer than the one read before the send, matched by fingerprint",
+		PostingLimits: c.postingLimits(),
 	}
 }
 

@@ -151,6 +151,7 @@ func (c *Client) Capabilities() platform.Capabilities {
 		MaxMedia:          maxMedia,
 		// Images up to 5 MB (docs.x.com media best practices).
 		MaxMediaBytes: 5 << 20,
+		MaxAltText:    maxAltText,
 		Handle:        "none: X has no idempotency key; the handle stays in the ledger, duplicates are caught by read-back and X's duplicate-content 403",
 		ReadBack: fmt.Sprintf("GET /2/users/:id/tweets since the pre-send newest post (since_id) or start_time, up to %d posts, matched by fingerprint with t.co links expanded",
 			c.lookupPages*pageSize),

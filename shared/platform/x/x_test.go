@@ -53,7 +53,7 @@ func TestCapabilities(t *testing.T) {
 	got := c.Capabilities()
 	want := platform.Capabilities{
 		Platform: "x", NativeIdempotency: false, LookupByHandle: false, ReadableHistory: true,
-		MaxTextGraphemes: 280, MaxMedia: 4, MaxMediaBytes: 5 << 20,
+		MaxTextGraphemes: 280, MaxMedia: 4, MaxMediaBytes: 5 << 20, MaxAltText: 1000,
 		PostingLimits: []platform.Rate{{Count: 100, Per: 15 * time.Minute}},
 	}
 	if diff := cmp.Diff(want, got, cmp.FilterPath(func(p cmp.Path) bool {
