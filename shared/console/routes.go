@@ -20,6 +20,10 @@ func (h *Handler) routes() {
 	})
 
 	h.page("GET /calendar", apitoken.ScopeRead, h.showCalendar)
+	h.page("GET /calendar/live", apitoken.ScopeRead, h.calendarLive)
+	h.page("GET /posts/{id}", apitoken.ScopeRead, h.showPost)
+	h.page("POST /posts/{id}/reschedule", apitoken.ScopePosts, h.reschedulePost)
+	h.page("POST /posts/{id}/cancel", apitoken.ScopePosts, h.cancelPost)
 	h.page("GET /compose", apitoken.ScopeRead, h.showCompose)
 	h.page("GET /inbox", apitoken.ScopeRead, h.showInbox)
 	h.page("GET /accounts", apitoken.ScopeRead, h.showAccounts)
