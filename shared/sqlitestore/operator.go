@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"oncepost/shared/ledger"
@@ -197,7 +198,12 @@ func (s *Store) ListPostPage(ctx context.Context, f publishing.PostFilter) (publ
 		return publishing.PostPage{}, fmt.Errorf("list posts: %w", err)
 	}
 	defer tx.Rollback()
-	ids, slots, err := firstPosts(ctx, tx, listQuery(statuses, f.Account != "", f.After != "", window), args, limit+1)
+	stmt, release, err := s.lists.get(ctx, s.r, listQuery(statuses, f.Account != "", f.After != "", window))
+	if err != nil {
+		return publishing.PostPage{}, fmt.Errorf("list posts: %w", err)
+	}
+	defer release()
+	ids, slots, err := firstPosts(ctx, tx.StmtContext(ctx, stmt), args, limit+1)
 	if err != nil {
 		return publishing.PostPage{}, fmt.Errorf("list posts: %w", err)
 	}
@@ -218,11 +224,56 @@ func (s *Store) ListPostPage(ctx context.Context, f publishing.PostFilter) (publ
 	return pg, nil
 }
 
+// listStmts are ListPostPage's queries, prepared once per shape
+// (listQuery's statuses, account, cursor and window): the calendar lists
+// a window a day, and parsing the query of every status each time was a
+// third of a listing's time. At most maxListStmts shapes are kept; the
+// others are prepared for their one use.
+type listStmts struct {
+	mu sync.Mutex
+	m  map[string]*sql.Stmt
+}
+
+const maxListStmts = 64
+
+// get returns the prepared query and what to call when done with it
+// (which closes a statement prepared past the cache's size).
+func (l *listStmts) get(ctx context.Context, db *sql.DB, query string) (*sql.Stmt, func(), error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if st, ok := l.m[query]; ok {
+		return st, func() {}, nil
+	}
+	st, err := db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, nil, err
+	}
+	if l.m == nil {
+		l.m = map[string]*sql.Stmt{}
+	}
+	if len(l.m) >= maxListStmts {
+		return st, func() { st.Close() }, nil
+	}
+	l.m[query] = st
+	return st, func() {}, nil
+}
+
+func (l *listStmts) close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var errs []error
+	for _, st := range l.m {
+		errs = append(errs, st.Close())
+	}
+	l.m = nil
+	return errors.Join(errs...)
+}
+
 // firstPosts runs a (post_id, slot) query and returns the first limit
 // distinct post ids, in the order they first appear, with the slot of
 // their first row.
-func firstPosts(ctx context.Context, tx *sql.Tx, query string, args []any, limit int) ([]post.ID, []string, error) {
-	rows, err := tx.QueryContext(ctx, query, args...)
+func firstPosts(ctx context.Context, stmt *sql.Stmt, args []any, limit int) ([]post.ID, []string, error) {
+	rows, err := stmt.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, nil, err
 	}
