@@ -409,3 +409,41 @@ func TestCalendarPageSizeWithTenThousandPosts(t *testing.T) {
 		}
 	}
 }
+
+// The views' days: weeks from Monday, a month's grid in whole weeks, and
+// days that are midnights in the viewer's zone across a DST change.
+func TestCalendarDays(t *testing.T) {
+	t.Parallel()
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		view, at    string
+		first, last string
+		n           int
+	}{
+		{"week", "2026-12-02", "2026-11-30", "2026-12-06", 7},
+		{"week", "2026-12-06", "2026-11-30", "2026-12-06", 7},
+		{"week", "2027-03-28", "2027-03-22", "2027-03-28", 7}, // 28 March has 23 hours
+		{"month", "2026-11-15", "2026-10-26", "2026-12-06", 42},
+		{"month", "2027-03-31", "2027-03-01", "2027-04-04", 35},
+		{"month", "2027-02-10", "2027-02-01", "2027-02-28", 28},
+		{"day", "2027-10-31", "2027-10-31", "2027-10-31", 1},
+	} {
+		q, err := parseCalendarQuery(url.Values{"view": {tc.view}, "at": {tc.at}}, berlin, calendarNow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		days := q.days()
+		got := []any{days[0].Format("2006-01-02"), days[len(days)-1].Format("2006-01-02"), len(days)}
+		if diff := cmp.Diff([]any{tc.first, tc.last, tc.n}, got); diff != "" {
+			t.Errorf("%s %s (-want +got):\n%s", tc.view, tc.at, diff)
+		}
+		for _, d := range days {
+			if d.Hour() != 0 || d.Minute() != 0 || d.Location() != berlin {
+				t.Errorf("%s %s: day %v is not a midnight in Berlin", tc.view, tc.at, d)
+			}
+		}
+	}
+}
