@@ -193,16 +193,18 @@ func (s *Store) ListPostPage(ctx context.Context, f publishing.PostFilter) (publ
 		args = args[:1]
 	}
 
-	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return publishing.PostPage{}, fmt.Errorf("list posts: %w", err)
-	}
-	defer tx.Rollback()
+	// Prepared before the transaction takes a connection: preparing
+	// takes one too, and every connection could be in a listing's hands.
 	stmt, release, err := s.lists.get(ctx, s.r, listQuery(statuses, f.Account != "", f.After != "", window))
 	if err != nil {
 		return publishing.PostPage{}, fmt.Errorf("list posts: %w", err)
 	}
 	defer release()
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return publishing.PostPage{}, fmt.Errorf("list posts: %w", err)
+	}
+	defer tx.Rollback()
 	ids, slots, err := firstPosts(ctx, tx.StmtContext(ctx, stmt), args, limit+1)
 	if err != nil {
 		return publishing.PostPage{}, fmt.Errorf("list posts: %w", err)
@@ -237,16 +239,26 @@ type listStmts struct {
 const maxListStmts = 64
 
 // get returns the prepared query and what to call when done with it
-// (which closes a statement prepared past the cache's size).
+// (which closes a statement prepared past the cache's size). It must not
+// be called while holding a connection of db (a transaction): preparing
+// takes one, without the lock held.
 func (l *listStmts) get(ctx context.Context, db *sql.DB, query string) (*sql.Stmt, func(), error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if st, ok := l.m[query]; ok {
+	st, ok := l.m[query]
+	l.mu.Unlock()
+	if ok {
 		return st, func() {}, nil
 	}
 	st, err := db.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if had, ok := l.m[query]; ok {
+		// Prepared meanwhile by another listing: use that one.
+		st.Close()
+		return had, func() {}, nil
 	}
 	if l.m == nil {
 		l.m = map[string]*sql.Stmt{}
