@@ -71,6 +71,9 @@ type Handler struct {
 	log      *slog.Logger
 	// onceLinks are the unused one-time sign-in secrets.
 	once *onceLinks
+	// liveEvery is how often the calendar's live stream reads again (0:
+	// livePoll; tests shorten it).
+	liveEvery time.Duration
 }
 
 // New builds the console and the API it serves.

@@ -21,6 +21,10 @@ func (h *Handler) routes() {
 	})
 
 	h.page("GET /calendar", apitoken.ScopeRead, h.showCalendar)
+	h.page("GET /calendar/live", apitoken.ScopeRead, h.calendarLive)
+	h.page("GET /posts/{id}", apitoken.ScopeRead, h.showPost)
+	h.page("POST /posts/{id}/reschedule", apitoken.ScopePosts, h.reschedulePost)
+	h.page("POST /posts/{id}/cancel", apitoken.ScopePosts, h.cancelPost)
 	h.page("GET /compose", apitoken.ScopePosts, h.showCompose)
 	h.mux.Handle("POST /compose", limitUpload(h.maxComposeBytes(), h.pageHandler(apitoken.ScopePosts, h.compose)))
 	h.page("GET /compose/media/{ref}", apitoken.ScopePosts, h.showMedia)

@@ -47,8 +47,8 @@ func TestPostPagesConformance(t *testing.T) {
 	next := e.pool(t, PostsTable)
 	publishingtest.TestPostPages(t, func(t *testing.T) (publishing.Posts, publishingtest.PostLister) {
 		s := e.store(t, next(t), nil, Options{})
-		return s, func(ctx context.Context, statuses []post.TargetStatus, account post.AccountID, limit int, after string) ([]post.Post, string, error) {
-			pg, err := s.ListPostPage(ctx, publishing.PostFilter{Statuses: statuses, Account: account, Limit: limit, After: after})
+		return s, func(ctx context.Context, f publishing.PostFilter) ([]post.Post, string, error) {
+			pg, err := s.ListPostPage(ctx, f)
 			return pg.Posts, pg.Next, err
 		}
 	})

@@ -130,15 +130,20 @@ func (s *Store) listPosts(ctx context.Context, f publishing.PostFilter) (publish
 		}
 		after = c.At
 	}
+	window := !f.From.IsZero() || !f.To.IsZero()
+	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
+		return publishing.PostPage{}, nil // an empty window
+	}
 	matches := func(t post.Target) bool {
-		return slices.Contains(statuses, t.Status) && (f.Account == "" || t.Account == f.Account)
+		return slices.Contains(statuses, t.Status) && (f.Account == "" || t.Account == f.Account) &&
+			(f.From.IsZero() || !t.Slot.Before(f.From)) && (f.To.IsZero() || t.Slot.Before(f.To))
 	}
 	// listedBefore: the post has a matching target at or before the
 	// cursor's index position, so a page before listed it.
 	listedBefore := func(p post.Post) bool {
 		return after != "" && slices.ContainsFunc(p.Targets, func(t post.Target) bool { return matches(t) && stAt(p.ID, t) <= after })
 	}
-	queries := s.listQueries(statuses, after, pageLimit(limit+1))
+	queries := s.listQueries(statuses, after, f.From, f.To, pageLimit(limit+1))
 	m, err := s.mergeQueries(ctx, attrStAt, queries)
 	if err != nil {
 		return publishing.PostPage{}, err
@@ -151,9 +156,14 @@ func (s *Store) listPosts(ctx context.Context, f publishing.PostFilter) (publish
 	seen := map[post.ID]bool{}
 	var met []found
 	for len(met) <= limit {
-		// The next batch of posts not met yet, in index order.
+		// The next batch of posts not met yet, in index order, with the
+		// index entries each was met at in this batch.
+		type entry struct {
+			account post.AccountID
+			at      string
+		}
 		var batch []post.ID
-		metAt := map[post.ID]string{}
+		entries := map[post.ID][]entry{}
 		exhausted := false
 		for len(batch) < limit+1-len(met) {
 			it, ok, err := m.next(ctx)
@@ -166,22 +176,48 @@ func (s *Store) listPosts(ctx context.Context, f publishing.PostFilter) (publish
 			}
 			id := post.ID(sval(it, attrPost))
 			account := post.AccountID(strings.TrimPrefix(sval(it, attrItem), targetPrefix))
-			if seen[id] || (f.Account != "" && account != f.Account) {
+			if f.Account != "" && account != f.Account {
+				continue
+			}
+			if seen[id] {
+				if e, ok := entries[id]; ok {
+					entries[id] = append(e, entry{account, sval(it, attrStAt)})
+				}
 				continue
 			}
 			seen[id] = true
 			batch = append(batch, id)
-			metAt[id] = sval(it, attrStAt)
+			entries[id] = []entry{{account, sval(it, attrStAt)}}
 		}
 		posts, err := s.getPosts(ctx, batch)
 		if err != nil {
 			return publishing.PostPage{}, err
 		}
+		var kept []found
 		for _, p := range posts {
+			at := entries[p.ID][0].at
+			if window {
+				// The statuses other than scheduled are not indexed by
+				// slot: a post is met at the first entry of a target in
+				// the window, so that a cursor is always at a matching
+				// target; met only outside it, it may be met again later.
+				i := slices.IndexFunc(entries[p.ID], func(e entry) bool {
+					return slices.ContainsFunc(p.Targets, func(t post.Target) bool { return t.Account == e.account && matches(t) })
+				})
+				if i < 0 {
+					seen[p.ID] = false
+					continue
+				}
+				at = entries[p.ID][i].at
+			}
 			if slices.ContainsFunc(p.Targets, matches) && !listedBefore(p) {
-				met = append(met, found{p, metAt[p.ID]})
+				kept = append(kept, found{p, at})
 			}
 		}
+		// In the order of the positions they were met at (later batches
+		// meet later ones), so the cursor is after every post listed.
+		slices.SortStableFunc(kept, func(a, b found) int { return strings.Compare(a.at, b.at) })
+		met = append(met, kept...)
 		if exhausted {
 			break
 		}
@@ -216,16 +252,41 @@ func (s *Store) listPosts(ctx context.Context, f publishing.PostFilter) (publish
 
 // listQueries are ListPostPage's reads of StatusIndex: StatusShards
 // Queries per status, each after the cursor's position when there is
-// one (sort keys are unique: time, post id, account).
-func (s *Store) listQueries(statuses []post.TargetStatus, after string, limit *int32) []dynamodb.QueryInput {
-	if after == "" {
-		return s.statusQueries(statuses, "", "", limit)
-	}
+// one (sort keys are unique: time, post id, account). A scheduled
+// target's index time is its slot, so the scheduled partitions are read
+// within the window [from, to) only (from the cursor's position when it
+// is later; the target at the cursor itself was listed before and is left
+// out by ListPostPage); the other statuses are indexed by another time
+// (last update, next try), so their window is checked on the posts read.
+func (s *Store) listQueries(statuses []post.TargetStatus, after string, from, to time.Time, limit *int32) []dynamodb.QueryInput {
 	var queries []dynamodb.QueryInput
 	for _, st := range statuses {
 		for k := range StatusShards {
 			var x expr
-			cond := fmt.Sprintf("%s = %s AND %s > %s", x.name(attrSt), x.str(shardKey(string(st), k)), x.name(attrStAt), x.str(after))
+			cond := fmt.Sprintf("%s = %s", x.name(attrSt), x.str(shardKey(string(st), k)))
+			lo, hi := after, ""
+			if st == post.Scheduled {
+				if l := sortTime(from); !from.IsZero() && l > lo {
+					lo = l
+				}
+				if !to.IsZero() {
+					// No sort key equals hi: each goes on with "#post#account".
+					hi = sortTime(to)
+				}
+			}
+			switch {
+			case lo != "" && hi != "":
+				if lo >= hi {
+					continue
+				}
+				cond += fmt.Sprintf(" AND %s BETWEEN %s AND %s", x.name(attrStAt), x.str(lo), x.str(hi))
+			case hi != "":
+				cond += fmt.Sprintf(" AND %s < %s", x.name(attrStAt), x.str(hi))
+			case lo == after && lo != "":
+				cond += fmt.Sprintf(" AND %s > %s", x.name(attrStAt), x.str(lo))
+			case lo != "":
+				cond += fmt.Sprintf(" AND %s >= %s", x.name(attrStAt), x.str(lo))
+			}
 			queries = append(queries, dynamodb.QueryInput{
 				TableName: &s.tables.posts, IndexName: ptr(StatusIndex), KeyConditionExpression: &cond,
 				ExpressionAttributeNames: x.names, ExpressionAttributeValues: x.values, Limit: limit,

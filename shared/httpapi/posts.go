@@ -203,8 +203,6 @@ func (s *Server) getPost(w http.ResponseWriter, r *http.Request, _ Principal) *P
 const (
 	defaultPageSize = 100
 	maxPageSize     = 500
-	// maxRangePages bounds the store pages one time-filtered page reads.
-	maxRangePages = 10
 )
 
 // postList is GET /v1/posts's answer.
@@ -216,10 +214,8 @@ type postList struct {
 }
 
 // listPosts is GET /v1/posts: posts with a target matching the filters,
-// a page at a time. from and to keep posts whose matching targets have a
-// slot in [from, to): the stores cannot select by time, so pages of the
-// store are read and filtered here, up to maxRangePages per answer; a
-// page may then hold fewer than limit posts while next is set.
+// a page at a time. from and to keep posts with a matching target whose
+// slot is in [from, to): the store selects them (PostFilter.From, To).
 func (s *Server) listPosts(w http.ResponseWriter, r *http.Request, _ Principal) *Problem {
 	q := r.URL.Query()
 	for name := range q {
@@ -244,11 +240,10 @@ func (s *Server) listPosts(w http.ResponseWriter, r *http.Request, _ Principal) 
 		}
 		f.Limit = n
 	}
-	var from, to time.Time
 	for _, p := range []struct {
 		name string
 		t    *time.Time
-	}{{"from", &from}, {"to", &to}} {
+	}{{"from", &f.From}, {"to", &f.To}} {
 		if v := q.Get(p.name); v != "" {
 			t, err := time.Parse(time.RFC3339, v)
 			if err != nil {
@@ -257,43 +252,24 @@ func (s *Server) listPosts(w http.ResponseWriter, r *http.Request, _ Principal) 
 			*p.t = t
 		}
 	}
-	if !from.IsZero() && !to.IsZero() && !from.Before(to) {
+	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
 		return badRequest(r, "to", "is not after from", "give a range with from before to")
 	}
-	inRange := func(pp post.Post) bool {
-		for _, t := range pp.Targets {
-			if (len(f.Statuses) == 0 || slices.Contains(f.Statuses, t.Status)) && (f.Account == "" || t.Account == f.Account) &&
-				(from.IsZero() || !t.Slot.Before(from)) && (to.IsZero() || t.Slot.Before(to)) {
-				return true
-			}
-		}
-		return false
+	page, err := s.cfg.Desk.List(r.Context(), f)
+	if errors.Is(err, publishing.ErrBadCursor) {
+		return badRequest(r, "after", "is not a cursor of this listing", "pass the next value of the page before, unchanged")
 	}
-	out := postList{Posts: []post.Post{}}
-	limit := f.Limit
-	for range maxRangePages {
-		f.Limit = limit - len(out.Posts)
-		page, err := s.cfg.Desk.List(r.Context(), f)
-		if errors.Is(err, publishing.ErrBadCursor) {
-			return badRequest(r, "after", "is not a cursor of this listing", "pass the next value of the page before, unchanged")
-		}
-		if fields := fieldErrors(err); len(fields) > 0 {
-			prob := newProblem(r, http.StatusBadRequest, typeInvalidRequest, fields[0].Field+": "+fields[0].Problem)
-			prob.Errors = fields
-			return prob
-		}
-		if err != nil {
-			return s.internal(r, err)
-		}
-		for _, pp := range page.Posts {
-			if inRange(pp) {
-				out.Posts = append(out.Posts, pp)
-			}
-		}
-		out.Next, f.After = page.Next, page.Next
-		if page.Next == "" || len(out.Posts) >= limit || (from.IsZero() && to.IsZero()) {
-			break
-		}
+	if fields := fieldErrors(err); len(fields) > 0 {
+		prob := newProblem(r, http.StatusBadRequest, typeInvalidRequest, fields[0].Field+": "+fields[0].Problem)
+		prob.Errors = fields
+		return prob
+	}
+	if err != nil {
+		return s.internal(r, err)
+	}
+	out := postList{Posts: page.Posts, Next: page.Next}
+	if out.Posts == nil {
+		out.Posts = []post.Post{}
 	}
 	return s.writeJSON(w, r, http.StatusOK, out)
 }

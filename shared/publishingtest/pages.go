@@ -12,13 +12,14 @@ import (
 	"oncepost/shared/publishing"
 )
 
-// PostLister lists one page of an operator's post listing: the posts
-// with at least one target in one of statuses (any status if none) to
-// account (any if ""), each with all its targets, at most limit of them,
-// after the page whose cursor is after ("" for the first page). next is
-// the cursor of the following page, "" when this page is the last. A
-// cursor the lister did not make is an error.
-type PostLister func(ctx context.Context, statuses []post.TargetStatus, account post.AccountID, limit int, after string) (posts []post.Post, next string, err error)
+// PostLister lists one page of an operator's post listing (a store's
+// ListPostPage): the posts with at least one target in one of f.Statuses
+// (any status if none) to f.Account (any if "") whose slot is in
+// [f.From, f.To) (zero: unbounded), each with all its targets, at most
+// f.Limit of them, after the page whose cursor is f.After ("" for the
+// first page). next is the cursor of the following page, "" when this
+// page is the last. A cursor the lister did not make is an error.
+type PostLister func(ctx context.Context, f publishing.PostFilter) (posts []post.Post, next string, err error)
 
 // TestPostPages checks that a store's post listing is paged without loss
 // or repetition: following the cursors from the first page to the last
@@ -50,6 +51,7 @@ func pagesChecks() []check[pagesStore] {
 		{"ListPosts/pages_list_each_post_once", pagesEachOnce},
 		{"ListPosts/a_full_last_page_says_it_is_the_last", pagesExactFit},
 		{"ListPosts/foreign_cursor_refused", pagesForeignCursor},
+		{"ListPosts/window_bounds_slots", pagesWindow},
 	}
 }
 
@@ -92,10 +94,15 @@ func pagesFixture(t testing.TB, s publishing.Posts) map[post.ID]post.Post {
 type pageFilter struct {
 	statuses []post.TargetStatus
 	account  post.AccountID
+	from, to time.Time
 }
 
 func (f pageFilter) String() string {
-	return fmt.Sprintf("statuses %v, account %q", f.statuses, f.account)
+	return fmt.Sprintf("statuses %v, account %q, slots from %s to %s", f.statuses, f.account, f.from.Format(time.RFC3339), f.to.Format(time.RFC3339))
+}
+
+func (f pageFilter) postFilter(limit int, after string) publishing.PostFilter {
+	return publishing.PostFilter{Statuses: f.statuses, Account: f.account, From: f.from, To: f.to, Limit: limit, After: after}
 }
 
 // matching are the ids of the posts f lists, sorted.
@@ -103,7 +110,8 @@ func (f pageFilter) matching(posts map[post.ID]post.Post) []post.ID {
 	var out []post.ID
 	for id, p := range posts {
 		if slices.ContainsFunc(p.Targets, func(tg post.Target) bool {
-			return (len(f.statuses) == 0 || slices.Contains(f.statuses, tg.Status)) && (f.account == "" || tg.Account == f.account)
+			return (len(f.statuses) == 0 || slices.Contains(f.statuses, tg.Status)) && (f.account == "" || tg.Account == f.account) &&
+				(f.from.IsZero() || !tg.Slot.Before(f.from)) && (f.to.IsZero() || tg.Slot.Before(f.to))
 		}) {
 			out = append(out, id)
 		}
@@ -122,7 +130,7 @@ func pageThrough(t testing.TB, s pagesStore, f pageFilter, limit, want int) []po
 		if page > want+2 {
 			t.Fatalf("%s, limit %d: still paging after %d pages", f, limit, page-1)
 		}
-		posts, next, err := s.list(t.Context(), f.statuses, f.account, limit, after)
+		posts, next, err := s.list(t.Context(), f.postFilter(limit, after))
 		if err != nil {
 			t.Fatalf("%s, limit %d, page %d: %v", f, limit, page, err)
 		}
@@ -180,21 +188,62 @@ func pagesEachOnce(t testing.TB, s pagesStore) {
 
 // pagesExactFit: a listing of exactly limit posts is one page without a
 // cursor; one more post gives a cursor and a second page of one.
+// pagesWindow: with From and To, a listing holds the posts with a
+// matching target whose slot is in [From, To) — a target at From in, one
+// at To out — each once over every page, whatever the other conditions;
+// a window with nothing in it lists nothing. (The fixture's slots run
+// from base to base+31h; posts with two targets have one outside most
+// windows.)
+func pagesWindow(t testing.TB, s pagesStore) {
+	posts := pagesFixture(t, s.posts)
+	hour := func(h int) time.Time { return base.Add(time.Duration(h) * time.Hour) }
+	filters := []pageFilter{
+		{from: hour(2), to: hour(6)},
+		{from: hour(20), to: hour(25)},
+		{from: hour(5)},
+		{to: hour(3)},
+		{statuses: []post.TargetStatus{post.Scheduled}, from: hour(1), to: hour(22)},
+		{statuses: []post.TargetStatus{post.Scheduled, post.Held, post.Waiting, post.Failed}, from: hour(3), to: hour(9)},
+		{account: "acct-a", from: hour(4), to: hour(21)},
+		{statuses: []post.TargetStatus{post.Scheduled, post.Published, post.Triggered}, account: "acct-b", from: hour(0), to: hour(10)},
+		{from: hour(40), to: hour(50)},
+	}
+	for _, f := range filters {
+		want := f.matching(posts)
+		if len(want) == len(f.withoutWindow().matching(posts)) && len(want) > 0 {
+			t.Fatalf("%s: the fixture has no post outside the window; the check could not fail", f)
+		}
+		for _, limit := range []int{1, 3, 100} {
+			got := pageThrough(t, s, f, limit, len(want))
+			sorted := slices.Clone(got)
+			slices.Sort(sorted)
+			if !slices.Equal(want, sorted) {
+				t.Errorf("%s, limit %d: listed %v, want each of %v once", f, limit, got, want)
+			}
+		}
+	}
+}
+
+func (f pageFilter) withoutWindow() pageFilter {
+	f.from, f.to = time.Time{}, time.Time{}
+	return f
+}
+
 func pagesExactFit(t testing.TB, s pagesStore) {
 	for i := range 3 {
 		mustCreatePost(t, s.posts, simplePost(fmt.Sprintf("fit-%d", i), base.Add(time.Duration(i)*time.Hour), post.Scheduled, "acct-a"))
 	}
 	scheduled := []post.TargetStatus{post.Scheduled}
-	posts, next, err := s.list(t.Context(), scheduled, "", 3, "")
+	posts, next, err := s.list(t.Context(), publishing.PostFilter{Statuses: scheduled, Limit: 3})
 	if err != nil || len(posts) != 3 || next != "" {
 		t.Errorf("3 posts, limit 3: %d posts, cursor %q, %v; want the 3 and no cursor", len(posts), next, err)
 	}
 	mustCreatePost(t, s.posts, simplePost("fit-3", base.Add(3*time.Hour), post.Scheduled, "acct-a"))
-	posts, next, err = s.list(t.Context(), scheduled, "", 3, "")
+	posts, next, err = s.list(t.Context(), publishing.PostFilter{Statuses: scheduled, Limit: 3})
 	if err != nil || len(posts) != 3 || next == "" {
 		t.Fatalf("4 posts, limit 3: %d posts, cursor %q, %v; want 3 and a cursor", len(posts), next, err)
 	}
-	posts, next, err = s.list(t.Context(), scheduled, "", 3, next)
+	posts, next, err = s.list(t.Context(), publishing.PostFilter{Statuses: scheduled, Limit: 3, After: next})
 	if err != nil || len(posts) != 1 || posts[0].ID != "fit-3" || next != "" {
 		t.Errorf("the second page: %v, cursor %q, %v; want fit-3 alone and no cursor", postIDs(posts), next, err)
 	}
@@ -203,7 +252,7 @@ func pagesExactFit(t testing.TB, s pagesStore) {
 func pagesForeignCursor(t testing.TB, s pagesStore) {
 	mustCreatePost(t, s.posts, simplePost("foreign", base, post.Scheduled, "acct-a"))
 	for _, c := range []string{"not a cursor", "eyJ4IjoxfQ", "s1.!!"} {
-		if posts, _, err := s.list(t.Context(), nil, "", 10, c); err == nil {
+		if posts, _, err := s.list(t.Context(), publishing.PostFilter{Limit: 10, After: c}); err == nil {
 			t.Errorf("cursor %q: %v, nil; want an error", c, postIDs(posts))
 		}
 	}

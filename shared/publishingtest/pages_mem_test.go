@@ -20,12 +20,14 @@ type pagesBugs struct {
 	cursorWhenFull  bool // a cursor whenever the page is full, even with nothing left
 	resumesByTarget bool // the next page lists the posts of the targets after the cursor, a post met before included
 	acceptsAnyText  bool // a cursor it did not make lists from the start
+	ignoresWindow   bool // From and To are not read
 }
 
 // memLister pages memPosts by each post's earliest matching slot, then
 // id; its cursor is "mem:" + the slot and id of the page's last post.
 func memLister(m *memPosts, b pagesBugs) PostLister {
-	return func(_ context.Context, statuses []post.TargetStatus, account post.AccountID, limit int, after string) ([]post.Post, string, error) {
+	return func(_ context.Context, f publishing.PostFilter) ([]post.Post, string, error) {
+		statuses, account, limit, after := f.Statuses, f.Account, f.Limit, f.After
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		type keyed struct {
@@ -33,7 +35,9 @@ func memLister(m *memPosts, b pagesBugs) PostLister {
 			p   post.Post
 		}
 		matches := func(tg post.Target) bool {
-			return (len(statuses) == 0 || slices.Contains(statuses, tg.Status)) && (account == "" || tg.Account == account)
+			inWindow := (f.From.IsZero() || !tg.Slot.Before(f.From)) && (f.To.IsZero() || tg.Slot.Before(f.To))
+			return (len(statuses) == 0 || slices.Contains(statuses, tg.Status)) && (account == "" || tg.Account == account) &&
+				(inWindow || b.ignoresWindow)
 		}
 		var all []keyed
 		for _, p := range m.posts {
@@ -117,5 +121,6 @@ func TestPostPagesSuite(t *testing.T) {
 		{"a cursor on every full page", newStore(pagesBugs{cursorWhenFull: true}), []string{"ListPosts/a_full_last_page_says_it_is_the_last"}},
 		{"a later page resumes by target", newStore(pagesBugs{resumesByTarget: true}), []string{"ListPosts/pages_list_each_post_once"}},
 		{"any text is a cursor", newStore(pagesBugs{acceptsAnyText: true}), []string{"ListPosts/foreign_cursor_refused"}},
+		{"the window is ignored", newStore(pagesBugs{ignoresWindow: true}), []string{"ListPosts/window_bounds_slots"}},
 	}, false)
 }

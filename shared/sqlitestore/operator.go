@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"oncepost/shared/ledger"
@@ -75,11 +76,19 @@ var allStatuses = []post.TargetStatus{post.Scheduled, post.Triggered, post.Publi
 // post ids after it), and a post with a matching target at or before the
 // cursor is left out, since it was listed before (one lookup of the
 // post's targets by primary key per row read).
-func listQuery(statuses []post.TargetStatus, byAccount, after bool) string {
-	resume := ""
+//
+// With window, ?4 and ?5 bound the slot (?4 ≤ slot < ?5): each range
+// of targets_due, targets_settled and targets_by_account is then the
+// window's only (they are by slot within their status or account); the
+// few triggered, publishing and waiting targets are filtered.
+func listQuery(statuses []post.TargetStatus, byAccount, after, window bool) string {
+	resume, bounds := "", ""
+	if window {
+		bounds = ` AND slot >= ?4 AND slot < ?5`
+	}
 	if after {
-		// The post's matching targets, as the arm's: the same statuses
-		// and account.
+		// The post's matching targets, as the arm's: the same statuses,
+		// account and window.
 		same := `e.account = ?1`
 		if len(statuses) > 0 {
 			quoted := make([]string, len(statuses))
@@ -91,12 +100,15 @@ func listQuery(statuses []post.TargetStatus, byAccount, after bool) string {
 				same += ` AND e.account = ?1`
 			}
 		}
+		if window {
+			same += ` AND e.slot >= ?4 AND e.slot < ?5`
+		}
 		resume = ` AND slot >= ?2 AND (slot > ?2 OR post_id > ?3)` +
 			` AND NOT EXISTS (SELECT 1 FROM targets e WHERE e.post_id = targets.post_id AND ` + same +
 			` AND (e.slot < ?2 OR (e.slot = ?2 AND e.post_id <= ?3)))`
 	}
 	if len(statuses) == 0 {
-		return `SELECT post_id, slot FROM targets INDEXED BY targets_by_account WHERE account = ?1` + resume + ` ORDER BY slot, post_id`
+		return `SELECT post_id, slot FROM targets INDEXED BY targets_by_account WHERE account = ?1` + bounds + resume + ` ORDER BY slot, post_id`
 	}
 	arms := make([]string, len(statuses))
 	for i, st := range statuses {
@@ -104,7 +116,7 @@ func listQuery(statuses []post.TargetStatus, byAccount, after bool) string {
 		if byAccount {
 			arms[i] += ` AND account = ?1`
 		}
-		arms[i] += resume
+		arms[i] += bounds + resume
 	}
 	return strings.Join(arms, "\nUNION ALL\n") + "\nORDER BY slot, post_id"
 }
@@ -116,7 +128,8 @@ func (s *Store) ListPosts(ctx context.Context, f publishing.PostFilter) ([]post.
 }
 
 // ListPostPage lists the posts that have at least one target matching f
-// (in one of f.Statuses if given, to f.Account if given), each with all
+// (in one of f.Statuses if given, to f.Account if given, its slot in
+// [f.From, f.To) if either is given), each with all
 // its targets, ordered by the earliest slot of its matching targets (with
 // no condition: of all its targets), then by id; at most f.Limit posts
 // (DefaultListLimit if not set), after the cursor f.After. The page's
@@ -152,24 +165,47 @@ func (s *Store) ListPostPage(ctx context.Context, f publishing.PostFilter) (publ
 	if len(statuses) == 0 && f.Account == "" {
 		statuses = allStatuses
 	}
-	var args []any
-	if f.Account != "" || f.After != "" {
-		args = append(args, string(f.Account))
+	window := !f.From.IsZero() || !f.To.IsZero()
+	if window && !f.To.IsZero() && !f.From.Before(f.To) {
+		return publishing.PostPage{}, nil // an empty window
 	}
+	// ?1 the account, ?2 and ?3 the cursor, ?4 and ?5 the window: each
+	// given when the query (or a later one) refers to it.
+	args := []any{string(f.Account), "", ""}
 	if f.After != "" {
 		c, err := decodeListCursor(f.After)
 		if err != nil {
 			return publishing.PostPage{}, fmt.Errorf("list posts: %w", err)
 		}
-		args = append(args, c.Slot, string(c.Post))
+		args[1], args[2] = c.Slot, string(c.Post)
+	}
+	if window {
+		// An unbounded end is "" (before every slot) or "~" (after every
+		// one: stored slots start with a digit).
+		to := "~"
+		if !f.To.IsZero() {
+			to = sqltime.Encode(f.To)
+		}
+		args = append(args, sqltime.Encode(f.From), to)
+	} else if f.Account == "" && f.After == "" {
+		args = nil
+	} else if f.After == "" {
+		args = args[:1]
 	}
 
+	// Prepared before the transaction takes a connection: preparing
+	// takes one too, and every connection could be in a listing's hands.
+	stmt, release, err := s.lists.get(ctx, s.r, listQuery(statuses, f.Account != "", f.After != "", window))
+	if err != nil {
+		return publishing.PostPage{}, fmt.Errorf("list posts: %w", err)
+	}
+	defer release()
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return publishing.PostPage{}, fmt.Errorf("list posts: %w", err)
 	}
 	defer tx.Rollback()
-	ids, slots, err := firstPosts(ctx, tx, listQuery(statuses, f.Account != "", f.After != ""), args, limit+1)
+	ids, slots, err := firstPosts(ctx, tx.StmtContext(ctx, stmt), args, limit+1)
 	if err != nil {
 		return publishing.PostPage{}, fmt.Errorf("list posts: %w", err)
 	}
@@ -190,11 +226,66 @@ func (s *Store) ListPostPage(ctx context.Context, f publishing.PostFilter) (publ
 	return pg, nil
 }
 
+// listStmts are ListPostPage's queries, prepared once per shape
+// (listQuery's statuses, account, cursor and window): the calendar lists
+// a window a day, and parsing the query of every status each time was a
+// third of a listing's time. At most maxListStmts shapes are kept; the
+// others are prepared for their one use.
+type listStmts struct {
+	mu sync.Mutex
+	m  map[string]*sql.Stmt
+}
+
+const maxListStmts = 64
+
+// get returns the prepared query and what to call when done with it
+// (which closes a statement prepared past the cache's size). It must not
+// be called while holding a connection of db (a transaction): preparing
+// takes one, without the lock held.
+func (l *listStmts) get(ctx context.Context, db *sql.DB, query string) (*sql.Stmt, func(), error) {
+	l.mu.Lock()
+	st, ok := l.m[query]
+	l.mu.Unlock()
+	if ok {
+		return st, func() {}, nil
+	}
+	st, err := db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if had, ok := l.m[query]; ok {
+		// Prepared meanwhile by another listing: use that one.
+		st.Close()
+		return had, func() {}, nil
+	}
+	if l.m == nil {
+		l.m = map[string]*sql.Stmt{}
+	}
+	if len(l.m) >= maxListStmts {
+		return st, func() { st.Close() }, nil
+	}
+	l.m[query] = st
+	return st, func() {}, nil
+}
+
+func (l *listStmts) close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var errs []error
+	for _, st := range l.m {
+		errs = append(errs, st.Close())
+	}
+	l.m = nil
+	return errors.Join(errs...)
+}
+
 // firstPosts runs a (post_id, slot) query and returns the first limit
 // distinct post ids, in the order they first appear, with the slot of
 // their first row.
-func firstPosts(ctx context.Context, tx *sql.Tx, query string, args []any, limit int) ([]post.ID, []string, error) {
-	rows, err := tx.QueryContext(ctx, query, args...)
+func firstPosts(ctx context.Context, stmt *sql.Stmt, args []any, limit int) ([]post.ID, []string, error) {
+	rows, err := stmt.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, nil, err
 	}

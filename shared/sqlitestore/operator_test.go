@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -356,5 +357,39 @@ func TestRescheduleTargetErrors(t *testing.T) {
 	}
 	if len(sc.calls) != 2 || !strings.Contains(sc.calls[1], t0.Add(5*time.Hour).Format(time.RFC3339)+" → ") {
 		t.Errorf("schedule calls %v, want the second to move from the first move's slot", sc.calls)
+	}
+}
+
+// Listings of new shapes at once, more than the read connections: each
+// prepares its query while holding no connection, so none waits for a
+// connection another holds while it waits for the first (a prepare
+// inside the listing's transaction deadlocked the calendar's eight
+// parallel days under load).
+func TestListPostPageConcurrentShapes(t *testing.T) {
+	s := openTest(t, Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	statuses := allStatuses
+	for i := range 64 {
+		wg.Go(func() {
+			// 2^9 subsets of statuses: most of these 64 are new shapes.
+			var sub []post.TargetStatus
+			for j, st := range statuses {
+				if (i+1)&(1<<j) != 0 {
+					sub = append(sub, st)
+				}
+			}
+			f := publishing.PostFilter{Statuses: sub, Limit: 5, From: time.Unix(0, 0), To: time.Now()}
+			if _, err := s.ListPostPage(ctx, f); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }

@@ -21,8 +21,8 @@ func TestPostsConformance(t *testing.T) {
 func TestPostPagesConformance(t *testing.T) {
 	publishingtest.TestPostPages(t, func(t *testing.T) (publishing.Posts, publishingtest.PostLister) {
 		s := openTest(t, Options{})
-		return s, func(ctx context.Context, statuses []post.TargetStatus, account post.AccountID, limit int, after string) ([]post.Post, string, error) {
-			pg, err := s.ListPostPage(ctx, publishing.PostFilter{Statuses: statuses, Account: account, Limit: limit, After: after})
+		return s, func(ctx context.Context, f publishing.PostFilter) ([]post.Post, string, error) {
+			pg, err := s.ListPostPage(ctx, f)
 			return pg.Posts, pg.Next, err
 		}
 	})

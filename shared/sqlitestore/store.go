@@ -203,6 +203,8 @@ type Store struct {
 	ws writeStmts
 	rs readStmts
 	os outboxStmts
+	// lists are ListPostPage's prepared queries, by shape (listStmts).
+	lists listStmts
 
 	// fanOut caches the subscriptions for the outbox's fan-out;
 	// eventsWritten is EventsWritten's channel.
@@ -350,6 +352,7 @@ func (s *Store) Close() error {
 			errs = append(errs, st.Close())
 		}
 	}
+	errs = append(errs, s.lists.close())
 	if s.r != nil {
 		errs = append(errs, s.r.Close())
 	}

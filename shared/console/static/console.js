@@ -28,4 +28,27 @@
     const zone = Intl.DateTimeFormat().resolvedOptions().timeZone || "";
     document.querySelectorAll("input[data-browser-zone]").forEach((el) => { el.value = zone; });
   });
+  // Live statuses (calendar): a region with data-live names a stream of
+  // server-sent events; each "statuses" event is a list of
+  // {post, account, status}, and the badges with those data attributes
+  // are updated in place (the region is aria-live="polite").
+  document.addEventListener("DOMContentLoaded", () => {
+    const region = document.querySelector("[data-live]");
+    if (!region || !window.EventSource) return;
+    const events = new EventSource(region.dataset.live);
+    events.addEventListener("statuses", (ev) => {
+      let changes;
+      try { changes = JSON.parse(ev.data); } catch (e) { return; }
+      for (const c of changes) {
+        const sel = '.status[data-post="' + CSS.escape(c.post) + '"][data-account="' + CSS.escape(c.account) + '"]';
+        region.querySelectorAll(sel).forEach((el) => {
+          if (el.dataset.status === c.status) return;
+          el.dataset.status = c.status;
+          el.className = "status status-" + c.status;
+          el.textContent = c.status;
+        });
+      }
+    });
+    window.addEventListener("pagehide", () => events.close());
+  });
 })();
