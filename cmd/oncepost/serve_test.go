@@ -69,7 +69,14 @@ func (l *lockedBuffer) String() string {
 // added, and waits for it to say where the API is.
 func startServe(t *testing.T, db string, env ...string) *served {
 	t.Helper()
-	cmd := oncepostCmd(t, append(append([]string{"serve"}, runtimeArgs(db)[1:]...), "--addr", "127.0.0.1:0")...)
+	return startServeArgs(t, db, nil, env...)
+}
+
+// startServeArgs is startServe with flags added after the test runtime's
+// (a flag given twice takes the later value).
+func startServeArgs(t *testing.T, db string, args []string, env ...string) *served {
+	t.Helper()
+	cmd := oncepostCmd(t, append(append(append([]string{"serve"}, runtimeArgs(db)[1:]...), args...), "--addr", "127.0.0.1:0")...)
 	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -484,6 +484,13 @@ func (tab *Tab) Type(sel, text string) {
 		}))
 }
 
+// SetFiles chooses files for the file input the CSS selector matches,
+// as a person picking them in the file dialog does.
+func (tab *Tab) SetFiles(sel string, paths ...string) {
+	tab.t.Helper()
+	tab.run("choose files for "+sel, chromedp.SetUploadFiles(chromedp.CSS(sel), paths, chromedp.NodeReady))
+}
+
 // Press sends keys to the focused element as key events: text, or a
 // key of chromedp's kb package such as kb.Tab ("\t") or kb.Enter ("\r").
 func (tab *Tab) Press(keys string) {

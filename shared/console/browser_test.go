@@ -30,11 +30,13 @@ type consolePage struct {
 }
 
 // consolePages are every signed-in page; at is a day (YYYY-MM-DD) the
-// calendars show.
-func consolePages(at string) []consolePage {
+// calendars show, postID the post whose page is one of them.
+func consolePages(at string, postID post.ID) []consolePage {
 	return []consolePage{
 		{name: "calendar-week", path: "/calendar?view=week&at=" + at, showsPost: true},
 		{name: "calendar-month", path: "/calendar?view=month&at=" + at},
+		{name: "calendar-day", path: "/calendar?view=day&at=" + at},
+		{name: "post", path: "/posts/" + string(postID), showsPost: true},
 		{name: "compose", path: "/compose"},
 		{name: "inbox", path: "/inbox", showsPost: true},
 		{name: "accounts", path: "/accounts"},
@@ -91,7 +93,7 @@ func TestBrowserPages(t *testing.T) {
 		t.Errorf("the calendar does not say it shows times in %s (the browser's zone): %.300s", zone, text)
 	}
 	at := h.now().In(mustZone(t, zone)).Format("2006-01-02")
-	for _, p := range consolePages(at) {
+	for _, p := range consolePages(at, "shot-1") {
 		if st := tab.Navigate(h.srv.URL + p.path); st != http.StatusOK {
 			t.Errorf("%s: HTTP %d: %.300s", p.path, st, tab.Text("body"))
 			continue
@@ -109,7 +111,7 @@ func TestBrowserPages(t *testing.T) {
 	// At 320 px wide the layout reflows (WCAG 1.4.10): nothing wider
 	// than the viewport.
 	tab.SetViewport(320, 720)
-	for i, p := range consolePages(at)[:2] {
+	for i, p := range consolePages(at, "shot-1")[:2] {
 		tab.Navigate(h.srv.URL + p.path)
 		if w := browsertest.Eval[int](tab, `document.documentElement.scrollWidth`); w > 320 {
 			t.Errorf("%s at 320 px wide is %d px wide: it scrolls sideways", p.path, w)
@@ -193,7 +195,7 @@ func TestBrowserShowsPostTextAsText(t *testing.T) {
 	tab := browsertest.NewTab(t, browsertest.Options{TimeZone: "UTC", BypassCSP: true})
 	signInTab(t, h, tab, "all")
 	at := h.now().Add(24 * time.Hour).UTC().Format("2006-01-02")
-	pages := append(consolePages(at), consolePage{name: "signin", path: "/signin"})
+	pages := append(consolePages(at, "xss-post"), consolePage{name: "signin", path: "/signin"})
 	for _, p := range pages {
 		if st := tab.Navigate(h.srv.URL + p.path); st != http.StatusOK {
 			t.Errorf("%s: HTTP %d", p.path, st)

@@ -495,7 +495,9 @@ func (f composeForm) draft(zone *time.Location) (post.Draft, map[string][]string
 		d.Media = append(d.Media, post.DraftMedia{Media: m.Media})
 	}
 	var at string
-	switch t, err := time.ParseInLocation(datetimeLocal, f.At, zone); {
+	// A datetime-local value may carry seconds (HTML's normalized form
+	// does when they are not zero); parseLocalTime reads both.
+	switch t, err := parseLocalTime(f.At, zone); {
 	case f.At == "":
 		errs["at"] = append(errs["at"], labelled("at", "is empty; pick a date and time"))
 	case err != nil:
