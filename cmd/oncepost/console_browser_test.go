@@ -67,7 +67,7 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	for _, p := range []post.Post{
 		{ID: "careful-1", Body: "A careful post: sent once, after a person approves it.", CreatedAt: now,
 			Targets: []post.Target{{Account: "careful", Slot: now.Add(2 * time.Second).Truncate(time.Second), Status: post.Scheduled, UpdatedAt: now}}},
-		{ID: "later-1", Body: "Tomorrow's post, moved by hand.", CreatedAt: now,
+		{ID: "later-1", Body: "A later post, moved by hand.", CreatedAt: now,
 			Targets: []post.Target{{Account: w.accounts[0], Slot: now.Add(time.Hour).Truncate(time.Minute), Status: post.Scheduled, UpdatedAt: now}}},
 	} {
 		if err := store.CreatePost(ctx, p); err != nil {
@@ -199,9 +199,11 @@ func TestConsoleInTheBrowser(t *testing.T) {
 		t.Errorf("the careful account has %d posts, want 1", n)
 	}
 
-	// Move tomorrow's post by its page: two hours later, in the viewer's
-	// zone.
-	tab.Navigate(s.url + "/posts/later-1")
+	// Move the later post from the calendar: its link opens its page,
+	// whose form takes the new time in the viewer's zone.
+	tab.Navigate(s.url + "/calendar")
+	tab.Click(`a[href="/posts/later-1"]`)
+	tab.WaitPath("/posts/later-1")
 	moved := time.Now().Add(3 * time.Hour).In(loc).Truncate(time.Minute)
 	browsertest.Eval[bool](tab, `(() => { document.querySelector('#move-at').value = `+fmt.Sprintf("%q", moved.Format("2006-01-02T15:04"))+`; return true })()`)
 	tab.Click(`form[action$="/reschedule"] [type="submit"]`)
@@ -220,5 +222,10 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	}
 	if got := p.Targets[0].Slot; !got.Equal(moved) || p.Targets[0].Status != post.Scheduled {
 		t.Errorf("after the move the target is %s at %s, want scheduled at %s", p.Targets[0].Status, got, moved.UTC())
+	}
+	// The calendar shows it at its new time.
+	tab.Navigate(s.url + "/calendar?view=day&at=" + moved.Format("2006-01-02"))
+	if got := tab.Text(`a[href="/posts/later-1"] time`); got != moved.Format("15:04") {
+		t.Errorf("the calendar shows the moved post at %q, want %s", got, moved.Format("15:04"))
 	}
 }
