@@ -9,7 +9,7 @@ LAMBDA_FUNCTIONS := TriggerFunction PublisherFunction ConfirmFunction SweeperFun
 LAMBDA_FUNCTIONS += NotifierFunction WebhooksFunction
 LAMBDA_FUNCTIONS += ApiFunction
 
-.PHONY: all build run test test-short lint asl openapi-lint emulators rie pds chromium bench bench-burst bench-burst-local tidy-check clean invoke \
+.PHONY: all build run test test-short lint asl openapi-lint emulators rie pds chromium screenshots bench bench-burst bench-burst-local tidy-check clean invoke \
 	$(LAMBDA_FUNCTIONS:%=build-%)
 
 all: test
@@ -32,6 +32,13 @@ run:
 test:
 	$(MAKE) -j4 --output-sync=target lint asl openapi-lint emulators rie pds chromium
 	ONCEPOST_EMULATORS=required ONCEPOST_BROWSER=required $(GO) test -race $(RACE_GCFLAGS) -count=1 -timeout 20m $(PKGS)
+
+## screenshots: run the console's end-to-end browser test (a real `oncepost serve`, headless
+## chromium) and copy the calendar and inbox it saved into docs/img for the README.
+screenshots: emulators chromium
+	ONCEPOST_BROWSER=required $(GO) test -count=1 -run 'TestConsoleInTheBrowser$$' ./cmd/oncepost/
+	cp var/screenshots/console-e2e-calendar.png docs/img/console-calendar.png
+	cp var/screenshots/console-e2e-inbox.png docs/img/console-inbox.png
 
 ## RACE_GCFLAGS: -race turns on checkptr, which checks every unsafe.Pointer conversion at run time.
 ## modernc.org/sqlite is SQLite's C translated to Go, unsafe pointer arithmetic throughout: there
