@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -86,6 +87,25 @@ func (c *consoleProcess) get(t *testing.T, url string) (int, string) {
 	return res.StatusCode, string(body)
 }
 
+// post submits a form to a console URL as its browser would (following
+// the redirect).
+func (c *consoleProcess) post(t *testing.T, target string, form url.Values) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, target, strings.NewReader(form.Encode()))
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	res, err := c.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	if m := consoleCSRF.FindSubmatch(body); m != nil {
+		c.csrf = string(m[1])
+	}
+	return res.StatusCode, string(body)
+}
+
 // api calls /v1 as the console's script does: cookie and CSRF header.
 func (c *consoleProcess) api(t *testing.T, method, path, body string, header map[string]string) (int, string) {
 	t.Helper()
@@ -120,8 +140,11 @@ func TestConsoleOnAStack(t *testing.T) {
 	if code, body := c.get(t, c.base+"/calendar"); code != http.StatusOK || !strings.Contains(body, "Sign in") {
 		t.Fatalf("before signing in: %d, want the sign-in page", code)
 	}
-	if code, _ := c.get(t, c.link); code != http.StatusOK || c.csrf == "" {
-		t.Fatalf("the sign-in link: %d (csrf %q)", code, c.csrf)
+	if code, body := c.get(t, c.link); code != http.StatusOK || !strings.Contains(body, "<form") {
+		t.Fatalf("the sign-in link: %d, want its form", code)
+	}
+	if code, _ := c.post(t, c.link, url.Values{"tz": {"Europe/Berlin"}}); code != http.StatusOK || c.csrf == "" {
+		t.Fatalf("signing in by the link: %d (csrf %q)", code, c.csrf)
 	}
 	at := time.Now().Add(2 * time.Hour).UTC().Truncate(time.Minute).Format(time.RFC3339)
 	draft := `{"id":"console-1","body":"from the console","targets":[{"account":"news","at":"` + at + `"}]}`
@@ -133,7 +156,7 @@ func TestConsoleOnAStack(t *testing.T) {
 	}
 	// The link is spent: another browser cannot use it.
 	other := &consoleProcess{base: c.base, link: c.link, client: &http.Client{Timeout: 30 * time.Second}}
-	if code, _ := other.get(t, c.link); code != http.StatusUnauthorized {
+	if code, _ := other.post(t, c.link, url.Values{}); code != http.StatusUnauthorized {
 		t.Fatalf("the link used twice: %d, want 401", code)
 	}
 	// Without the session's CSRF header, a change is refused.

@@ -146,9 +146,18 @@ func start() (*browser, error) {
 // there after StopGrace, and waits until chromedp removed its user data
 // directory (chromedp also kills the helper processes started with it).
 func (b *browser) stop() {
-	ctx, cancel := context.WithTimeout(context.Background(), StopGrace)
-	defer cancel()
-	chromedp.Cancel(ctx)
+	// chromedp.Cancel closes the browser of its own chromedp context
+	// (Browser.close, then a wait for the process); one derived from
+	// another context is not one.
+	closed := make(chan struct{})
+	go func() {
+		chromedp.Cancel(b.ctx)
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(StopGrace):
+	}
 	if b.pid > 0 && syscall.Kill(b.pid, 0) == nil {
 		syscall.Kill(b.pid, syscall.SIGKILL)
 	}

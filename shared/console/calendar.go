@@ -123,13 +123,13 @@ type calendarData struct {
 	// Day is the day view's list.
 	Day *calDay
 	// Prev, Next, Today and the views' links keep the account.
-	Prev, Next, Today            string
-	WeekURL, MonthURL, DayURL    string
-	PrevLabel, NextLabel         string
-	MoreURL                      string // day view: the next page
-	LiveURL                      string
-	Error                        string
-	ShowAccountSelect, CanChange bool
+	Prev, Next, Today         string
+	WeekURL, MonthURL, DayURL string
+	PrevLabel, NextLabel      string
+	MoreURL                   string // day view: the next page
+	LiveURL                   string
+	Error                     string
+	CanChange                 bool
 }
 
 // calDay is one day of the calendar.
@@ -201,6 +201,12 @@ func (h *Handler) showCalendar(w http.ResponseWriter, r *http.Request, s *sessio
 		return
 	}
 	days, err := h.calendarDays(r.Context(), q, accounts)
+	if errors.Is(err, publishing.ErrBadCursor) {
+		d.Error = "after: not a position in this day's list; start from the day's first posts"
+		d.Query = calendarQuery{View: viewWeek, At: q.At}
+		h.render(w, r, http.StatusBadRequest, "calendar", d)
+		return
+	}
 	if err != nil {
 		h.fail(w, r, fmt.Errorf("calendar: %w", err))
 		return

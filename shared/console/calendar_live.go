@@ -41,10 +41,7 @@ type liveStatus struct {
 // page may be older than the stream), then the changes. The page's script
 // (console.js) updates the badges.
 func (h *Handler) calendarLive(w http.ResponseWriter, r *http.Request, s *session) {
-	zone := time.UTC
-	if s.zone != nil {
-		zone = s.zone
-	}
+	zone := s.location()
 	q, err := parseCalendarQuery(r.URL.Query(), zone, h.cfg.Now())
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -119,6 +116,11 @@ func (h *Handler) calendarLive(w http.ResponseWriter, r *http.Request, s *sessio
 		case <-end:
 			return
 		case <-tick.C:
+		}
+		// The session may have ended meanwhile (signed out, token
+		// revoked, expired): the stream ends with it.
+		if _, err := h.session(r); err != nil {
+			return
 		}
 	}
 }

@@ -327,6 +327,15 @@ func TestCalendarLiveStatuses(t *testing.T) {
 	if diff := cmp.Diff([]liveStatus{{"live", "sky", post.Published}}, next()); diff != "" {
 		t.Errorf("the change (-want +got):\n%s", diff)
 	}
+	// Signing out ends the stream at its next tick.
+	if p := b.post("/signout", url.Values{}); p.status != http.StatusSeeOther {
+		t.Fatalf("sign out: %d", p.status)
+	}
+	for events.Scan() {
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("the stream outlived the session")
+	}
 }
 
 // A month page's size is bounded whatever the workspace holds: each day

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"embed"
 	"errors"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"log/slog"
@@ -42,8 +43,9 @@ type Config struct {
 	// SecureCookies marks the session cookie Secure: on whenever the
 	// console is reached other than over loopback.
 	SecureCookies bool
-	// SessionTTL is how long a session lasts without use (default 12 h).
-	SessionTTL time.Duration
+	// SessionTTL is how long a session lasts without use (default 12 h);
+	// SessionMaxAge how long it lasts at most, used or not (default 24 h).
+	SessionTTL, SessionMaxAge time.Duration
 	// Events, if set, are the workspace's recent events (the outbox's,
 	// on SQLite): the status page lists them and the accounts page finds
 	// each account's last success among them. Nil: neither is shown.
@@ -87,6 +89,9 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = 12 * time.Hour
 	}
+	if cfg.SessionMaxAge <= 0 {
+		cfg.SessionMaxAge = 24 * time.Hour
+	}
 	if cfg.Tokens == nil && cfg.Operator.ID == "" {
 		return nil, errors.New("console: Config needs Tokens (sign in with an API token) or Operator (sign in with a one-time link)")
 	}
@@ -100,7 +105,7 @@ func New(cfg Config) (*Handler, error) {
 	}
 	api, err := httpapi.New(apiCfg)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("console: the API: %w", err)
 	}
 	views, err := parseViews()
 	if err != nil {
@@ -108,11 +113,11 @@ func New(cfg Config) (*Handler, error) {
 	}
 	sub, err := fs.Sub(staticFS, "static")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("console: static assets: %w", err)
 	}
-	h := &Handler{cfg: cfg, api: api, sessions: newSessions(cfg.SessionTTL, cfg.Now), views: views,
+	h := &Handler{cfg: cfg, api: api, sessions: newSessions(cfg.SessionTTL, cfg.SessionMaxAge, cfg.Now), views: views,
 		static: http.StripPrefix("/static/", http.FileServerFS(sub)), mux: http.NewServeMux(),
-		cop: http.NewCrossOriginProtection(), log: cfg.Logger, once: newOnceLinks()}
+		cop: http.NewCrossOriginProtection(), log: cfg.Logger, once: newOnceLinks(cfg.Now)}
 	h.cop.SetDenyHandler(http.HandlerFunc(h.crossOrigin))
 	h.routes()
 	return h, nil
@@ -151,7 +156,13 @@ func isAPI(path string) bool { return path == "/v1" || len(path) > 3 && path[:4]
 // that changes something; otherwise the API's own auth decides.
 func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("Authorization") == "" {
-		if s, ok := h.session(r); ok {
+		s, err := h.session(r)
+		switch {
+		case errors.Is(err, errSignedOut):
+		case err != nil:
+			h.sessionUnavailable(w, r, err)
+			return
+		default:
 			if !safeMethod(r.Method) && !s.checkCSRF(r.Header.Get(csrfHeader)) {
 				http.Error(w, "the request lacks this session's CSRF token (header "+csrfHeader+")", http.StatusForbidden)
 				return

@@ -19,10 +19,7 @@ import (
 func (h *Handler) reschedulePost(w http.ResponseWriter, r *http.Request, s *session) {
 	id := post.ID(r.PathValue("id"))
 	back := "/posts/" + string(id)
-	zone := time.UTC
-	if s.zone != nil {
-		zone = s.zone
-	}
+	zone := s.location()
 	raw := strings.TrimSpace(r.PostFormValue("at"))
 	at, err := parseLocalTime(raw, zone)
 	if err != nil {

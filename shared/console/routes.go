@@ -1,8 +1,11 @@
 package console
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"oncepost/shared/apitoken"
 	"oncepost/shared/publishing"
@@ -13,9 +16,10 @@ import (
 func (h *Handler) routes() {
 	h.mux.Handle("GET /static/", h.static)
 	h.mux.HandleFunc("GET /signin", h.showSignIn)
-	h.mux.HandleFunc("POST /signin", h.signIn)
-	h.mux.HandleFunc("GET /signin/once/{secret}", h.signInOnce)
-	h.mux.HandleFunc("POST /signout", h.signOut)
+	h.mux.Handle("POST /signin", limitForm(http.HandlerFunc(h.signIn)))
+	h.mux.HandleFunc("GET /signin/once/{secret}", h.showSignInOnce)
+	h.mux.Handle("POST /signin/once/{secret}", limitForm(http.HandlerFunc(h.signInOnce)))
+	h.mux.Handle("POST /signout", limitForm(http.HandlerFunc(h.signOut)))
 	h.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/calendar", http.StatusSeeOther)
 	})
@@ -48,14 +52,54 @@ type pageFunc func(w http.ResponseWriter, r *http.Request, s *session)
 // CSRF token in its form (after CrossOriginProtection let it through).
 // Without the scope it is 403, and nothing is done.
 func (h *Handler) page(pattern string, scope apitoken.Scope, fn pageFunc) {
-	h.mux.Handle(pattern, h.pageHandler(scope, fn))
+	h.mux.Handle(pattern, limitForm(h.pageHandler(scope, fn)))
+}
+
+// maxFormBytes bounds the body of every console form but the composer's
+// (which carries an image and has its own limit): its fields are a few
+// short strings.
+const maxFormBytes = 64 << 10
+
+// limitForm bounds a request's body to maxFormBytes and refuses a
+// multipart one (whose file parts Go would spool to disk) before
+// anything reads it.
+func limitForm(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if safeMethod(r.Method) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/") {
+			http.Error(w, "this form takes application/x-www-form-urlencoded, not multipart", http.StatusUnsupportedMediaType)
+			return
+		}
+		if r.ContentLength > maxFormBytes {
+			http.Error(w, fmt.Sprintf("the form is %d bytes, over %d", r.ContentLength, maxFormBytes), http.StatusRequestEntityTooLarge)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+		if err := r.ParseForm(); err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				http.Error(w, fmt.Sprintf("the form is over %d bytes", maxFormBytes), http.StatusRequestEntityTooLarge)
+				return
+			}
+			http.Error(w, "the form cannot be read: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // pageHandler is page's handler, for a route that wraps it (a body limit).
 func (h *Handler) pageHandler(scope apitoken.Scope, fn pageFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s, ok := h.session(r)
-		if !ok {
+		s, err := h.session(r)
+		if err != nil && !errors.Is(err, errSignedOut) {
+			h.sessionUnavailable(w, r, err)
+			return
+		}
+		if err != nil {
 			if r.Method == http.MethodGet {
 				http.Redirect(w, r, "/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 				return

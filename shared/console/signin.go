@@ -3,8 +3,11 @@ package console
 import (
 	"errors"
 	"net/http"
+	"net/url"
+	"path"
 	"strings"
 	"time"
+	"unicode"
 
 	"oncepost/shared/apitoken"
 	"oncepost/shared/httpapi"
@@ -53,27 +56,53 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusUnauthorized, "token: revoked at "+t.RevokedAt.UTC().Format(time.RFC3339))
 		return
 	}
-	s := h.sessions.add(httpapi.Principal{ID: t.ID, Name: t.Name, Scopes: t.Scopes}, hash, zoneOf(r.PostFormValue("tz")))
-	h.setSessionCookie(w, s)
+	h.startSession(w, r, httpapi.Principal{ID: t.ID, Name: t.Name, Scopes: t.Scopes}, hash, r.PostFormValue("tz"))
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-// signInOnce is GET /signin/once/{secret}: the one-time link signs in as
-// Config.Operator, once.
-func (h *Handler) signInOnce(w http.ResponseWriter, r *http.Request) {
-	if h.cfg.Operator.ID == "" || !h.once.take(r.PathValue("secret")) {
-		h.render(w, r, http.StatusUnauthorized, "signin", signInData{view: h.newView(nil, "signin", "Sign in"), Next: "/calendar",
-			Error: "this sign-in link is used, expired or unknown; run `oncepost console` again for a new one", ByToken: h.cfg.Tokens != nil})
+// showSignInOnce is GET /signin/once/{secret}: a page with one button
+// that signs in. The secret is spent by the POST, never by a GET, so a
+// link previewer or a prefetch cannot use it up; the form carries the
+// browser's time zone, as the token's sign-in does.
+func (h *Handler) showSignInOnce(w http.ResponseWriter, r *http.Request) {
+	secret := r.PathValue("secret")
+	if h.cfg.Operator.ID == "" || !h.once.valid(secret) {
+		h.onceRefused(w, r)
 		return
 	}
-	s := h.sessions.add(h.cfg.Operator, "", zoneOf(r.URL.Query().Get("tz")))
-	h.setSessionCookie(w, s)
+	h.render(w, r, http.StatusOK, "signin_once", signInData{view: h.newView(nil, "signin", "Sign in"), Next: "/signin/once/" + secret})
+}
+
+// signInOnce is POST /signin/once/{secret}: the one-time link signs in
+// as Config.Operator, once.
+func (h *Handler) signInOnce(w http.ResponseWriter, r *http.Request) {
+	if h.cfg.Operator.ID == "" || !h.once.take(r.PathValue("secret")) {
+		h.onceRefused(w, r)
+		return
+	}
+	h.startSession(w, r, h.cfg.Operator, "", r.PostFormValue("tz"))
 	http.Redirect(w, r, "/calendar", http.StatusSeeOther)
+}
+
+func (h *Handler) onceRefused(w http.ResponseWriter, r *http.Request) {
+	h.render(w, r, http.StatusUnauthorized, "signin", signInData{view: h.newView(nil, "signin", "Sign in"), Next: "/calendar",
+		Error: "this sign-in link is used, expired or unknown; run `oncepost console` again for a new one", ByToken: h.cfg.Tokens != nil})
+}
+
+// startSession signs the browser in: the session it had before, if any,
+// ends (a new sign-in never keeps an old session id alive), and a new
+// one, with a new id, is set in its cookie.
+func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, p httpapi.Principal, tokenHash, zone string) {
+	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
+		h.sessions.remove(c.Value)
+	}
+	s := h.sessions.add(p, tokenHash, zoneOf(zone))
+	h.setSessionCookie(w, s)
 }
 
 // signOut is POST /signout.
 func (h *Handler) signOut(w http.ResponseWriter, r *http.Request) {
-	if s, ok := h.session(r); ok {
+	if s, err := h.session(r); err == nil {
 		if !s.checkCSRF(r.PostFormValue(csrfField)) {
 			http.Error(w, "the form lacks this session's CSRF token", http.StatusForbidden)
 			return
@@ -84,13 +113,27 @@ func (h *Handler) signOut(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/signin", http.StatusSeeOther)
 }
 
-// safeNext keeps a redirect after sign-in on this console: a path, never
-// another site ("//host" or "/\host" included).
+// safeNext keeps a redirect after sign-in on this console: a path of
+// its own, never another site. The path is parsed and cleaned as a
+// browser would read it ("/./\\host" is cleaned to "/\\host", which a
+// browser takes for "//host"; a tab or a newline is dropped by the
+// browser), so anything with a scheme, a host, a backslash or a control
+// character, or a cleaned path that starts with "//", is refused.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.HasPrefix(next, "/signin") {
-		return "/calendar"
+	const home = "/calendar"
+	if next == "" || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\") || strings.ContainsFunc(next, unicode.IsControl) {
+		return home
 	}
-	return next
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.Opaque != "" || u.User != nil || !strings.HasPrefix(u.Path, "/") {
+		return home
+	}
+	clean := path.Clean(u.Path)
+	if strings.HasPrefix(clean, "//") || clean == "/signin" || strings.HasPrefix(clean, "/signin/") {
+		return home
+	}
+	u.Path, u.RawPath = clean, ""
+	return u.RequestURI()
 }
 
 // zoneOf is the IANA zone name's location, or UTC for a name that is

@@ -35,9 +35,7 @@ func (h *Handler) newView(s *session, page, title string) *view {
 	v := &view{Title: title, Page: page, Now: h.cfg.Now(), Zone: time.UTC}
 	if s != nil {
 		v.SignedIn, v.Principal, v.CSRF = true, s.principal, s.csrf
-		if s.zone != nil {
-			v.Zone = s.zone
-		}
+		v.Zone = s.location()
 		v.Flash, v.FlashErr = s.takeFlash()
 	}
 	v.Now = v.Now.In(v.Zone)
@@ -55,9 +53,6 @@ func (v *view) Time(t time.Time) string {
 	}
 	return t.In(v.Zone).Format("Mon 2 Jan 2006 15:04")
 }
-
-// Clock is t's time of day in the viewer's zone, e.g. "15:04".
-func (v *view) Clock(t time.Time) string { return t.In(v.Zone).Format("15:04") }
 
 // ISO is t as RFC 3339 in UTC, for datetime attributes and the API.
 func (v *view) ISO(t time.Time) string { return t.UTC().Format(time.RFC3339) }
