@@ -2,6 +2,11 @@ module oncepost
 
 go 1.26.0
 
+// The npm tooling's node_modules (infra/emulators, infra/pds) hold no Go: ./... does not walk
+// them, so a go command run beside `npm ci` (make test runs them side by side) cannot trip on a
+// directory npm is rewriting.
+ignore node_modules
+
 require (
 	github.com/aws/aws-lambda-go v1.55.1
 	github.com/aws/aws-sdk-go-v2 v1.48.0
