@@ -15,6 +15,7 @@ import (
 
 	"oncepost/shared/ledger"
 	"oncepost/shared/post"
+	"oncepost/shared/publishing"
 )
 
 // hold makes a held publish entry for a new post id to news, as the
@@ -103,6 +104,10 @@ func TestInboxDecides(t *testing.T) {
 		wantFlash string
 	}{
 		{"confirm without a remote id", "/inbox/held/" + string(confirm) + "/confirm", url.Values{"remote_id": {" "}}, confirm, ledger.Held, "Remote id: is missing"},
+		{"confirm with a remote id over the limit", "/inbox/held/" + string(confirm) + "/confirm", url.Values{"remote_id": {strings.Repeat("9", publishing.MaxIDBytes+1)}},
+			confirm, ledger.Held, fmt.Sprintf("Remote id: is over %d bytes. Give the id", publishing.MaxIDBytes)},
+		{"reject with a reason over the limit", "/inbox/held/" + string(reject) + "/reject", url.Values{"reason": {strings.Repeat("é", publishing.MaxDecisionReasonBytes/2+1)}},
+			reject, ledger.Held, fmt.Sprintf("Reason: is over %d bytes. Say it shorter.", publishing.MaxDecisionReasonBytes)},
 		{"approve", "/inbox/held/" + string(approve) + "/approve", url.Values{}, approve, ledger.Released, "Approved " + string(approve)},
 		{"confirm", "/inbox/held/" + string(confirm) + "/confirm", url.Values{"remote_id": {"112"}}, confirm, ledger.Confirmed, "Confirmed " + string(confirm)},
 		{"reject", "/inbox/held/" + string(reject) + "/reject", url.Values{"reason": {"posted by hand"}}, reject, ledger.Failed, "Rejected " + string(reject)},
