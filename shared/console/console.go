@@ -13,6 +13,7 @@ import (
 
 	"oncepost/shared/apitoken"
 	"oncepost/shared/httpapi"
+	"oncepost/shared/post"
 	"oncepost/shared/publishing"
 )
 
@@ -44,6 +45,11 @@ type Config struct {
 	SecureCookies bool
 	// SessionTTL is how long a session lasts without use (default 12 h).
 	SessionTTL time.Duration
+	// Posts, if set, reads a post alone (publishing.Posts has it): the
+	// inbox shows each held post's text from it. Without it the inbox
+	// reads each through Desk.Show, which reads the post's ledger entries
+	// and their history too.
+	Posts PostReader
 	// Events, if set, are the workspace's recent events (the outbox's,
 	// on SQLite): the status page lists them and the accounts page finds
 	// each account's last success among them. Nil: neither is shown.
@@ -51,6 +57,12 @@ type Config struct {
 	// Now is the clock; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
+}
+
+// PostReader reads one post (publishing.Posts.GetPost): post.ErrNotFound
+// when there is none.
+type PostReader interface {
+	GetPost(ctx context.Context, id post.ID) (post.Post, error)
 }
 
 // EventReader reads the recent events, newest first

@@ -8,11 +8,13 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"oncepost/shared/httpapi"
 	"oncepost/shared/ledger"
 	"oncepost/shared/post"
 	"oncepost/shared/publishing"
@@ -238,5 +240,62 @@ func TestInboxFailedTargets(t *testing.T) {
 	}
 	if diff := cmp.Diff(1, strings.Count(b.get("/inbox?failed_after=nonsense").body, "not a position in this list")); diff != "" {
 		t.Errorf("a bad cursor is not said (-want +got):\n%s", diff)
+	}
+}
+
+// showCounter counts the Desk's Show calls.
+type showCounter struct {
+	httpapi.Desk
+	n atomic.Int64
+}
+
+func (d *showCounter) Show(ctx context.Context, id post.ID) (publishing.PostView, error) {
+	d.n.Add(1)
+	return d.Desk.Show(ctx, id)
+}
+
+// getCounter counts GetPost calls.
+type getCounter struct {
+	PostReader
+	n atomic.Int64
+}
+
+func (r *getCounter) GetPost(ctx context.Context, id post.ID) (post.Post, error) {
+	r.n.Add(1)
+	return r.PostReader.GetPost(ctx, id)
+}
+
+// The inbox shows each held post's text from one read of the post
+// (Config.Posts), not Desk.Show (which reads its ledger entries and
+// their history too); without that port, through Show.
+func TestInboxReadsPostTextsAlone(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		withPosts          bool
+		wantGets, wantShow int64
+	}{
+		{"with Posts", true, 3, 0},
+		{"without Posts", false, 0, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			shows, gets := &showCounter{}, &getCounter{}
+			h := newHarness(t, harnessOptions{config: func(c *Config) {
+				shows.Desk, c.API.Desk = c.API.Desk, shows
+				gets.PostReader, c.Posts = c.Posts, gets
+				if !tc.withPosts {
+					c.Posts = nil
+				}
+			}})
+			for _, id := range []string{"h1", "h2", "h3"} {
+				h.hold(t, id, "duplicate?", "")
+			}
+			p := h.signIn("read,decide").get("/inbox")
+			if p.status != http.StatusOK || strings.Count(p.body, "a post that may be out already") != 3 {
+				t.Fatalf("GET /inbox: %d, the held posts' text %d times, want 3: %.1000s", p.status, strings.Count(p.body, "a post that may be out already"), p.body)
+			}
+			if g, s := gets.n.Load(), shows.n.Load(); g != tc.wantGets || s != tc.wantShow {
+				t.Errorf("GetPost %d times, Show %d times; want %d and %d", g, s, tc.wantGets, tc.wantShow)
+			}
+		})
 	}
 }
