@@ -50,6 +50,10 @@ type Config struct {
 	// reads each through Desk.Show, which reads the post's ledger entries
 	// and their history too.
 	Posts PostReader
+	// StaleAfter is the sweeper's (publishing.Sweeper.StaleAfter): the
+	// status page counts stale entries as it does. Zero means
+	// publishing.StaleAfter.
+	StaleAfter time.Duration
 	// Events, if set, are the workspace's recent events (the outbox's,
 	// on SQLite): the status page lists them and the accounts page finds
 	// each account's last success among them. Nil: neither is shown.
