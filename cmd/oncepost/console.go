@@ -49,7 +49,7 @@ func cmdConsole(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// No token signs in here: the sign-in link does, as the operator who
 	// ran the command; the API under the console takes only its session.
 	apiCfg.Auth = httpapi.ContextPrincipal()
-	h, err := console.New(console.Config{API: apiCfg, Operator: consoleOperator(b.kind), Logger: log})
+	h, err := console.New(console.Config{API: apiCfg, Posts: b.posts, Operator: consoleOperator(b.kind), Logger: log})
 	if err != nil {
 		return err
 	}

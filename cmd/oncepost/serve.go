@@ -69,7 +69,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	// The console at / and the API at /v1, on one handler: the console's
 	// sessions call the API as the signed-in token.
-	api, err := console.New(console.Config{API: apiCfg, Tokens: rt.store, Events: rt.store, SecureCookies: *public, Logger: cfg.Logger,
+	api, err := console.New(console.Config{API: apiCfg, Tokens: rt.store, Posts: rt.ports.posts, StaleAfter: rt.cfg.StaleAfter, Events: rt.store, SecureCookies: *public, Logger: cfg.Logger,
 		Media: dirMedia{rt.cfg.MediaDir}})
 	if err != nil {
 		return err

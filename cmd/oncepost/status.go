@@ -88,7 +88,8 @@ func readStatus(ctx context.Context, b *backend, now time.Time) (statusReport, e
 	if err != nil {
 		return statusReport{}, err
 	}
-	open, err := b.ledger.Open(ctx, now.Add(time.Nanosecond), 0)
+	// Every open entry, stale as the sweeper counts it (GaugeSources).
+	g, err := publishing.GaugeSources{Ledger: b.ledger}.ReadOpen(ctx, now)
 	if err != nil {
 		return statusReport{}, err
 	}
@@ -101,10 +102,9 @@ func readStatus(ctx context.Context, b *backend, now time.Time) (statusReport, e
 		return statusReport{}, err
 	}
 	rep.Waiting = append(rep.Waiting, waiting...)
-	for _, e := range open {
-		age := now.Sub(e.OpenSince)
+	for _, e := range g.Open {
 		rep.Open = append(rep.Open, openRow{Key: e.Key, Action: e.Action, Account: e.Account, Subject: e.Subject, State: e.State,
-			Attempt: e.Attempt, OpenSince: e.OpenSince, AgeSeconds: age.Seconds(), Stale: age > publishing.StaleAfter, Reason: e.Reason})
+			Attempt: e.Attempt, OpenSince: e.OpenSince, AgeSeconds: g.Age(e).Seconds(), Stale: g.Stale(e), Reason: e.Reason})
 	}
 	dls, err := b.deadLetters.DeadLetters(ctx, 0)
 	if err != nil {

@@ -3,14 +3,18 @@ package console
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"oncepost/shared/emf"
 	"oncepost/shared/ledger"
 	"oncepost/shared/platform/catalog"
 	"oncepost/shared/post"
+	"oncepost/shared/publishing"
 )
 
 // publish moves a new post's target to news to published, as the
@@ -132,4 +136,76 @@ func between(s, from, to string) string {
 	}
 	out, _, _ := strings.Cut(rest, to)
 	return out
+}
+
+// metricsCapture is a publishing.MetricsEmitter keeping the last values.
+type metricsCapture map[string]float64
+
+func (m metricsCapture) Emit(ms ...emf.Metric) error { return m.EmitAt(time.Time{}, ms...) }
+
+func (m metricsCapture) EmitAt(_ time.Time, ms ...emf.Metric) error {
+	for _, x := range ms {
+		m[x.Name] = x.Value
+	}
+	return nil
+}
+
+// The status page's gauges are the sweeper's: with the sweeper's
+// StaleAfter (Config.StaleAfter, not the package's default) and its
+// query (an entry opened at this very instant is open), the page shows
+// the values a sweep of the same store emits.
+func TestStatusPageGaugesAreTheSweepers(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	const staleAfter = 30 * time.Second
+	h := newHarness(t, harnessOptions{now: func() time.Time { return now }, config: func(c *Config) { c.StaleAfter = staleAfter }})
+	ctx := context.Background()
+	slot := now.Add(-time.Hour)
+	for _, o := range []struct {
+		id  string
+		age time.Duration
+	}{{"old", 4 * time.Minute}, {"new", time.Minute}, {"now", 0}} {
+		// A long lease: the sweep counts them and leaves them alone.
+		e := ledger.NewEntry(ledger.PublishKey("news", o.id, slot), ledger.Publish, "news", o.id, slot, "fp", "w1", now.Add(-o.age), time.Hour)
+		if err := h.store.Create(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.hold(t, "dup", "duplicate?", "1")
+	metrics := metricsCapture{}
+	sw := &publishing.Sweeper{Ledger: h.store, Posts: h.store, Queue: h.queue, Metrics: metrics, Now: h.now, StaleAfter: staleAfter,
+		Logger: slog.New(slog.DiscardHandler)}
+	if _, err := sw.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := h.signIn("read").get("/status")
+	if p.status != http.StatusOK {
+		t.Fatalf("GET /status: %d %.500s", p.status, p.body)
+	}
+	if got := strings.Count(p.body, "state-failed\">stale"); got != 2 {
+		t.Errorf("%d entries flagged stale, want 2 (open longer than %s)", got, staleAfter)
+	}
+	if !strings.Contains(p.body, "Open ledger entries (3)") {
+		t.Error("the page lacks the entry opened at this instant")
+	}
+	for _, m := range []struct {
+		name string
+		text func(float64) string
+	}{
+		{"StalePending", func(v float64) string { return strconv.Itoa(int(v)) }},
+		{"StaleUnknown", func(v float64) string { return strconv.Itoa(int(v)) }},
+		{"OldestOpenAgeSeconds", func(v float64) string { return (time.Duration(v) * time.Second).String() }},
+		{"HeldTargets", func(v float64) string { return strconv.Itoa(int(v)) }},
+	} {
+		v, ok := metrics[m.name]
+		if !ok {
+			t.Fatalf("the sweep emitted no %s", m.name)
+		}
+		cell := between(p.body, "<code>"+m.name+"</code></span></th><td>", "</td>")
+		if got := strings.Fields(cell + " "); len(got) == 0 || got[0] != m.text(v) {
+			t.Errorf("the page's %s is %q, not the sweep's %s", m.name, cell, m.text(v))
+		}
+	}
+	if metrics["StalePending"] != 2 {
+		t.Errorf("the sweep's StalePending %v, want 2", metrics["StalePending"])
+	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"oncepost/shared/apitoken"
 	"oncepost/shared/httpapi"
+	"oncepost/shared/post"
 	"oncepost/shared/publishing"
 )
 
@@ -46,6 +47,15 @@ type Config struct {
 	// SessionTTL is how long a session lasts without use (default 12 h);
 	// SessionMaxAge how long it lasts at most, used or not (default 24 h).
 	SessionTTL, SessionMaxAge time.Duration
+	// Posts, if set, reads a post alone (publishing.Posts has it): the
+	// inbox shows each held post's text from it. Without it the inbox
+	// reads each through Desk.Show, which reads the post's ledger entries
+	// and their history too.
+	Posts PostReader
+	// StaleAfter is the sweeper's (publishing.Sweeper.StaleAfter): the
+	// status page counts stale entries as it does. Zero means
+	// publishing.StaleAfter.
+	StaleAfter time.Duration
 	// Events, if set, are the workspace's recent events (the outbox's,
 	// on SQLite): the status page lists them and the accounts page finds
 	// each account's last success among them. Nil: neither is shown.
@@ -53,6 +63,12 @@ type Config struct {
 	// Now is the clock; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
+}
+
+// PostReader reads one post (publishing.Posts.GetPost): post.ErrNotFound
+// when there is none.
+type PostReader interface {
+	GetPost(ctx context.Context, id post.ID) (post.Post, error)
 }
 
 // EventReader reads the recent events, newest first

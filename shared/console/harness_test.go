@@ -42,6 +42,8 @@ type harness struct {
 type harnessOptions struct {
 	// now is the clock (default time.Now).
 	now func() time.Time
+	// config, if set, changes the console's Config before New.
+	config func(*Config)
 }
 
 func newHarness(t testing.TB, opts harnessOptions) *harness {
@@ -82,13 +84,18 @@ func newHarness(t testing.TB, opts harnessOptions) *harness {
 			k, ok := catalog.Lookup(name)
 			return k.Capabilities, ok
 		}}
-	c, err := New(Config{
+	cfg := Config{
 		API: httpapi.Config{Desk: h.desk, Decider: h.operator, Held: store, Accounts: store, Targets: store,
 			DeadLetters: queue, Media: h.media, Budgets: store, Webhooks: store, Auth: httpapi.BearerTokens(store), Now: opts.now},
 		Tokens: store,
+		Posts:  store,
 		Events: store,
 		Now:    opts.now,
-	})
+	}
+	if opts.config != nil {
+		opts.config(&cfg)
+	}
+	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

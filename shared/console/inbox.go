@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -112,8 +113,8 @@ func (h *Handler) showInbox(w http.ResponseWriter, r *http.Request, s *session) 
 		if it.PostID != "" {
 			if _, seen := texts[it.PostID]; !seen {
 				texts[it.PostID] = ""
-				if v, err := h.cfg.API.Desk.Show(ctx, post.ID(it.PostID)); err == nil {
-					texts[it.PostID] = excerpt(v.Post.Body, 280)
+				if body, err := h.postBody(ctx, post.ID(it.PostID)); err == nil {
+					texts[it.PostID] = excerpt(body, 280)
 				} else if !errors.Is(err, post.ErrNotFound) {
 					h.fail(w, r, err)
 					return
@@ -178,4 +179,16 @@ func excerpt(s string, n int) string {
 		i++
 	}
 	return s
+}
+
+// postBody is a post's text: one read of the post (Config.Posts), or,
+// without that port, through Desk.Show (which reads its ledger entries
+// and their history too). post.ErrNotFound when there is none.
+func (h *Handler) postBody(ctx context.Context, id post.ID) (string, error) {
+	if h.cfg.Posts != nil {
+		p, err := h.cfg.Posts.GetPost(ctx, id)
+		return p.Body, err
+	}
+	v, err := h.cfg.API.Desk.Show(ctx, id)
+	return v.Post.Body, err
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"oncepost/shared/ledger"
+	"oncepost/shared/post"
 	"oncepost/shared/publishing"
 )
 
@@ -24,20 +25,18 @@ func (h *Handler) decideHeld(action string) pageFunc {
 		switch action {
 		case publishing.DecisionConfirm:
 			d.RemoteID = strings.TrimSpace(r.PostFormValue("remote_id"))
-			switch {
-			case d.RemoteID == "":
-				back("Remote id: is missing. Give the id of the post on the platform to confirm it.", true)
-				return
-			case len(d.RemoteID) > publishing.MaxIDBytes:
-				back(fmt.Sprintf("Remote id: is over %d bytes. Give the id of the post as the platform shows it.", publishing.MaxIDBytes), true)
-				return
-			}
 		case publishing.DecisionReject:
 			d.Reason = strings.TrimSpace(r.PostFormValue("reason"))
-			if len(d.Reason) > publishing.MaxDecisionReasonBytes {
-				back(fmt.Sprintf("Reason: is over %d bytes. Say it shorter.", publishing.MaxDecisionReasonBytes), true)
-				return
-			}
+		}
+		// The use case's limits (Decision.Validate), said in the form's
+		// words before it reads anything.
+		var fe *post.FieldError
+		if err := d.Validate(); errors.As(err, &fe) {
+			back(decisionFieldText(fe), true)
+			return
+		} else if err != nil {
+			h.fail(w, r, err)
+			return
 		}
 		res, err := h.cfg.API.Decider.Decide(r.Context(), key, d)
 		switch {
@@ -54,4 +53,18 @@ func (h *Handler) decideHeld(action string) pageFunc {
 			back(fmt.Sprintf("%s %s: %s", verb, key, res.Message), false)
 		}
 	}
+}
+
+// decisionFieldText is a refused decision field as the inbox's flash
+// says it: the form's label, the problem, the fix.
+func decisionFieldText(fe *post.FieldError) string {
+	label := map[string]string{"remote_id": "Remote id", "reason": "Reason", "decision": "Decision"}[fe.Field]
+	if label == "" {
+		label = fe.Field
+	}
+	msg := label + ": " + fe.Problem + "."
+	if fe.Fix != "" {
+		msg += " " + strings.ToUpper(fe.Fix[:1]) + fe.Fix[1:] + "."
+	}
+	return msg
 }

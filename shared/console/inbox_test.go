@@ -8,13 +8,16 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"oncepost/shared/httpapi"
 	"oncepost/shared/ledger"
 	"oncepost/shared/post"
+	"oncepost/shared/publishing"
 )
 
 // hold makes a held publish entry for a new post id to news, as the
@@ -103,6 +106,10 @@ func TestInboxDecides(t *testing.T) {
 		wantFlash string
 	}{
 		{"confirm without a remote id", "/inbox/held/" + string(confirm) + "/confirm", url.Values{"remote_id": {" "}}, confirm, ledger.Held, "Remote id: is missing"},
+		{"confirm with a remote id over the limit", "/inbox/held/" + string(confirm) + "/confirm", url.Values{"remote_id": {strings.Repeat("9", publishing.MaxIDBytes+1)}},
+			confirm, ledger.Held, fmt.Sprintf("Remote id: is over %d bytes. Give the id", publishing.MaxIDBytes)},
+		{"reject with a reason over the limit", "/inbox/held/" + string(reject) + "/reject", url.Values{"reason": {strings.Repeat("é", publishing.MaxDecisionReasonBytes/2+1)}},
+			reject, ledger.Held, fmt.Sprintf("Reason: is over %d bytes. Say it shorter.", publishing.MaxDecisionReasonBytes)},
 		{"approve", "/inbox/held/" + string(approve) + "/approve", url.Values{}, approve, ledger.Released, "Approved " + string(approve)},
 		{"confirm", "/inbox/held/" + string(confirm) + "/confirm", url.Values{"remote_id": {"112"}}, confirm, ledger.Confirmed, "Confirmed " + string(confirm)},
 		{"reject", "/inbox/held/" + string(reject) + "/reject", url.Values{"reason": {"posted by hand"}}, reject, ledger.Failed, "Rejected " + string(reject)},
@@ -233,5 +240,62 @@ func TestInboxFailedTargets(t *testing.T) {
 	}
 	if diff := cmp.Diff(1, strings.Count(b.get("/inbox?failed_after=nonsense").body, "not a position in this list")); diff != "" {
 		t.Errorf("a bad cursor is not said (-want +got):\n%s", diff)
+	}
+}
+
+// showCounter counts the Desk's Show calls.
+type showCounter struct {
+	httpapi.Desk
+	n atomic.Int64
+}
+
+func (d *showCounter) Show(ctx context.Context, id post.ID) (publishing.PostView, error) {
+	d.n.Add(1)
+	return d.Desk.Show(ctx, id)
+}
+
+// getCounter counts GetPost calls.
+type getCounter struct {
+	PostReader
+	n atomic.Int64
+}
+
+func (r *getCounter) GetPost(ctx context.Context, id post.ID) (post.Post, error) {
+	r.n.Add(1)
+	return r.PostReader.GetPost(ctx, id)
+}
+
+// The inbox shows each held post's text from one read of the post
+// (Config.Posts), not Desk.Show (which reads its ledger entries and
+// their history too); without that port, through Show.
+func TestInboxReadsPostTextsAlone(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		withPosts          bool
+		wantGets, wantShow int64
+	}{
+		{"with Posts", true, 3, 0},
+		{"without Posts", false, 0, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			shows, gets := &showCounter{}, &getCounter{}
+			h := newHarness(t, harnessOptions{config: func(c *Config) {
+				shows.Desk, c.API.Desk = c.API.Desk, shows
+				gets.PostReader, c.Posts = c.Posts, gets
+				if !tc.withPosts {
+					c.Posts = nil
+				}
+			}})
+			for _, id := range []string{"h1", "h2", "h3"} {
+				h.hold(t, id, "duplicate?", "")
+			}
+			p := h.signIn("read,decide").get("/inbox")
+			if p.status != http.StatusOK || strings.Count(p.body, "a post that may be out already") != 3 {
+				t.Fatalf("GET /inbox: %d, the held posts' text %d times, want 3: %.1000s", p.status, strings.Count(p.body, "a post that may be out already"), p.body)
+			}
+			if g, s := gets.n.Load(), shows.n.Load(); g != tc.wantGets || s != tc.wantShow {
+				t.Errorf("GetPost %d times, Show %d times; want %d and %d", g, s, tc.wantGets, tc.wantShow)
+			}
+		})
 	}
 }

@@ -63,8 +63,14 @@ type openRow struct {
 // showStatus is GET /status.
 func (h *Handler) showStatus(w http.ResponseWriter, r *http.Request, s *session) {
 	ctx := r.Context()
-	d := statusData{view: h.newView(s, "status", "Status"), StaleAfter: publishing.StaleAfter}
-	now := d.Now
+	d := statusData{view: h.newView(s, "status", "Status")}
+	// The gauges as the sweeper reads them for its metrics: the same
+	// query and the same StaleAfter.
+	g, err := publishing.GaugeSources{Ledger: h.cfg.API.Held, StaleAfter: h.cfg.StaleAfter, Limit: statusOpenScan}.ReadOpen(ctx, d.Now)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	// Each status through its own partial index: a fifth of one scan of
 	// every target (measured with 20,000 targets).
 	counts, err := h.cfg.API.Targets.CountTargets(ctx, publishing.TargetStatuses...)
@@ -72,33 +78,16 @@ func (h *Handler) showStatus(w http.ResponseWriter, r *http.Request, s *session)
 		h.fail(w, r, err)
 		return
 	}
+	g.SetTargets(counts)
 	for _, st := range publishing.TargetStatuses {
 		d.Targets = append(d.Targets, targetCount{Status: st, Count: counts[st]})
 	}
-	open, err := h.cfg.API.Held.Open(ctx, now.Add(time.Nanosecond), statusOpenScan+1)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	if len(open) > statusOpenScan {
-		open, d.OpenMore = open[:statusOpenScan], true
-	}
-	d.OpenTotal = len(open)
-	var stalePending, staleUnknown int
-	var oldest time.Duration
-	for i, e := range open {
-		age := now.Sub(e.OpenSince)
-		stale := age > publishing.StaleAfter
-		if stale && e.State == ledger.Pending {
-			stalePending++
+	d.StaleAfter, d.OpenMore, d.OpenTotal = g.StaleAfter, g.OpenMore, len(g.Open)
+	for i, e := range g.Open {
+		if i == statusOpenShown {
+			break
 		}
-		if stale && e.State == ledger.Unknown {
-			staleUnknown++
-		}
-		oldest = max(oldest, age)
-		if i < statusOpenShown {
-			d.Open = append(d.Open, openRow{Entry: e, Age: age.Round(time.Second), Stale: stale})
-		}
+		d.Open = append(d.Open, openRow{Entry: e, Age: g.Age(e).Round(time.Second), Stale: g.Stale(e)})
 	}
 	if d.Queue, err = h.cfg.API.DeadLetters.Depth(ctx); err != nil {
 		h.fail(w, r, err)
@@ -109,17 +98,17 @@ func (h *Handler) showStatus(w http.ResponseWriter, r *http.Request, s *session)
 		atLeast = "≥ "
 	}
 	d.Gauges = []gauge{
-		{Name: "Stale pending entries", Metric: "StalePending", Value: atLeast + strconv.Itoa(stalePending), Bad: stalePending > 0,
-			Help: "sends open longer than " + publishing.StaleAfter.String() + ": an owner that died mid-call; the sweeper settles them"},
-		{Name: "Stale unknown entries", Metric: "StaleUnknown", Value: atLeast + strconv.Itoa(staleUnknown), Bad: staleUnknown > 0,
-			Help: "unsure sends whose confirm workflow has not settled them in " + publishing.StaleAfter.String()},
-		{Name: "Oldest open entry", Metric: "OldestOpenAgeSeconds", Value: ageText(oldest), Bad: oldest > publishing.StaleAfter,
+		{Name: "Stale pending entries", Metric: "StalePending", Value: atLeast + strconv.Itoa(g.StalePending), Bad: g.StalePending > 0,
+			Help: "sends open longer than " + g.StaleAfter.String() + ": an owner that died mid-call; the sweeper settles them"},
+		{Name: "Stale unknown entries", Metric: "StaleUnknown", Value: atLeast + strconv.Itoa(g.StaleUnknown), Bad: g.StaleUnknown > 0,
+			Help: "unsure sends whose confirm workflow has not settled them in " + g.StaleAfter.String()},
+		{Name: "Oldest open entry", Metric: "OldestOpenAgeSeconds", Value: ageText(g.OldestOpenAge), Bad: g.OldestOpenAge > g.StaleAfter,
 			Help: "the age of the oldest pending or unknown entry"},
-		{Name: "Held targets", Metric: "HeldTargets", Value: strconv.Itoa(counts[post.Held]), Bad: counts[post.Held] > 0,
+		{Name: "Held targets", Metric: "HeldTargets", Value: strconv.Itoa(g.HeldTargets), Bad: g.HeldTargets > 0,
 			Help: "posts waiting for a person's decision (the inbox)"},
-		{Name: "Failed targets", Metric: "FailedTargets", Value: strconv.Itoa(counts[post.Failed]), Bad: counts[post.Failed] > 0,
+		{Name: "Failed targets", Metric: "FailedTargets", Value: strconv.Itoa(g.FailedTargets), Bad: g.FailedTargets > 0,
 			Help: "posts that will not go out without a person"},
-		{Name: "Waiting targets", Metric: "WaitingTargets", Value: strconv.Itoa(counts[post.Waiting]),
+		{Name: "Waiting targets", Metric: "WaitingTargets", Value: strconv.Itoa(g.WaitingTargets),
 			Help: "posts waiting for their next try (a throttled platform, a pacing budget)"},
 		{Name: "Dead letters", Metric: "DeadLetters", Value: strconv.Itoa(d.Queue.DeadLetters), Bad: d.Queue.DeadLetters > 0,
 			Help: "publish jobs the queue gave up on (the inbox redrives them)"},

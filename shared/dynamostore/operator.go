@@ -97,6 +97,21 @@ func (s *Store) ListPosts(ctx context.Context, f publishing.PostFilter) ([]post.
 // accounts are read and skipped: the cost then grows with the targets in
 // the asked statuses that come first in index order, not only with the
 // posts returned. No Scan.
+//
+// With From or To (the calendar's window), only the scheduled targets'
+// partitions are read within the window (their index time is the slot).
+// The other statuses are indexed by another time, and StatusIndex
+// projects keys only (no slot to filter on): every index entry of those
+// statuses after the cursor is read, and each post it names not met yet
+// is read with GetPost before its slots are checked. So a window over
+// every status costs one strongly consistent read per post ever
+// published, failed, cancelled, held or deleted (and per waiting,
+// triggered or publishing post), whatever the window: O(history) reads
+// per calendar page, until Limit posts in the window are found. Bounding
+// them needs the slot in the index (a new GSI projecting it, added
+// beside StatusIndex and backfilled; a GSI's projection cannot be
+// changed in place) or a settled status indexed by its slot; neither is
+// done yet. A window over scheduled targets only costs the posts in it.
 func (s *Store) ListPostPage(ctx context.Context, f publishing.PostFilter) (publishing.PostPage, error) {
 	pg, err := s.listPosts(ctx, f)
 	if err != nil {
@@ -257,7 +272,8 @@ func (s *Store) listPosts(ctx context.Context, f publishing.PostFilter) (publish
 // within the window [from, to) only (from the cursor's position when it
 // is later; the target at the cursor itself was listed before and is left
 // out by ListPostPage); the other statuses are indexed by another time
-// (last update, next try), so their window is checked on the posts read.
+// (last update, next try), so their window is checked on the posts read
+// (each read whole: see ListPostPage's cost).
 func (s *Store) listQueries(statuses []post.TargetStatus, after string, from, to time.Time, limit *int32) []dynamodb.QueryInput {
 	var queries []dynamodb.QueryInput
 	for _, st := range statuses {

@@ -3,6 +3,7 @@ package dynamostore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -350,6 +351,73 @@ func TestRescheduleUndoneWhenASendStartedDuringTheMove(t *testing.T) {
 			mustDo(t, err)
 			if !slices.ContainsFunc(due, func(r publishing.TargetRef) bool { return r.Post == id }) {
 				t.Errorf("Due at the old slot does not list %s after the undo: %+v", id, due)
+			}
+		})
+	}
+}
+
+// postReads counts the strongly consistent reads of whole posts (GetPost:
+// a Query of the table, not of an index) among calls.
+func postReads(calls []call) int {
+	n := 0
+	for _, c := range calls {
+		if _, onIndex := c.Body["IndexName"]; c.Op == "Query" && !onIndex {
+			n++
+		}
+	}
+	return n
+}
+
+// A calendar window's cost in post reads (GetPost). The scheduled
+// targets are indexed by slot, so a window over scheduled targets reads
+// only the posts in it, however many are scheduled after it or were
+// published before it. The
+// other statuses are indexed by their last update (StatusIndex projects
+// keys only: no slot to filter on), so a window over every status reads
+// each settled post once — not once per target — before its slots are
+// checked: the cost ListPostPage's comment states.
+func TestListPostsWindowReads(t *testing.T) {
+	e := newEnv(t)
+	rec := &recorder{}
+	s := e.store(t, e.tables(t), rec, Options{})
+	ctx := t.Context()
+	const settled = 12
+	at := opSlot.Add(-time.Minute)
+	for i := range settled {
+		id := post.ID(fmt.Sprintf("old-%02d", i))
+		mustDo(t, s.CreatePost(ctx, opPost(id, opSlot.Add(-time.Duration(48+i)*time.Hour), "news", "other")))
+		for _, a := range []post.AccountID{"news", "other"} {
+			opMove(t, s, id, a, post.TargetUpdate{Status: post.Triggered, At: at}, post.TargetUpdate{Status: post.Published, RemoteID: "r-" + string(id) + string(a), At: at})
+		}
+	}
+	for _, id := range []post.ID{"in-1", "in-2"} {
+		mustDo(t, s.CreatePost(ctx, opPost(id, opSlot.Add(2*time.Hour), "news")))
+	}
+	for i := range settled { // scheduled after the window
+		mustDo(t, s.CreatePost(ctx, opPost(post.ID(fmt.Sprintf("later-%02d", i)), opSlot.Add(time.Duration(30+i)*time.Hour), "news")))
+	}
+	rec.take()
+	window := publishing.PostFilter{From: opSlot, To: opSlot.Add(24 * time.Hour)}
+	for _, tc := range []struct {
+		name      string
+		statuses  []post.TargetStatus
+		wantReads int
+	}{
+		{"scheduled: only the posts in the window", []post.TargetStatus{post.Scheduled}, 2},
+		{"every status: each settled post once", nil, 2 + settled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := window
+			f.Statuses = tc.statuses
+			got, err := s.ListPosts(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]post.ID{"in-1", "in-2"}, ids(got)); diff != "" {
+				t.Errorf("posts (-want +got):\n%s", diff)
+			}
+			if n := postReads(rec.take()); n > tc.wantReads {
+				t.Errorf("%d post reads, want at most %d", n, tc.wantReads)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"oncepost/shared/ledger"
+	"oncepost/shared/post"
 	"oncepost/shared/publishing"
 )
 
@@ -78,23 +79,22 @@ func (s *Server) decide(action string) func(w http.ResponseWriter, r *http.Reque
 			}{&in.RemoteID}, false); prob != nil {
 				return prob
 			}
-			if in.RemoteID == "" {
-				return fieldProblem(r, "remote_id", "is missing", "give the id of the post on the platform")
-			}
-			if len(in.RemoteID) > publishing.MaxIDBytes {
-				return fieldProblem(r, "remote_id", "is over "+strconv.Itoa(publishing.MaxIDBytes)+" bytes", "give the id of the post on the platform")
-			}
 		case publishing.DecisionReject:
 			if prob := decodeJSON(r, &struct {
 				Reason *string `json:"reason"`
 			}{&in.Reason}, true); prob != nil {
 				return prob
 			}
-			if len(in.Reason) > publishing.MaxDecisionReasonBytes {
-				return fieldProblem(r, "reason", "is over "+strconv.Itoa(publishing.MaxDecisionReasonBytes)+" bytes", "say it shorter")
-			}
 		}
 		d = publishing.Decision{Action: action, RemoteID: in.RemoteID, Reason: in.Reason}
+		// The use case's limits (Decision.Validate), answered before it
+		// reads anything.
+		var fe *post.FieldError
+		if err := d.Validate(); errors.As(err, &fe) {
+			return fieldProblem(r, fe.Field, fe.Problem, fe.Fix)
+		} else if err != nil {
+			return s.internal(r, err)
+		}
 		key := ledger.Key(r.PathValue("key"))
 		res, err := s.cfg.Decider.Decide(r.Context(), key, d)
 		switch {

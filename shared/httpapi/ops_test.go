@@ -11,9 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"oncepost/shared/ledger"
 	"oncepost/shared/platform"
 	"oncepost/shared/post"
+	"oncepost/shared/publishing"
 )
 
 func pngBytes(t *testing.T) []byte {
@@ -103,6 +107,19 @@ func TestHeldAndDecisions(t *testing.T) {
 	}
 	if a := h.do(request{method: "POST", path: "/v1/held/" + string(key) + "/confirm", body: []byte(`{}`), token: tok}); a.status != http.StatusUnprocessableEntity {
 		t.Errorf("confirm without remote_id: %d %s", a.status, a.body)
+	}
+	// The use case's limits (publishing.Decision.Validate), as problems
+	// naming the field; the entry stays held.
+	for _, tc := range []struct{ action, body, field, problem string }{
+		{"confirm", `{}`, "remote_id", "is missing"},
+		{"confirm", `{"remote_id": "` + strings.Repeat("9", publishing.MaxIDBytes+1) + `"}`, "remote_id", "is over 256 bytes"},
+		{"reject", `{"reason": "` + strings.Repeat("x", publishing.MaxDecisionReasonBytes+1) + `"}`, "reason", "is over 500 bytes"},
+	} {
+		a := h.do(request{method: "POST", path: "/v1/held/" + string(key) + "/" + tc.action, body: []byte(tc.body), token: tok})
+		want := []FieldProblem{{Field: tc.field, Problem: tc.problem}}
+		if p := a.problem(t); a.status != http.StatusUnprocessableEntity || !cmp.Equal(p.Errors, want, cmpopts.IgnoreFields(FieldProblem{}, "Fix")) {
+			t.Errorf("%s %.40s: %d %+v, want 422 with %+v", tc.action, tc.body, a.status, p.Errors, want)
+		}
 	}
 	a = h.do(request{method: "POST", path: "/v1/held/" + string(key) + "/reject", body: []byte(`{"reason": "posted by hand"}`), token: tok})
 	var d decisionAnswer

@@ -40,7 +40,8 @@ func (s *Server) getStatus(w http.ResponseWriter, r *http.Request, _ Principal) 
 	if err != nil {
 		return s.internal(r, err)
 	}
-	open, err := s.cfg.Held.Open(r.Context(), now.Add(time.Nanosecond), 0)
+	// Every open entry, stale as the sweeper counts it (GaugeSources).
+	g, err := publishing.GaugeSources{Ledger: s.cfg.Held}.ReadOpen(r.Context(), now)
 	if err != nil {
 		return s.internal(r, err)
 	}
@@ -52,10 +53,9 @@ func (s *Server) getStatus(w http.ResponseWriter, r *http.Request, _ Principal) 
 	for _, st := range targetStatuses {
 		out.Targets[st] = counts[st]
 	}
-	for _, e := range open {
-		age := now.Sub(e.OpenSince)
+	for _, e := range g.Open {
 		out.Open = append(out.Open, openEntry{Key: e.Key, Action: e.Action, Account: e.Account, Subject: e.Subject, State: e.State,
-			Attempt: e.Attempt, OpenSince: e.OpenSince.UTC(), AgeSeconds: age.Seconds(), Stale: age > publishing.StaleAfter, Reason: e.Reason})
+			Attempt: e.Attempt, OpenSince: e.OpenSince.UTC(), AgeSeconds: g.Age(e).Seconds(), Stale: g.Stale(e), Reason: e.Reason})
 	}
 	return s.writeJSON(w, r, http.StatusOK, out)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"oncepost/shared/ledger"
@@ -97,8 +98,8 @@ func (o *Operator) log() *slog.Logger { return loggerOr(o.Logger) }
 
 // Decide applies d to the held entry key.
 func (o *Operator) Decide(ctx context.Context, key ledger.Key, d Decision) (DecideResult, error) {
-	if err := d.validate(); err != nil {
-		return DecideResult{}, err
+	if err := d.Validate(); err != nil {
+		return DecideResult{}, fmt.Errorf("decide %s: %w", key, err)
 	}
 	raw, err := json.Marshal(d)
 	if err != nil {
@@ -139,24 +140,31 @@ func (o *Operator) Decide(ctx context.Context, key ledger.Key, d Decision) (Deci
 	return DecideResult{}, fmt.Errorf("decide %s: the entry kept changing; try again", key)
 }
 
-func (d Decision) validate() error {
+// Validate checks a decision before anything is read: the action is
+// one of the three, confirm carries a remote id and the others none, and
+// the remote id and the reason are within MaxIDBytes and
+// MaxDecisionReasonBytes. A refusal is a *post.FieldError naming the
+// field as the API's body does (decision, remote_id, reason); Decide
+// calls it, and the surfaces call it to answer in their own words
+// before reaching Decide.
+func (d Decision) Validate() error {
 	switch d.Action {
 	case DecisionRelease, DecisionReject:
 		if d.RemoteID != "" {
-			return fmt.Errorf("decision %s takes no remote id", d.Action)
+			return &post.FieldError{Field: "remote_id", Problem: "is only for confirm", Fix: "leave it out to " + d.Action}
 		}
 	case DecisionConfirm:
 		if d.RemoteID == "" {
-			return errors.New("decision confirm needs the remote id of the post on the platform")
+			return &post.FieldError{Field: "remote_id", Problem: "is missing", Fix: "give the id of the post on the platform"}
 		}
 	default:
-		return fmt.Errorf("decision %q is not release, confirm or reject", d.Action)
-	}
-	if len(d.Reason) > MaxDecisionReasonBytes {
-		return fmt.Errorf("reason is %d bytes, over the limit of %d", len(d.Reason), MaxDecisionReasonBytes)
+		return &post.FieldError{Field: "decision", Problem: strconv.Quote(d.Action) + " is not release, confirm or reject"}
 	}
 	if len(d.RemoteID) > MaxIDBytes {
-		return fmt.Errorf("remote id is %d bytes, over the limit of %d", len(d.RemoteID), MaxIDBytes)
+		return &post.FieldError{Field: "remote_id", Problem: "is over " + strconv.Itoa(MaxIDBytes) + " bytes", Fix: "give the id of the post on the platform"}
+	}
+	if len(d.Reason) > MaxDecisionReasonBytes {
+		return &post.FieldError{Field: "reason", Problem: "is over " + strconv.Itoa(MaxDecisionReasonBytes) + " bytes", Fix: "say it shorter"}
 	}
 	return nil
 }

@@ -135,21 +135,16 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 		rep.Requeued++
 	}
 
-	open, err := s.Ledger.Open(ctx, now, limit)
+	// The gauges as the status surfaces read them (GaugeSources).
+	gauges := GaugeSources{Ledger: s.Ledger, Targets: s.Posts, StaleAfter: staleAfter, Limit: limit}
+	g, err := gauges.ReadOpen(ctx, now)
 	if err != nil {
-		readFailed(fmt.Errorf("open ledger entries: %w", err))
+		readFailed(err)
 	}
-	if len(open) > 0 {
-		rep.OldestOpenAge = now.Sub(open[0].OpenSince)
-	}
-	for _, e := range open {
-		if now.Sub(e.OpenSince) <= staleAfter {
+	rep.StalePending, rep.StaleUnknown, rep.OldestOpenAge = g.StalePending, g.StaleUnknown, g.OldestOpenAge
+	for _, e := range g.Open {
+		if !g.Stale(e) {
 			break // oldest first: the rest are younger
-		}
-		if e.State == ledger.Pending {
-			rep.StalePending++
-		} else {
-			rep.StaleUnknown++
 		}
 		switch {
 		case e.Action == ledger.Upload:
@@ -266,11 +261,12 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 		rep.DeadLetters = len(dls)
 	}
 
-	counts, err := s.Posts.CountTargets(ctx, post.Held, post.Failed, post.Waiting)
-	if err != nil {
-		readFailed(fmt.Errorf("count targets: %w", err))
+	// Counted after the repairs and decisions above: what they settled
+	// no longer alarms.
+	if err := gauges.ReadTargets(ctx, &g); err != nil {
+		readFailed(err)
 	}
-	rep.HeldTargets, rep.FailedTargets, rep.WaitingTargets = counts[post.Held], counts[post.Failed], counts[post.Waiting]
+	rep.HeldTargets, rep.FailedTargets, rep.WaitingTargets = g.HeldTargets, g.FailedTargets, g.WaitingTargets
 	rep.Errors = len(errs)
 
 	if s.Metrics != nil {

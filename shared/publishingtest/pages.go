@@ -186,8 +186,6 @@ func pagesEachOnce(t testing.TB, s pagesStore) {
 	}
 }
 
-// pagesExactFit: a listing of exactly limit posts is one page without a
-// cursor; one more post gives a cursor and a second page of one.
 // pagesWindow: with From and To, a listing holds the posts with a
 // matching target whose slot is in [From, To) — a target at From in, one
 // at To out — each once over every page, whatever the other conditions;
@@ -229,6 +227,8 @@ func (f pageFilter) withoutWindow() pageFilter {
 	return f
 }
 
+// pagesExactFit: a listing of exactly limit posts is one page without a
+// cursor; one more post gives a cursor and a second page of one.
 func pagesExactFit(t testing.TB, s pagesStore) {
 	for i := range 3 {
 		mustCreatePost(t, s.posts, simplePost(fmt.Sprintf("fit-%d", i), base.Add(time.Duration(i)*time.Hour), post.Scheduled, "acct-a"))

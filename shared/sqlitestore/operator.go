@@ -162,6 +162,12 @@ func (s *Store) ListPostPage(ctx context.Context, f publishing.PostFilter) (publ
 			statuses = append(statuses, st)
 		}
 	}
+	// In allStatuses order: the query, and so its prepared statement
+	// (listStmts), is the same whatever order the statuses are given in;
+	// otherwise the permutations of a few statuses fill the cache.
+	slices.SortFunc(statuses, func(a, b post.TargetStatus) int {
+		return slices.Index(allStatuses, a) - slices.Index(allStatuses, b)
+	})
 	if len(statuses) == 0 && f.Account == "" {
 		statuses = allStatuses
 	}

@@ -393,3 +393,33 @@ func TestListPostPageConcurrentShapes(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The statuses of a listing, in whatever order and repeated, make one
+// query shape: one prepared statement, not one per permutation (which
+// filled the cache's maxListStmts slots with the same query).
+func TestListPostPageStatusOrderOneStatement(t *testing.T) {
+	s := openTest(t, Options{})
+	mustCreatePost(t, s, "p-held", tgt("acct-a", 1, post.Held))
+	mustCreatePost(t, s, "p-failed", tgt("acct-a", 2, post.Failed))
+	h, f, w := post.Held, post.Failed, post.Waiting
+	var want []post.ID
+	for i, statuses := range [][]post.TargetStatus{{h, f, w}, {h, w, f}, {f, h, w}, {f, w, h}, {w, h, f}, {w, f, h}, {w, f, h, f}} {
+		pg, err := s.ListPostPage(t.Context(), publishing.PostFilter{Statuses: statuses})
+		if err != nil {
+			t.Fatalf("ListPostPage(%v) = %v", statuses, err)
+		}
+		got := postIDs(pg.Posts)
+		if i == 0 {
+			want = got
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("ListPostPage(%v) posts (-first order +this order):\n%s", statuses, diff)
+		}
+	}
+	s.lists.mu.Lock()
+	n := len(s.lists.m)
+	s.lists.mu.Unlock()
+	if n != 1 {
+		t.Errorf("%d prepared listing statements after one shape in 7 orders; want 1", n)
+	}
+}
