@@ -72,14 +72,3 @@ func (h *Handler) afterAction(w http.ResponseWriter, r *http.Request, s *session
 	}
 	h.back(w, r, s, back, strings.Join(parts, " "), refused)
 }
-
-// parseLocalTime reads a datetime-local value (with or without seconds)
-// in zone; an error names the field.
-func parseLocalTime(v string, zone *time.Location) (time.Time, error) {
-	for _, layout := range []string{datetimeLocal, datetimeLocal + ":05"} {
-		if t, err := time.ParseInLocation(layout, v, zone); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("at: %q is not a date and time; pick one, e.g. %s", v, time.Now().In(zone).Format(datetimeLocal))
-}
