@@ -31,14 +31,19 @@ type MediaReader interface {
 // maxComposeImages is how many images one form holds.
 const maxComposeImages = 4
 
+// ImageFitter gives the image limits of each platform a draft goes to,
+// for the composer to fit its images before they are stored
+// (publishing.Desk.FitLimits, as `oncepost post add` fits them).
+type ImageFitter interface {
+	FitLimits(ctx context.Context, dr post.Draft) (post.Post, map[string]publishing.ImageLimits, error)
+}
+
+var _ ImageFitter = (*publishing.Desk)(nil)
+
 // maxComposeBytes bounds a POST /compose: one new image (the API's
 // upload limit) and 1 MiB of form.
 func (h *Handler) maxComposeBytes() int64 {
-	max := h.cfg.API.MaxMediaBytes
-	if max <= 0 {
-		max = httpapi.DefaultMaxMediaBytes
-	}
-	return max + 1<<20
+	return h.cfg.API.MediaLimit() + 1<<20
 }
 
 // imageError is a refused upload, in the words the form shows.
@@ -46,14 +51,11 @@ type imageError struct{ msg string }
 
 func (e *imageError) Error() string { return e.msg }
 
-// storeImage stores an uploaded image as POST /v1/media does: its type
-// read from its bytes, decoded whole (mediafit.Verify), named by its
-// SHA-256 (httpapi.MediaOf) and written through the API's media store.
+// storeImage stores an uploaded image as POST /v1/media does
+// (httpapi.StoreImage), up to the API's upload limit; a refusal is an
+// *imageError naming the file.
 func (h *Handler) storeImage(ctx context.Context, fh *multipart.FileHeader) (post.Media, error) {
-	max := h.cfg.API.MaxMediaBytes
-	if max <= 0 {
-		max = httpapi.DefaultMaxMediaBytes
-	}
+	max := h.cfg.API.MediaLimit()
 	if fh.Size > max {
 		return post.Media{}, &imageError{fmt.Sprintf("%s is %.1f MB, over the %.0f MB an upload may be; resize it", fh.Filename, float64(fh.Size)/1e6, float64(max)/1e6)}
 	}
@@ -66,19 +68,17 @@ func (h *Handler) storeImage(ctx context.Context, fh *multipart.FileHeader) (pos
 	if err != nil {
 		return post.Media{}, fmt.Errorf("compose: read upload: %w", err)
 	}
-	if len(data) == 0 {
+	m, err := httpapi.StoreImage(ctx, h.cfg.API.Media, data)
+	var refused *httpapi.ImageError
+	switch {
+	case errors.As(err, &refused) && refused.Reason == httpapi.ImageEmpty:
 		return post.Media{}, &imageError{fmt.Sprintf("%s is empty", fh.Filename)}
-	}
-	ct := http.DetectContentType(data)
-	m, ok := httpapi.MediaOf(data, ct)
-	if !ok {
-		return post.Media{}, &imageError{fmt.Sprintf("%s is %s, not an image the console takes; use PNG, JPEG, GIF or WebP", fh.Filename, ct)}
-	}
-	if err := mediafit.Verify(data, ct); err != nil {
-		return post.Media{}, &imageError{fmt.Sprintf("%s is not a whole %s image (%v); save or download it again", fh.Filename, strings.TrimPrefix(ct, "image/"), err)}
-	}
-	if err := h.cfg.API.Media.WriteMedia(ctx, m, data); err != nil {
-		return post.Media{}, fmt.Errorf("compose: store media %s: %w", m.Ref, err)
+	case errors.As(err, &refused) && refused.Reason == httpapi.ImageNotTaken:
+		return post.Media{}, &imageError{fmt.Sprintf("%s is %s, not an image the console takes; use PNG, JPEG, GIF or WebP", fh.Filename, refused.ContentType)}
+	case errors.As(err, &refused):
+		return post.Media{}, &imageError{fmt.Sprintf("%s is not a whole %s image (%v); save or download it again", fh.Filename, strings.TrimPrefix(refused.ContentType, "image/"), refused.Err)}
+	case err != nil:
+		return post.Media{}, fmt.Errorf("compose: %w", err)
 	}
 	return m, nil
 }
@@ -87,20 +87,15 @@ func (h *Handler) storeImage(ctx context.Context, fh *multipart.FileHeader) (pos
 // draft goes to (Desk.FitLimits, mediafit.Fit, as `oncepost post add`
 // does): a version that had to be resized or re-encoded is stored and
 // recorded as the image's version there (post.Media.Fitted). It needs the
-// image's bytes (Config.Media); without it the images go as they are,
+// limits (Config.Fitter) and the image's bytes (Config.Media; New refuses
+// one without the other); without them the images go as they are,
 // and validation refuses one over a platform's byte limit. A draft the
 // desk refuses is left as it is: the check says why.
 func (h *Handler) fitMedia(ctx context.Context, f *composeForm, dr *post.Draft) {
-	if h.cfg.Media == nil || len(dr.Media) == 0 {
+	if h.cfg.Media == nil || h.cfg.Fitter == nil || len(dr.Media) == 0 {
 		return
 	}
-	desk, ok := h.cfg.API.Desk.(interface {
-		FitLimits(ctx context.Context, dr post.Draft) (post.Post, map[string]publishing.ImageLimits, error)
-	})
-	if !ok {
-		return
-	}
-	_, limits, err := desk.FitLimits(ctx, *dr)
+	_, limits, err := h.cfg.Fitter.FitLimits(ctx, *dr)
 	if err != nil {
 		return
 	}
@@ -173,15 +168,36 @@ func (h *Handler) showMedia(w http.ResponseWriter, r *http.Request, _ *session) 
 	w.Write(data)
 }
 
-// limitUpload answers 413 to a POST /compose over max bytes before its
-// form is read, and bounds what is read of the others.
+// limitUpload answers 413 to a POST /compose over max bytes, and reads
+// the form of the others here, bounded: one sent in chunks (no
+// Content-Length) is found too big only as it is read, and read later
+// (for the CSRF token) it would be an empty form, refused as a forgery. A
+// request without a session cookie is left unread for the page to refuse.
 func limitUpload(max int64, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tooBig := func() {
+			http.Error(w, fmt.Sprintf("the form is over the %.0f MB the composer takes at once: attach one image at a time", float64(max)/1e6), http.StatusRequestEntityTooLarge)
+		}
 		if r.ContentLength > max {
-			http.Error(w, fmt.Sprintf("the form is %.1f MB, over the %.0f MB the composer takes at once: attach one image at a time", float64(r.ContentLength)/1e6, float64(max)/1e6), http.StatusRequestEntityTooLarge)
+			tooBig()
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, max)
+		if c, err := r.Cookie(sessionCookie); err != nil || c.Value == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		// Everything in memory: max bounds it (no temporary files).
+		err := r.ParseMultipartForm(max)
+		var over *http.MaxBytesError
+		switch {
+		case errors.As(err, &over):
+			tooBig()
+			return
+		case err != nil && !errors.Is(err, http.ErrNotMultipart):
+			http.Error(w, "the form could not be read: send it again", http.StatusBadRequest)
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
 }

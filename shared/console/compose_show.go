@@ -89,7 +89,11 @@ func (d composeData) Text(platform string) string { return d.Form.Texts[platform
 // and time default to the next full hour in the viewer's zone.
 func (h *Handler) showCompose(w http.ResponseWriter, r *http.Request, s *session) {
 	v := h.newView(s, "compose", "Compose")
-	at := v.Now.Truncate(time.Hour).Add(time.Hour)
+	// The next full hour of the viewer's clock: time.Truncate rounds the
+	// instant on UTC's hours, which in a zone off by a half hour
+	// (Asia/Kolkata, Australia/Adelaide) is a half hour.
+	n := v.Now.In(v.Zone)
+	at := time.Date(n.Year(), n.Month(), n.Day(), n.Hour()+1, 0, 0, 0, v.Zone)
 	form := composeForm{Key: randomID(), At: at.Format(datetimeLocal), Texts: map[string]string{}}
 	if a := r.URL.Query().Get("account"); a != "" {
 		form.Accounts = []string{a}

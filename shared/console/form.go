@@ -57,22 +57,25 @@ func (h *Handler) readComposeForm(ctx context.Context, r *http.Request) (compose
 	}
 	if r.MultipartForm != nil && len(r.MultipartForm.File["image"]) > 0 {
 		fh := r.MultipartForm.File["image"][0]
-		if fh.Size > 0 || fh.Filename != "" {
+		switch {
+		case fh.Size == 0 && fh.Filename == "":
+			// No file chosen.
+		case len(f.Media) >= maxComposeImages:
+			// Refused before it is stored: nothing is written for it.
+			errs["image"] = append(errs["image"], labelled("image", fmt.Sprintf("the form holds %d images already; remove one first", maxComposeImages)))
+		default:
 			m, err := h.storeImage(ctx, fh)
-			switch {
-			case err != nil:
+			if err != nil {
 				var refused *imageError
 				if !errors.As(err, &refused) {
 					h.log.ErrorContext(ctx, "compose: store an upload", "err", err)
 					err = &imageError{"could not be stored; try again"}
 				}
 				errs["image"] = append(errs["image"], labelled("image", err.Error()))
-			case len(f.Media) >= maxComposeImages:
-				errs["image"] = append(errs["image"], labelled("image", fmt.Sprintf("the form holds %d images already; remove one first", maxComposeImages)))
-			default:
-				m.Alt = r.PostFormValue("image_alt")
-				f.Media = append(f.Media, composeMedia{Media: m})
+				break
 			}
+			m.Alt = r.PostFormValue("image_alt")
+			f.Media = append(f.Media, composeMedia{Media: m})
 		}
 	}
 	return f, errs
