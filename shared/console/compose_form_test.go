@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"oncepost/shared/httpapi"
+	"oncepost/shared/post"
 )
 
 // signInZone signs in as signIn does, the browser's time zone being zone.
@@ -146,17 +147,26 @@ type wrappedDesk struct{ httpapi.Desk }
 
 // The composer fits images with Config.Fitter, not with whatever the
 // API's desk happens to be: a wrapped desk still gets its images fitted
-// (the Bluesky version of an image over its 1,000,000 bytes). A console
-// that reads images (Media) without a Fitter is refused at New.
+// (for an instance that takes images up to 4,000 bytes, a noise PNG of
+// 12,000). A console that reads images (Media) without a Fitter is
+// refused at New.
 func TestComposeFitsThroughTheFitterPort(t *testing.T) {
 	t.Parallel()
 	h := withMediaReader(newHarness(t, harnessOptions{}))
 	h.console.cfg.API.Desk = wrappedDesk{h.desk}
+	if err := h.store.PutAccount(context.Background(), post.Account{ID: "tiny", Platform: "mastodon", Handle: "@tiny@small.example", BaseURL: "https://small.example",
+		Gate: post.GateAuto, Limits: post.Limits{MaxMediaBytes: 4000}}); err != nil {
+		t.Fatal(err)
+	}
 	b := h.signIn("read,posts")
 	local, _ := composeTime(t)
-	a := b.multipart("/compose", url.Values{"body": {"Big."}, "account": {"sky"}, "at": {local}, "image_alt": {"noise"}, "action": {"check"}},
-		upload{"image", "noise.png", noisePNG(t, 640, 640)})
-	if a.status != http.StatusOK || !strings.Contains(a.body, "Fitted for bluesky: image/jpeg") {
+	img := noisePNG(t, 64, 48)
+	if len(img) <= 4000 {
+		t.Fatalf("the image is %d bytes, not over the instance's 4,000", len(img))
+	}
+	a := b.multipart("/compose", url.Values{"body": {"Big."}, "account": {"tiny"}, "at": {local}, "image_alt": {"noise"}, "action": {"check"}},
+		upload{"image", "noise.png", img})
+	if a.status != http.StatusOK || !strings.Contains(a.body, "Fitted for mastodon: image/jpeg") {
 		t.Errorf("with a wrapped desk the image is not fitted: %d %.2000s", a.status, a.body)
 	}
 
