@@ -69,8 +69,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	// The console at / and the API at /v1, on one handler: the console's
 	// sessions call the API as the signed-in token.
+	// The composer fits images to the limits of the API's own desk.
+	fitter, ok := apiCfg.Desk.(console.ImageFitter)
+	if !ok {
+		return fmt.Errorf("serve: the API's desk (%T) gives no image limits to fit the composer's images to", apiCfg.Desk)
+	}
 	api, err := console.New(console.Config{API: apiCfg, Tokens: rt.store, Posts: rt.ports.posts, StaleAfter: rt.cfg.StaleAfter, Events: rt.store, SecureCookies: *public, Logger: cfg.Logger,
-		Media: dirMedia{rt.cfg.MediaDir}})
+		Media: dirMedia{rt.cfg.MediaDir}, Fitter: fitter})
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ var _ MediaReader = (*memMedia)(nil)
 // withMediaReader gives the console and the desk the harness's media to
 // read: the composer fits and previews images, the check measures them.
 func withMediaReader(h *harness) *harness {
-	h.console.cfg.Media = h.media
+	h.console.cfg.Media, h.console.cfg.Fitter = h.media, h.desk
 	h.desk.ReadMedia = h.media.ReadMedia
 	return h
 }

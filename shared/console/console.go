@@ -38,6 +38,9 @@ type Config struct {
 	// version in its preview. Without it images go as uploaded and the
 	// preview shows their dimensions only.
 	Media MediaReader
+	// Fitter gives the image limits the composer fits images to (the
+	// API's Desk, publishing.Desk.FitLimits); New requires it with Media.
+	Fitter ImageFitter
 	// Operator is the principal a one-time sign-in link signs in as (AWS:
 	// the caller's IAM identity, every scope: IAM decides each call).
 	Operator httpapi.Principal
@@ -110,6 +113,9 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if cfg.Tokens == nil && cfg.Operator.ID == "" {
 		return nil, errors.New("console: Config needs Tokens (sign in with an API token) or Operator (sign in with a one-time link)")
+	}
+	if cfg.Media != nil && cfg.Fitter == nil {
+		return nil, errors.New("console: Config.Media needs Config.Fitter (the desk's FitLimits) to fit the composer's images")
 	}
 	apiCfg := cfg.API
 	if apiCfg.Auth == nil {

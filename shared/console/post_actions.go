@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"oncepost/shared/post"
 	"oncepost/shared/publishing"
@@ -68,15 +67,4 @@ func (h *Handler) afterAction(w http.ResponseWriter, r *http.Request, s *session
 		parts = append(parts, "Then it stopped on an error; see the server's log.")
 	}
 	h.back(w, r, s, back, strings.Join(parts, " "), refused)
-}
-
-// parseLocalTime reads a datetime-local value (with or without seconds)
-// in zone; an error names the field.
-func parseLocalTime(v string, zone *time.Location) (time.Time, error) {
-	for _, layout := range []string{datetimeLocal, datetimeLocal + ":05"} {
-		if t, err := time.ParseInLocation(layout, v, zone); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("at: %q is not a date and time; pick one, e.g. %s", v, time.Now().In(zone).Format(datetimeLocal))
 }

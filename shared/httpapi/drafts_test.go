@@ -3,8 +3,12 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"oncepost/shared/post"
+	"oncepost/shared/publishing"
 )
 
 // checkAnswerOf decodes a check's answer.
@@ -88,5 +93,48 @@ func TestCheckDraft(t *testing.T) {
 	}
 	if got := h.posts(); got != 1 {
 		t.Errorf("%d posts, want the one created", got)
+	}
+}
+
+// A media ref the check must not read ("." names the media directory
+// itself, which the embedded runtime's store would try to read as a file)
+// is answered 200 with the field error, as POST /v1/posts refuses it: a
+// draft the desk refuses is the check's answer, never a 500.
+func TestCheckDraftRefusesARefItDoesNotRead(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOptions{})
+	dir := t.TempDir()
+	// As cmd/oncepost's dirMedia: any relative path is read, a missing
+	// file is post.ErrNotFound, any other error is not a refusal.
+	h.desk.ReadMedia = func(_ context.Context, ref string) ([]byte, error) {
+		if !filepath.IsLocal(ref) {
+			return nil, fmt.Errorf("media ref %q: %w", ref, publishing.ErrMediaInvalid)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, ref))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("media %s: %w", ref, post.ErrNotFound)
+		}
+		return b, err
+	}
+	h.desk.MediaSize = func(_ context.Context, ref string) (int64, error) {
+		fi, err := os.Stat(filepath.Join(dir, ref))
+		if err != nil {
+			return 0, fmt.Errorf("media %s: %w", ref, post.ErrNotFound)
+		}
+		return fi.Size(), nil
+	}
+	sha := strings.Repeat("a", 64)
+	at := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	for _, ref := range []string{".", "./", "sub/.."} {
+		body := fmt.Appendf(nil, `{"body": "x", "media": [{"ref": %q, "sha256": %q, "content_type": "image/png"}], "targets": [{"account": "news", "at": %q}]}`, ref, sha, at)
+		a := h.do(request{method: "POST", path: "/v1/drafts/check", body: body, token: h.token("posts")})
+		if a.status != http.StatusOK {
+			t.Errorf("check with media ref %q: %d %s; want 200 with the field error", ref, a.status, a.body)
+			continue
+		}
+		c := checkAnswerOf(t, a)
+		if c.OK || len(c.Errors) != 1 || c.Errors[0].Field != "media[0].ref" || len(c.Media) != 0 {
+			t.Errorf("check with media ref %q: %+v; want the error on media[0].ref and no media measured", ref, c)
+		}
 	}
 }

@@ -113,6 +113,16 @@ const (
 	DefaultMaxMediaBytes = 10 << 20
 )
 
+// MediaLimit is the most bytes an upload may be: MaxMediaBytes, else
+// DefaultMaxMediaBytes. POST /v1/media and the console's composer take
+// uploads up to it.
+func (c Config) MediaLimit() int64 {
+	if c.MaxMediaBytes <= 0 {
+		return DefaultMaxMediaBytes
+	}
+	return c.MaxMediaBytes
+}
+
 // Server is the API's handler.
 type Server struct {
 	cfg    Config
@@ -147,9 +157,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxJSONBytes <= 0 {
 		cfg.MaxJSONBytes = DefaultMaxJSONBytes
 	}
-	if cfg.MaxMediaBytes <= 0 {
-		cfg.MaxMediaBytes = DefaultMaxMediaBytes
-	}
+	cfg.MaxMediaBytes = cfg.MediaLimit()
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

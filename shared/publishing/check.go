@@ -106,18 +106,8 @@ func (d *Desk) Check(ctx context.Context, dr post.Draft, sizes map[string]int) (
 	}
 	out := DraftCheck{Targets: []TargetCheck{}, Media: []MediaCheck{}, Blocked: []BlockedHit{}}
 	// What Validate does, on the same rules: the content, then (if it
-	// passes) the attachments against each target's media limits.
-	p, err := dr.Validate(rules)
-	if err == nil {
-		err = d.checkMedia(ctx, p, rules.Accounts, sizes)
-	}
-	if err != nil {
-		out.Errors = FieldErrors(err)
-		if len(out.Errors) == 0 {
-			return DraftCheck{}, fmt.Errorf("check draft: %w", err)
-		}
-	}
-	out.OK = len(out.Errors) == 0
+	// passes, below) the attachments against each target's media limits.
+	p, verr := dr.Validate(rules)
 
 	accounts := map[post.AccountID]post.Account{}
 	var platforms []string
@@ -141,13 +131,22 @@ func (d *Desk) Check(ctx context.Context, dr post.Draft, sizes map[string]int) (
 	out.Blocked = blockedHits(dr, rules.Blocked)
 
 	limits := d.imageLimits(post.Post{Targets: targetsOf(accounts)}, accounts)
+	// Each file is read once a check, whichever platforms get it and
+	// whether the versions or Validate's media limits ask (on AWS a read
+	// is an S3 GetObject, and a composer checks as it is typed): the
+	// versions read first and note each file's size in stored, where
+	// checkMedia finds it.
+	measured := map[measureKey]measurement{}
+	stored := map[string]int64{}
 	for i, m := range dr.Media {
-		if m.Ref == "" {
+		if !post.RefNames(m.Ref, m.SHA256) {
+			// Validate refused the ref (Errors say so): nothing is read
+			// under a name the media stores never give ("", ".", a path).
 			continue
 		}
 		mc := MediaCheck{Index: i, Ref: m.Ref, AltLength: utf8.RuneCountInString(m.Alt), Versions: []MediaVersion{}}
 		for _, name := range platforms {
-			v, err := d.mediaVersion(ctx, m.Media, name, limits[name], sizes)
+			v, err := d.mediaVersion(ctx, m.Media, name, limits[name], sizes, measured, stored)
 			if err != nil {
 				return DraftCheck{}, fmt.Errorf("check draft: media[%d] for %s: %w", i, name, err)
 			}
@@ -155,6 +154,17 @@ func (d *Desk) Check(ctx context.Context, dr post.Draft, sizes map[string]int) (
 		}
 		out.Media = append(out.Media, mc)
 	}
+
+	if verr == nil {
+		verr = d.checkMedia(ctx, p, rules.Accounts, sizes, stored)
+	}
+	if verr != nil {
+		out.Errors = FieldErrors(verr)
+		if len(out.Errors) == 0 {
+			return DraftCheck{}, fmt.Errorf("check draft: %w", verr)
+		}
+	}
+	out.OK = len(out.Errors) == 0
 	return out, nil
 }
 
@@ -184,44 +194,30 @@ func blockedHits(dr post.Draft, terms []post.BlockedTerm) []BlockedHit {
 }
 
 // mediaVersion is what the platform gets of the attachment: its fitted
-// version or itself, measured (sizes, MediaSize) and, with ReadMedia,
-// its dimensions read from its header (mediafit.Fit of an image that
-// already fits reads only the header: nothing is decoded or re-encoded
-// here, so a check stays cheap), compared with the platform's limits.
-func (d *Desk) mediaVersion(ctx context.Context, m post.Media, name string, lim ImageLimits, sizes map[string]int) (MediaVersion, error) {
+// version or itself, measured (measure) and compared with the platform's
+// limits. A fitted version whose ref Validate refuses is not read.
+func (d *Desk) mediaVersion(ctx context.Context, m post.Media, name string, lim ImageLimits, sizes map[string]int, measured map[measureKey]measurement, stored map[string]int64) (MediaVersion, error) {
 	sent := m.For(name)
 	caps, _ := d.capabilities(name)
 	v := MediaVersion{Platform: name, Ref: sent.Ref, ContentType: sent.ContentType, Fitted: sent.Ref != m.Ref,
 		MaxBytes: lim.MaxBytes, MaxPixels: lim.MaxPixels, AltMissing: m.Alt == "", MaxAlt: caps.MaxAltText}
 	v.AltOver = v.MaxAlt > 0 && utf8.RuneCountInString(m.Alt) > v.MaxAlt
-	if n, ok := sizes[sent.Ref]; ok {
-		v.Bytes = int64(n)
-	} else if d.MediaSize != nil {
-		n, err := d.MediaSize(ctx, sent.Ref)
-		switch {
-		case errors.Is(err, post.ErrNotFound):
-			v.Problem = "no attachment is stored as " + sent.Ref
-			return v, nil
-		case err != nil:
-			return MediaVersion{}, err
-		}
-		v.Bytes = n
+	if !post.RefNames(sent.Ref, sent.SHA256) {
+		v.Problem = fmt.Sprintf("%q is not the name of a stored version (<sha256>.<ext>)", sent.Ref)
+		return v, nil
 	}
-	if d.ReadMedia != nil {
-		data, err := d.ReadMedia(ctx, sent.Ref)
-		switch {
-		case errors.Is(err, post.ErrNotFound), errors.Is(err, ErrMediaInvalid):
-			v.Problem = "no attachment is stored as " + sent.Ref
-			return v, nil
-		case err != nil:
+	key := measureKey{ref: sent.Ref, contentType: sent.ContentType}
+	got, ok := measured[key]
+	if !ok {
+		var err error
+		if got, err = d.measure(ctx, sent, sizes, stored); err != nil {
 			return MediaVersion{}, err
 		}
-		r, err := mediafit.Fit(data, sent.ContentType, mediafit.Limits{Formats: []string{sent.ContentType}})
-		if err != nil {
-			v.Problem = err.Error()
-			return v, nil
-		}
-		v.Bytes, v.Width, v.Height = int64(len(data)), r.Width, r.Height
+		measured[key] = got
+	}
+	v.Bytes, v.Width, v.Height, v.Problem = got.bytes, got.width, got.height, got.problem
+	if v.Problem != "" {
+		return v, nil
 	}
 	switch {
 	case v.MaxBytes > 0 && v.Bytes > v.MaxBytes:
@@ -232,4 +228,87 @@ func (d *Desk) mediaVersion(ctx context.Context, m post.Media, name string, lim 
 		v.Problem = fmt.Sprintf("%s, which %s does not take (%v)", v.ContentType, name, lim.Formats)
 	}
 	return v, nil
+}
+
+// measureKey is a file as Check measures it: its ref, read as the type.
+type measureKey struct{ ref, contentType string }
+
+// measurement is what Check learned of a file: its bytes (0: not known)
+// and, read with ReadMedia, its dimensions; or why it cannot be
+// measured (problem).
+type measurement struct {
+	bytes         int64
+	width, height int
+	problem       string
+}
+
+// measure measures a file: its size from sizes (a file not stored yet),
+// else, with ReadMedia, its bytes and its dimensions read from its header
+// (mediafit.Fit of an image that already fits reads only the header:
+// nothing is decoded or re-encoded here, so a check stays cheap), else its
+// size by MediaSize. What a store said of the file's size is noted in
+// stored (-1: none stored), as checkMedia notes it. A missing file or one
+// that cannot be read as named (post.ErrNotFound, ErrMediaInvalid:
+// refusals, not failures) is the measurement's problem; any other error
+// (a store that does not answer now) is returned.
+func (d *Desk) measure(ctx context.Context, sent post.Media, sizes map[string]int, stored map[string]int64) (measurement, error) {
+	var out measurement
+	n, sized := sizes[sent.Ref]
+	if sized {
+		out.bytes = int64(n)
+	}
+	if d.ReadMedia == nil {
+		if sized || d.MediaSize == nil {
+			return out, nil
+		}
+		n, known := stored[sent.Ref]
+		if !known {
+			var err error
+			n, err = d.MediaSize(ctx, sent.Ref)
+			if problem, ok := unreadable(sent.Ref, err); ok {
+				stored[sent.Ref] = -1
+				out.problem = problem
+				return out, nil
+			}
+			if err != nil {
+				return measurement{}, fmt.Errorf("size of %s: %w", sent.Ref, err)
+			}
+			stored[sent.Ref] = n
+		}
+		if n < 0 {
+			out.problem = "no attachment is stored as " + sent.Ref
+			return out, nil
+		}
+		out.bytes = n
+		return out, nil
+	}
+	data, err := d.ReadMedia(ctx, sent.Ref)
+	if problem, ok := unreadable(sent.Ref, err); ok {
+		stored[sent.Ref] = -1
+		out.problem = problem
+		return out, nil
+	}
+	if err != nil {
+		return measurement{}, fmt.Errorf("read %s: %w", sent.Ref, err)
+	}
+	stored[sent.Ref] = int64(len(data))
+	r, err := mediafit.Fit(data, sent.ContentType, mediafit.Limits{Formats: []string{sent.ContentType}})
+	if err != nil {
+		out.problem = err.Error()
+		return out, nil
+	}
+	out.bytes, out.width, out.height = int64(len(data)), r.Width, r.Height
+	return out, nil
+}
+
+// unreadable is the problem a media store's refusal to give a file is
+// (ok true): none stored under the ref, or not readable as named.
+func unreadable(ref string, err error) (problem string, ok bool) {
+	switch {
+	case errors.Is(err, post.ErrNotFound):
+		return "no attachment is stored as " + ref, true
+	case errors.Is(err, ErrMediaInvalid):
+		return "the attachment stored as " + ref + " cannot be read as named", true
+	}
+	return "", false
 }

@@ -5,9 +5,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"image"
 	"image/png"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -193,5 +199,165 @@ func TestDeskCheck(t *testing.T) {
 	}
 	if ids := e.postIDs(t); len(ids) != 0 {
 		t.Errorf("Check wrote posts %v", ids)
+	}
+}
+
+// dirReader reads attachments from a directory as the embedded runtime's
+// media store does (cmd/oncepost's dirMedia and mediaDir): any ref inside
+// it is read, "." too (the directory itself: its size is the directory's,
+// its read an error that is not a refusal). It counts the reads of each
+// ref: ReadMedia's, and MediaSize's when it reads the file to measure it
+// as a stack's bucket does (sizeByRead).
+type dirReader struct {
+	dir        string
+	sizeByRead bool
+	mu         sync.Mutex
+	reads      map[string]int
+}
+
+func (r *dirReader) ReadMedia(_ context.Context, ref string) ([]byte, error) {
+	r.mu.Lock()
+	r.reads[ref]++
+	r.mu.Unlock()
+	if !filepath.IsLocal(ref) {
+		return nil, fmt.Errorf("media ref %q: %w", ref, publishing.ErrMediaInvalid)
+	}
+	b, err := os.ReadFile(filepath.Join(r.dir, ref))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read media %s: %w", ref, post.ErrNotFound)
+	}
+	return b, err
+}
+
+func (r *dirReader) MediaSize(ctx context.Context, ref string) (int64, error) {
+	if r.sizeByRead {
+		b, err := r.ReadMedia(ctx, ref)
+		if errors.Is(err, publishing.ErrMediaInvalid) {
+			return 0, fmt.Errorf("%w (%v)", post.ErrNotFound, err)
+		}
+		return int64(len(b)), err
+	}
+	if !filepath.IsLocal(ref) {
+		return 0, fmt.Errorf("media ref %q: %w", ref, post.ErrNotFound)
+	}
+	fi, err := os.Stat(filepath.Join(r.dir, ref))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("media %s: %w", ref, post.ErrNotFound)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+// Check reads nothing under a ref Validate refuses: "." (which a media
+// directory would read as itself, an error that is no refusal), a path,
+// an empty ref, a fitted version named "." — each is a field error of the
+// check, never the check's failure. The attachments it does read, it
+// reads once each whatever the number of platforms (news on Mastodon and
+// bird on X get the same file) and whether the versions or Validate's
+// media limits ask: on the embedded runtime (MediaSize a stat, ReadMedia
+// a read) and on a stack's console (MediaSize a read, no ReadMedia).
+func TestDeskCheckReadsValidRefsOnce(t *testing.T) {
+	for _, stack := range []bool{false, true} {
+		t.Run(map[bool]string{false: "embedded", true: "stack"}[stack], func(t *testing.T) {
+			testDeskCheckReadsValidRefsOnce(t, stack)
+		})
+	}
+}
+
+func testDeskCheckReadsValidRefsOnce(t *testing.T, stack bool) {
+	ctx := context.Background()
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, image.NewNRGBA(image.Rect(0, 0, 4, 3))); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	sum := sha256.Sum256(data)
+	sha := hex.EncodeToString(sum[:])
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, sha+".png"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := newDeskEnv(t)
+	withX(t, e)
+	reader := &dirReader{dir: dir, sizeByRead: stack, reads: map[string]int{}}
+	e.desk.MediaSize = reader.MediaSize
+	if !stack {
+		e.desk.ReadMedia = reader.ReadMedia
+	}
+	good := post.Media{Ref: sha + ".png", SHA256: sha, ContentType: "image/png", Alt: "a square"}
+	dotFitted := good
+	dotFitted.Fitted = map[string]post.Fitted{"x": {Ref: ".", SHA256: sha, ContentType: "image/png"}}
+
+	tests := []struct {
+		name       string
+		media      []post.Media
+		wantFields []string
+		// wantChecked are the indexes of the media the check measured.
+		wantChecked []int
+	}{
+		{"dot", []post.Media{{Ref: ".", SHA256: sha, ContentType: "image/png"}}, []string{"media[0].ref"}, nil},
+		{"a path", []post.Media{{Ref: "media/" + sha + ".png", SHA256: sha, ContentType: "image/png"}}, []string{"media[0].ref"}, nil},
+		{"empty", []post.Media{{Ref: "", SHA256: sha, ContentType: "image/png"}}, []string{"media[0].path"}, nil},
+		{"no sha", []post.Media{{Ref: sha + ".png", ContentType: "image/png"}}, []string{"media[0].sha256"}, nil},
+		{"a fitted version named dot", []post.Media{dotFitted}, []string{"media[0].fitted.x.ref"}, []int{0}},
+		{"one good, one dot", []post.Media{good, {Ref: ".", SHA256: sha, ContentType: "image/png"}}, []string{"media[1].ref"}, []int{0}},
+		{"the same file twice", []post.Media{good, good}, nil, []int{0, 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clear(reader.reads)
+			d := draftTo("", "Look.", "news", "bird")
+			for _, m := range tt.media {
+				d.Media = append(d.Media, post.DraftMedia{Media: m})
+			}
+			c, err := e.desk.Check(ctx, d, nil)
+			if err != nil {
+				t.Fatalf("Check failed: %v; want its refusal as the check's errors", err)
+			}
+			var got []string
+			for _, fe := range c.Errors {
+				got = append(got, fe.Field)
+			}
+			if diff := cmp.Diff(tt.wantFields, got); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+			var checked []int
+			for _, mc := range c.Media {
+				checked = append(checked, mc.Index)
+				if len(mc.Versions) != 2 {
+					t.Errorf("media[%d]: %d versions, want mastodon's and x's", mc.Index, len(mc.Versions))
+				}
+			}
+			if diff := cmp.Diff(tt.wantChecked, checked); diff != "" {
+				t.Errorf("media checked (-want +got):\n%s", diff)
+			}
+			if n := reader.reads["."]; n != 0 {
+				t.Errorf(`"." was read %d times`, n)
+			}
+			for ref, n := range reader.reads {
+				if n > 1 {
+					t.Errorf("%s was read %d times in one check, want once", ref, n)
+				}
+			}
+			if len(tt.wantChecked) > 0 && reader.reads[good.Ref] != 1 {
+				t.Errorf("%s was read %d times, want once", good.Ref, reader.reads[good.Ref])
+			}
+		})
+	}
+	if stack {
+		return
+	}
+	// The version named "." says why it is not measured; the file as
+	// uploaded, which Mastodon gets, is.
+	d := draftTo("", "Look.", "news", "bird")
+	d.Media = []post.DraftMedia{{Media: dotFitted}}
+	c, err := e.desk.Check(ctx, d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := c.Media[0].Versions; v[0].Width != 4 || v[0].Problem != "" || v[1].Width != 0 || !strings.Contains(v[1].Problem, `"."`) {
+		t.Errorf("versions = %+v; want mastodon's measured, x's refused with its ref named", v)
 	}
 }

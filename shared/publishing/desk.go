@@ -179,7 +179,7 @@ func (d *Desk) Validate(ctx context.Context, dr post.Draft, sizes map[string]int
 	if err != nil {
 		return post.Post{}, err
 	}
-	if err := d.checkMedia(ctx, p, accounts, sizes); err != nil {
+	if err := d.checkMedia(ctx, p, accounts, sizes, map[string]int64{}); err != nil {
 		return post.Post{}, err
 	}
 	return p, nil
@@ -221,8 +221,10 @@ func (d *Desk) rules(ctx context.Context) (post.Rules, error) {
 }
 
 // checkMedia checks what each target's account gets against its media
-// limits (see Validate).
-func (d *Desk) checkMedia(ctx context.Context, p post.Post, accounts map[post.AccountID]post.Account, sizes map[string]int) error {
+// limits (see Validate). stored holds the sizes already read with
+// MediaSize or ReadMedia (-1: none stored), by ref; it reads each other
+// file once and notes it there.
+func (d *Desk) checkMedia(ctx context.Context, p post.Post, accounts map[post.AccountID]post.Account, sizes map[string]int, stored map[string]int64) error {
 	if len(p.Media) == 0 {
 		return nil
 	}
@@ -235,7 +237,6 @@ func (d *Desk) checkMedia(ctx context.Context, p post.Post, accounts map[post.Ac
 			errs = append(errs, fe)
 		}
 	}
-	stored := map[string]int64{} // sizes read with MediaSize; -1: none
 	sizeOf := func(ref string) (int64, bool, error) {
 		if n, ok := sizes[ref]; ok {
 			return int64(n), true, nil
