@@ -23,6 +23,13 @@ var initDuration = regexp.MustCompile(`INIT REPORT\(durationMs: ([0-9.]+)\)`)
 // Makefile builds it for Lambda (linux/arm64, stripped).
 const maxBootstrapBytes = 15 << 20
 
+// maxAPIBootstrapBytes is the api function's: it carries the whole HTTP
+// API besides the use cases (its OpenAPI document embedded, the draft
+// check, image verification), and it is not on the publish path (no
+// post waits on its cold start); its init is measured by
+// functions/api's BenchmarkAPIFunctionInit.
+const maxAPIBootstrapBytes = 16 << 20
+
 // TestBootstrapSize builds every function with its Makefile target, as
 // `sam build` does (linux/arm64, CGO off, lambda.norpc, -trimpath,
 // stripped), and checks its size: the bytes Lambda downloads and maps on
@@ -43,8 +50,12 @@ func TestBootstrapSize(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("%s: bootstrap %.1f MB", name, float64(fi.Size())/(1<<20))
-		if fi.Size() > maxBootstrapBytes {
-			t.Errorf("%s: bootstrap is %d bytes, over the %d budget", name, fi.Size(), maxBootstrapBytes)
+		budget := int64(maxBootstrapBytes)
+		if name == "Api" {
+			budget = maxAPIBootstrapBytes
+		}
+		if fi.Size() > budget {
+			t.Errorf("%s: bootstrap is %d bytes, over the %d budget", name, fi.Size(), budget)
 		}
 	}
 }
