@@ -40,6 +40,8 @@ func BenchmarkConsolePages(b *testing.B) {
 		"/calendar?view=week&at=2026-12-31",
 		"/calendar?view=month&at=2026-12-31",
 		"/calendar?view=month&at=2026-12-31&account=news",
+		"/calendar?view=day&at=2026-12-31",
+		"/posts/seed-03333",
 		"/compose",
 		"/inbox",
 		"/accounts",
