@@ -74,17 +74,7 @@ var consoleCSRF = regexp.MustCompile(`<meta name="csrf-token" content="([^"]+)">
 func (c *consoleProcess) get(t *testing.T, url string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
-	req.Header.Set("Sec-Fetch-Site", "same-origin")
-	res, err := c.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	if m := consoleCSRF.FindSubmatch(body); m != nil {
-		c.csrf = string(m[1])
-	}
-	return res.StatusCode, string(body)
+	return c.do(t, req)
 }
 
 // post submits a form to a console URL as its browser would (following
@@ -92,8 +82,27 @@ func (c *consoleProcess) get(t *testing.T, url string) (int, string) {
 func (c *consoleProcess) post(t *testing.T, target string, form url.Values) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, target, strings.NewReader(form.Encode()))
-	req.Header.Set("Sec-Fetch-Site", "same-origin")
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return c.do(t, req)
+}
+
+// api calls /v1 as the console's script does: cookie and CSRF header.
+func (c *consoleProcess) api(t *testing.T, method, path, body string, header map[string]string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, c.base+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-CSRF-Token", c.csrf)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	return c.do(t, req)
+}
+
+// do sends req as a page of the console's own origin does and reads the
+// answer whole, keeping the CSRF token of a page that has one.
+func (c *consoleProcess) do(t *testing.T, req *http.Request) (int, string) {
+	t.Helper()
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
 	res, err := c.client.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -104,25 +113,6 @@ func (c *consoleProcess) post(t *testing.T, target string, form url.Values) (int
 		c.csrf = string(m[1])
 	}
 	return res.StatusCode, string(body)
-}
-
-// api calls /v1 as the console's script does: cookie and CSRF header.
-func (c *consoleProcess) api(t *testing.T, method, path, body string, header map[string]string) (int, string) {
-	t.Helper()
-	req, _ := http.NewRequest(method, c.base+path, strings.NewReader(body))
-	req.Header.Set("Sec-Fetch-Site", "same-origin")
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-CSRF-Token", c.csrf)
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	res, err := c.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(b)
 }
 
 // TestConsoleOnAStack serves the console for a stack on the emulators:
