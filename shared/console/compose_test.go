@@ -21,16 +21,6 @@ import (
 )
 
 // ReadMedia reads an upload back (console.MediaReader).
-func (m *memMedia) ReadMedia(_ context.Context, ref string) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	d, ok := m.m[ref]
-	if !ok {
-		return nil, fmt.Errorf("media %s: %w", ref, post.ErrNotFound)
-	}
-	return d, nil
-}
-
 var _ MediaReader = (*memMedia)(nil)
 
 // withMediaReader gives the console and the desk the harness's media to

@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"database/sql"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,12 +11,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"oncepost/shared/apitoken"
 	"oncepost/shared/httpapi"
+	"oncepost/shared/httpapi/apitest"
 	"oncepost/shared/platform"
 	"oncepost/shared/platform/catalog"
 	"oncepost/shared/post"
@@ -67,13 +66,13 @@ func newHarness(t testing.TB, opts harnessOptions) *harness {
 			t.Fatal(err)
 		}
 	}
-	h := &harness{t: t, store: store, media: &memMedia{m: map[string][]byte{}}, now: opts.now}
+	h := &harness{t: t, store: store, media: &memMedia{}, now: opts.now}
 	queue := store.Queue("publish", 5)
 	h.queue = queue
 	quiet := slog.New(slog.DiscardHandler)
 	confirmer := &publishing.Confirmer{Ledger: store, Posts: store, Accounts: store, Queue: queue, Logger: quiet, Now: opts.now}
 	h.operator = &publishing.Operator{Ledger: store, Confirmer: confirmer, Logger: quiet, Now: opts.now}
-	h.desk = &publishing.Desk{Posts: store, Ledger: store, Accounts: store, Blocklist: store, Scheduler: storeScheduler{store}, Keys: store, Lister: store,
+	h.desk = &publishing.Desk{Posts: store, Ledger: store, Accounts: store, Blocklist: store, Scheduler: storeScheduler{Store: store}, Keys: store, Lister: store,
 		Operator: h.operator, Deleter: &publishing.Deleter{Ledger: store, Posts: store, Accounts: store, Logger: quiet}, MediaSize: h.media.MediaSize, Logger: quiet,
 		Now: opts.now,
 		Limits: func(name string) (post.Limits, bool) {
@@ -105,23 +104,12 @@ func newHarness(t testing.TB, opts harnessOptions) *harness {
 	return h
 }
 
-// storeScheduler is publishing.PostScheduler on the store alone: the
-// post and its key in one transaction, no schedules (nothing fires in
-// these tests).
-type storeScheduler struct{ s *sqlitestore.Store }
-
-var _ publishing.PostScheduler = storeScheduler{}
-
-func (x storeScheduler) CreatePost(ctx context.Context, p post.Post, key *publishing.IdempotencyRecord) error {
-	return x.s.CreatePostKeyed(ctx, p, key, nil)
-}
-
-func (x storeScheduler) Reschedule(ctx context.Context, id post.ID, account post.AccountID, slot time.Time) error {
-	_, err := x.s.RescheduleTarget(ctx, id, account, slot, time.Now(), func(*sql.Tx, publishing.TargetRef, publishing.TargetRef) error { return nil })
-	return err
-}
-
-func (storeScheduler) Cancelled(context.Context, publishing.TargetRef) {}
+// memMedia and storeScheduler are the API's test stores (apitest's):
+// uploads in memory, posts created in the store with no schedule.
+type (
+	memMedia       = apitest.MemMedia
+	storeScheduler = apitest.StoreScheduler
+)
 
 // token makes an API token with the scopes ("read,decide") and returns it.
 func (h *harness) token(scopes string) string {
@@ -234,27 +222,4 @@ func (b *browser) api(method, path, body string) page {
 	}
 	req.Header.Set(csrfHeader, b.csrf)
 	return b.do(req)
-}
-
-// memMedia keeps uploads in memory.
-type memMedia struct {
-	mu sync.Mutex
-	m  map[string][]byte
-}
-
-func (m *memMedia) WriteMedia(_ context.Context, md post.Media, data []byte) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.m[md.Ref] = data
-	return nil
-}
-
-func (m *memMedia) MediaSize(_ context.Context, ref string) (int64, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	d, ok := m.m[ref]
-	if !ok {
-		return 0, post.ErrNotFound
-	}
-	return int64(len(d)), nil
 }

@@ -54,8 +54,8 @@ func TestMissingScopeIsForbiddenAndChangesNothing(t *testing.T) {
 		}
 	}
 	p, err := h.store.GetPost(context.Background(), "kept")
-	if after := h.posts(); after != before || err != nil || p.Targets[0].Status != "scheduled" || len(h.media.m) != 0 {
-		t.Errorf("after 403s: %d posts (was %d), kept is %v (%v), %d media", after, before, p.Targets, err, len(h.media.m))
+	if after := h.posts(); after != before || err != nil || p.Targets[0].Status != "scheduled" || h.media.Len() != 0 {
+		t.Errorf("after 403s: %d posts (was %d), kept is %v (%v), %d media", after, before, p.Targets, err, h.media.Len())
 	}
 }
 

@@ -95,12 +95,12 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 			t.Fatal(err)
 		}
 	}
-	h := &harness{t: t, store: store, media: &memMedia{m: map[string][]byte{}}, logs: &syncBuffer{}, tokens: map[string]string{}}
+	h := &harness{t: t, store: store, media: &memMedia{}, logs: &syncBuffer{}, tokens: map[string]string{}}
 	queue := store.Queue("publish", 5)
 	quiet := slog.New(slog.DiscardHandler)
 	confirmer := &publishing.Confirmer{Ledger: store, Posts: store, Accounts: store, Queue: queue, Logger: quiet}
 	operator := &publishing.Operator{Ledger: store, Confirmer: confirmer, Logger: quiet}
-	h.desk = &publishing.Desk{Posts: store, Ledger: store, Accounts: store, Blocklist: store, Scheduler: storeScheduler{store}, Keys: store, Lister: store,
+	h.desk = &publishing.Desk{Posts: store, Ledger: store, Accounts: store, Blocklist: store, Scheduler: storeScheduler{Store: store}, Keys: store, Lister: store,
 		Operator: operator, Deleter: &publishing.Deleter{Ledger: store, Posts: store, Accounts: store, Logger: quiet}, MediaSize: h.media.MediaSize, Logger: quiet,
 		Limits: func(name string) (post.Limits, bool) {
 			k, ok := catalog.Lookup(name)
@@ -237,25 +237,8 @@ func (h *harness) check(rq request, req *http.Request, a answer) {
 	}
 }
 
-// memMedia is an in-memory MediaWriter.
-type memMedia struct {
-	mu sync.Mutex
-	m  map[string][]byte
-}
-
-func (m *memMedia) WriteMedia(_ context.Context, md post.Media, data []byte) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.m[md.Ref] = bytes.Clone(data)
-	return nil
-}
-
-func (m *memMedia) MediaSize(_ context.Context, ref string) (int64, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	b, ok := m.m[ref]
-	if !ok {
-		return 0, post.ErrNotFound
-	}
-	return int64(len(b)), nil
-}
+// memMedia and storeScheduler are the API's test stores (apitest's).
+type (
+	memMedia       = apitest.MemMedia
+	storeScheduler = apitest.StoreScheduler
+)

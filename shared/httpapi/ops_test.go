@@ -55,12 +55,12 @@ func TestMediaUpload(t *testing.T) {
 			t.Errorf("%s: %d %s, want %d", tt.name, a.status, a.body, tt.status)
 		}
 	}
-	if len(h.media.m) != 0 {
-		t.Fatalf("refused uploads stored %d files", len(h.media.m))
+	if h.media.Len() != 0 {
+		t.Fatalf("refused uploads stored %d files", h.media.Len())
 	}
 	a := upload("image/png", img)
 	var m mediaAnswer
-	if err := json.Unmarshal(a.body, &m); a.status != http.StatusCreated || err != nil || m.Ref != m.SHA256+".png" || m.Size != len(img) || !bytes.Equal(h.media.m[m.Ref], img) {
+	if err := json.Unmarshal(a.body, &m); a.status != http.StatusCreated || err != nil || m.Ref != m.SHA256+".png" || m.Size != len(img) || !bytes.Equal(h.media.Get(m.Ref), img) {
 		t.Fatalf("upload: %d %s", a.status, a.body)
 	}
 	draft := `{"id": "with-media", "body": "x", "media": [{"ref": "` + m.Ref + `", "sha256": "` + m.SHA256 + `", "content_type": "image/png", "alt": "a grey square"}],
