@@ -53,6 +53,10 @@ type accountItem struct {
 	MaxCharacters int    `dynamodbav:"max_characters,omitempty"`
 	MaxMedia      int    `dynamodbav:"max_media,omitempty"`
 	MaxMediaBytes int64  `dynamodbav:"max_media_bytes,omitempty"`
+	// TimeZone, Slots and RequireApproval are post.Account's.
+	TimeZone        string   `dynamodbav:"time_zone,omitempty"`
+	Slots           []string `dynamodbav:"slots,omitempty"`
+	RequireApproval bool     `dynamodbav:"require_approval,omitempty"`
 	// UpdatedAt is when PutAccount last wrote the account (the store's
 	// clock): the time of an account.reconnect_needed event derived from
 	// the change stream (AccountChange).
@@ -65,6 +69,7 @@ func (it accountItem) account() post.Account {
 		CredentialRef: it.CredentialRef, Gate: post.GatePolicy(it.Gate), Status: post.AccountStatus(it.Status),
 		StatusReason: it.StatusReason,
 		Limits:       post.Limits{MaxTextGraphemes: it.MaxCharacters, MaxMedia: it.MaxMedia, MaxMediaBytes: it.MaxMediaBytes},
+		TimeZone:     it.TimeZone, Slots: it.Slots, RequireApproval: it.RequireApproval,
 	}
 }
 
@@ -79,7 +84,8 @@ func (s *Store) PutAccount(ctx context.Context, a post.Account) error {
 		PK: pkAccount, ID: string(a.ID), Platform: a.Platform, Handle: a.Handle, BaseURL: a.BaseURL,
 		RemoteID: a.RemoteID, CredentialRef: a.CredentialRef, Gate: string(a.Gate), Status: string(a.Status),
 		StatusReason: a.StatusReason, MaxCharacters: a.Limits.MaxTextGraphemes, MaxMedia: a.Limits.MaxMedia,
-		MaxMediaBytes: a.Limits.MaxMediaBytes, UpdatedAt: encTime(s.now()),
+		MaxMediaBytes: a.Limits.MaxMediaBytes, TimeZone: a.TimeZone, Slots: a.Slots, RequireApproval: a.RequireApproval,
+		UpdatedAt: encTime(s.now()),
 	})
 	if err == nil {
 		_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.tables.workspace, Item: it})

@@ -51,7 +51,7 @@ const CreateStaleAfter = time.Minute
 
 // allStatuses are the target statuses, for CountTargets and the
 // conditions of UpdateTarget.
-var allStatuses = []post.TargetStatus{post.Scheduled, post.Triggered, post.Publishing, post.Waiting,
+var allStatuses = []post.TargetStatus{post.NeedsApproval, post.Scheduled, post.Triggered, post.Publishing, post.Waiting,
 	post.Published, post.Failed, post.Held, post.Cancelled, post.Deleted}
 
 // postItem is a post as stored, without its targets.
@@ -61,8 +61,11 @@ type postItem struct {
 	Body  string      `dynamodbav:"body,omitempty"`
 	Media []mediaItem `dynamodbav:"media,omitempty"`
 	// Texts are the post's texts per platform.
-	Texts     map[string]string `dynamodbav:"texts,omitempty"`
-	CreatedAt string            `dynamodbav:"created_at,omitempty"`
+	Texts map[string]string `dynamodbav:"texts,omitempty"`
+	// Thread are the texts of the replies that follow the post, in order.
+	Thread    []string `dynamodbav:"thread,omitempty"`
+	Author    string   `dynamodbav:"author,omitempty"`
+	CreatedAt string   `dynamodbav:"created_at,omitempty"`
 	// Accounts lists the targets' accounts, in order.
 	Accounts []string `dynamodbav:"accounts,omitempty"`
 	// CreateID names the CreatePost call that wrote the post; its targets
@@ -121,6 +124,7 @@ type targetItem struct {
 	Reason    string `dynamodbav:"reason,omitempty"`
 	NextTry   string `dynamodbav:"next_try,omitempty"`
 	UpdatedAt string `dynamodbav:"updated_at,omitempty"`
+	Queued    bool   `dynamodbav:"queued,omitempty"`
 	CreateID  string `dynamodbav:"create_id"`
 	// St and StAt place the target in StatusIndex: "status#shard", and
 	// the time its status is compared by (stAt) with post and account.
@@ -158,7 +162,7 @@ func targetItemOf(id post.ID, pos int, t post.Target, createID string) targetIte
 	return targetItem{
 		Post: string(id), Item: targetPrefix + string(t.Account), Account: string(t.Account), Pos: pos,
 		Slot: encTime(t.Slot), Status: string(t.Status), RemoteID: t.RemoteID, Reason: t.Reason,
-		NextTry: encTime(t.NextTry), UpdatedAt: encTime(t.UpdatedAt), CreateID: createID,
+		NextTry: encTime(t.NextTry), UpdatedAt: encTime(t.UpdatedAt), Queued: t.Queued, CreateID: createID,
 		St: statusShard(id, t.Account, t.Status), StAt: stAt(id, t),
 	}
 }
@@ -168,7 +172,7 @@ func (it targetItem) target() (post.Target, error) {
 	t := post.Target{
 		Account: post.AccountID(it.Account), Slot: d.time("slot", it.Slot), Status: post.TargetStatus(it.Status),
 		RemoteID: it.RemoteID, Reason: it.Reason, NextTry: d.time("next_try", it.NextTry),
-		UpdatedAt: d.time("updated_at", it.UpdatedAt),
+		UpdatedAt: d.time("updated_at", it.UpdatedAt), Queued: it.Queued,
 	}
 	if d.err != nil {
 		return post.Target{}, fmt.Errorf("target %s: %w", it.Account, d.err)
@@ -247,7 +251,8 @@ func (s *Store) createPost(ctx context.Context, p post.Post, now time.Time, crea
 		accounts = append(accounts, string(t.Account))
 	}
 	pi := postItem{
-		Post: string(p.ID), Item: postItemKey, Body: p.Body, Texts: p.Texts, CreatedAt: encTime(p.CreatedAt), Accounts: accounts,
+		Post: string(p.ID), Item: postItemKey, Body: p.Body, Texts: p.Texts, Thread: p.Thread, Author: p.Author,
+		CreatedAt: encTime(p.CreatedAt), Accounts: accounts,
 		CreateID: createID, Phase: phaseCreating, ClaimedAt: encTime(now),
 	}
 	for _, m := range p.Media {
@@ -406,7 +411,7 @@ func assemblePost(id post.ID, items []item) (post.Post, error) {
 		return post.Post{}, post.ErrNotFound
 	}
 	var d decoder
-	p := post.Post{ID: id, Body: pi.Body, Texts: pi.Texts, CreatedAt: d.time("created_at", pi.CreatedAt)}
+	p := post.Post{ID: id, Body: pi.Body, Texts: pi.Texts, Thread: pi.Thread, Author: pi.Author, CreatedAt: d.time("created_at", pi.CreatedAt)}
 	if d.err != nil {
 		return post.Post{}, d.err
 	}

@@ -274,7 +274,7 @@ func (s *Server) listPosts(w http.ResponseWriter, r *http.Request, _ Principal) 
 	return s.writeJSON(w, r, http.StatusOK, out)
 }
 
-var targetStatuses = []post.TargetStatus{post.Scheduled, post.Triggered, post.Waiting, post.Publishing, post.Published,
+var targetStatuses = []post.TargetStatus{post.NeedsApproval, post.Scheduled, post.Triggered, post.Waiting, post.Publishing, post.Published,
 	post.Held, post.Failed, post.Cancelled, post.Deleted}
 
 func statusNames() string {

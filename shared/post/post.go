@@ -4,6 +4,7 @@
 //
 // A target moves through these statuses:
 //
+//	needs_approval → scheduled (approved) | cancelled
 //	scheduled → triggered → published
 //	                      → publishing (the outcome was ambiguous; a confirm loop is reading the platform back)
 //	                      → waiting (the platform did not act, e.g. throttled; NextTry says when it is asked again)
@@ -70,6 +71,47 @@ type Account struct {
 	// added; a zero field means "not known" and the platform's default
 	// applies.
 	Limits Limits `json:"limits"`
+	// TimeZone is the account's IANA time zone, e.g. "Europe/Berlin": its
+	// posting slots are read in it, and the surfaces show its times in it.
+	// Empty means UTC.
+	TimeZone string `json:"time_zone,omitempty"`
+	// Slots are the account's posting slot rules, in the scheduler's
+	// cron dialect (e.g. "cron(0 9 ? * MON-FRI *)"), read in TimeZone: a
+	// post added to the account's queue takes the next free one.
+	Slots []string `json:"slots,omitempty"`
+	// RequireApproval: a post to the account waits in needs_approval
+	// until someone with the decide scope approves it.
+	RequireApproval bool `json:"require_approval,omitempty"`
+}
+
+// Location is the account's time zone (UTC when none is set). A name
+// that does not load (ValidTimeZone refuses it before it is stored) is
+// UTC too.
+func (a Account) Location() *time.Location {
+	if a.TimeZone == "" {
+		return time.UTC
+	}
+	loc, err := time.LoadLocation(a.TimeZone)
+	if err != nil {
+		return time.UTC
+	}
+	return loc
+}
+
+// ValidTimeZone checks an IANA time zone name as an account's TimeZone:
+// "" (UTC) or a name the zone database knows, and not "Local" (this
+// machine's zone, which another machine does not share).
+func ValidTimeZone(name string) error {
+	switch {
+	case name == "":
+		return nil
+	case name == "Local":
+		return errors.New(`"Local" is this machine's zone, not a zone name; give an IANA name such as Europe/Berlin`)
+	}
+	if _, err := time.LoadLocation(name); err != nil {
+		return fmt.Errorf("%q is not an IANA time zone name (such as Europe/Berlin or America/New_York)", name)
+	}
+	return nil
 }
 
 // AccountStatus says whether an account can publish.
@@ -120,9 +162,12 @@ type TargetStatus string
 
 // Target statuses; see the package comment for the moves between them.
 const (
-	Scheduled  TargetStatus = "scheduled"
-	Triggered  TargetStatus = "triggered"
-	Publishing TargetStatus = "publishing"
+	// NeedsApproval: the account or the workspace requires approval; the
+	// target is scheduled only once someone approves it.
+	NeedsApproval TargetStatus = "needs_approval"
+	Scheduled     TargetStatus = "scheduled"
+	Triggered     TargetStatus = "triggered"
+	Publishing    TargetStatus = "publishing"
 	// Waiting: the platform did not act (throttled, unreachable); the
 	// target is tried again at its NextTry.
 	Waiting   TargetStatus = "waiting"
@@ -145,12 +190,13 @@ func (s TargetStatus) Terminal() bool {
 // did not find the post and released it, and the re-send was not
 // performed (throttled).
 var targetMoves = map[TargetStatus][]TargetStatus{
-	Scheduled:  {Triggered, Publishing, Waiting, Published, Failed, Held, Cancelled},
-	Triggered:  {Triggered, Publishing, Waiting, Published, Failed, Held, Cancelled},
-	Waiting:    {Triggered, Publishing, Waiting, Published, Failed, Held, Cancelled},
-	Publishing: {Publishing, Waiting, Published, Failed, Held},
-	Held:       {Triggered, Publishing, Published, Failed, Cancelled},
-	Published:  {Deleted},
+	NeedsApproval: {Scheduled, Cancelled},
+	Scheduled:     {Triggered, Publishing, Waiting, Published, Failed, Held, Cancelled},
+	Triggered:     {Triggered, Publishing, Waiting, Published, Failed, Held, Cancelled},
+	Waiting:       {Triggered, Publishing, Waiting, Published, Failed, Held, Cancelled},
+	Publishing:    {Publishing, Waiting, Published, Failed, Held},
+	Held:          {Triggered, Publishing, Published, Failed, Cancelled},
+	Published:     {Deleted},
 }
 
 // CanMove reports whether a target may go from one status to another.
@@ -166,6 +212,9 @@ type Target struct {
 	// Slot is the planned publish time, UTC.
 	Slot   time.Time    `json:"slot"`
 	Status TargetStatus `json:"status"`
+	// Queued: the slot was taken from the account's queue (its posting
+	// slots), so reordering the queue may move it.
+	Queued bool `json:"queued,omitempty"`
 	// RemoteID is the platform's id once published (or found by dedup).
 	RemoteID string `json:"remote_id,omitempty"`
 	// Reason explains failed, held and waiting.
@@ -182,10 +231,17 @@ type Post struct {
 	Body string `json:"body"`
 	// Texts replace Body on a platform, by platform name (a shorter text
 	// for X's 280 characters).
-	Texts     map[string]string `json:"texts,omitempty"`
-	Media     []Media           `json:"media,omitempty"`
-	Targets   []Target          `json:"targets"`
-	CreatedAt time.Time         `json:"created_at"`
+	Texts map[string]string `json:"texts,omitempty"`
+	Media []Media           `json:"media,omitempty"`
+	// Thread are the texts of the replies that follow the post, in order:
+	// a post with a thread goes out as a reply chain, part k+1 replying
+	// to part k (the post itself is part 1).
+	Thread    []string  `json:"thread,omitempty"`
+	Targets   []Target  `json:"targets"`
+	CreatedAt time.Time `json:"created_at"`
+	// Author is who added the post (an API token's id, an IAM principal,
+	// "cli"): an approval policy may forbid approving one's own post.
+	Author string `json:"author,omitempty"`
 }
 
 // TextFor is the text the post goes out with on a platform: its text for

@@ -590,7 +590,7 @@ func (d *Desk) Show(ctx context.Context, id post.ID) (PostView, error) {
 }
 
 // TargetStatuses are every target status, in the order of a post's life.
-var TargetStatuses = []post.TargetStatus{post.Scheduled, post.Triggered, post.Waiting, post.Publishing, post.Published,
+var TargetStatuses = []post.TargetStatus{post.NeedsApproval, post.Scheduled, post.Triggered, post.Waiting, post.Publishing, post.Published,
 	post.Held, post.Failed, post.Cancelled, post.Deleted}
 
 // List lists one page of the posts with a target that matches f. An

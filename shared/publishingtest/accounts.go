@@ -112,6 +112,8 @@ func accountsPutGetList(t testing.TB, s publishing.Accounts) {
 	b.Limits = post.Limits{MaxTextGraphemes: 300} // the other limits unknown
 	c.Limits = post.Limits{}
 	a.Status, a.StatusReason = post.AccountReconnectNeeded, "refresh refused: 400 invalid_grant"
+	a.TimeZone, a.RequireApproval = "Europe/Berlin", true
+	a.Slots = []string{"cron(0 9 ? * MON-FRI *)", "cron(30 12 ? * MON-FRI *)"}
 	rv := reflect.ValueOf(a)
 	for i := range rv.NumField() {
 		if rv.Field(i).IsZero() {
@@ -131,6 +133,7 @@ func accountsPutGetList(t testing.TB, s publishing.Accounts) {
 	a.Handle, a.BaseURL = "@renamed@other.example", "https://other.example"
 	a.Status, a.StatusReason = post.AccountOK, ""
 	a.Limits = post.Limits{MaxTextGraphemes: 5000, MaxMediaBytes: 40 << 20}
+	a.TimeZone, a.RequireApproval, a.Slots = "America/New_York", false, []string{"cron(0 17 ? * * *)"}
 	mustPutAccount(t, s, a)
 	for _, want := range []post.Account{a, b, c} {
 		got, err := s.GetAccount(t.Context(), want.ID)

@@ -50,7 +50,7 @@ func postsChecks() []check[publishing.Posts] {
 	}
 }
 
-var postStatuses = []post.TargetStatus{post.Scheduled, post.Triggered, post.Publishing, post.Waiting,
+var postStatuses = []post.TargetStatus{post.NeedsApproval, post.Scheduled, post.Triggered, post.Publishing, post.Waiting,
 	post.Published, post.Failed, post.Held, post.Cancelled}
 
 var postCmp = cmp.Options{cmpopts.EquateEmpty()}
@@ -131,10 +131,13 @@ func postsRoundTrip(t testing.TB, s publishing.Posts) {
 		Targets: []post.Target{
 			{Account: "acct-a", Slot: base.Add(time.Hour + 1), Status: post.Scheduled, UpdatedAt: base.Add(3)},
 			{Account: "acct-b", Slot: base.Add(2*time.Hour + 5), Status: post.Waiting, RemoteID: "110000000000000001",
-				Reason: "429: rate limited", NextTry: base.Add(2*time.Hour + 90*time.Second + 17), UpdatedAt: base.Add(7)},
+				Reason: "429: rate limited", NextTry: base.Add(2*time.Hour + 90*time.Second + 17), UpdatedAt: base.Add(7), Queued: true},
 			{Account: "acct-c", Slot: base.Add(3*time.Hour + 9), Status: post.Published, RemoteID: "3kq2abcdxyz2c", Reason: "", UpdatedAt: base.Add(11)},
 			{Account: "acct-d", Slot: base.Add(4*time.Hour + 13), Status: post.Held, RemoteID: "110000000000000002", Reason: "dedup found it", UpdatedAt: base.Add(15)},
+			{Account: "acct-e", Slot: base.Add(5*time.Hour + 17), Status: post.NeedsApproval, UpdatedAt: base.Add(19)},
 		},
+		Thread:    []string{"2/3 the reply, \"quoted\" 🎉\n", "3/3 the last part"},
+		Author:    "tok_round_trip",
 		CreatedAt: base.Add(13),
 	}
 	for _, v := range []any{full, full.Media[0], full.Targets[1]} {

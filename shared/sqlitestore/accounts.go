@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -22,6 +23,13 @@ var ErrNoAccessToken = errors.New("credential has no access token")
 // (publishing.AccountEvent at the store's clock; see the outbox), in one
 // transaction. Its credential, stored apart, is untouched.
 func (s *Store) PutAccount(ctx context.Context, a post.Account) error {
+	var slots []byte
+	if len(a.Slots) > 0 {
+		var err error
+		if slots, err = json.Marshal(a.Slots); err != nil {
+			return fmt.Errorf("put account %s: encode slots: %w", a.ID, err)
+		}
+	}
 	err := s.writeChange(ctx, func(tx *sql.Tx, record recordFunc) error {
 		var prev post.Account
 		var status string
@@ -33,7 +41,8 @@ func (s *Store) PutAccount(ctx context.Context, a post.Account) error {
 		prev.Status = post.AccountStatus(status)
 		if _, err := tx.StmtContext(ctx, s.ws.accountPut).ExecContext(ctx, string(a.ID), a.Platform, a.Handle, a.BaseURL,
 			a.RemoteID, a.CredentialRef, string(a.Gate), string(a.Status), a.StatusReason,
-			a.Limits.MaxTextGraphemes, a.Limits.MaxMedia, a.Limits.MaxMediaBytes); err != nil {
+			a.Limits.MaxTextGraphemes, a.Limits.MaxMedia, a.Limits.MaxMediaBytes,
+			a.TimeZone, string(slots), a.RequireApproval); err != nil {
 			return err
 		}
 		return record(publishing.AccountEvent(prev, a, s.now()))
@@ -80,10 +89,16 @@ func (s *Store) ListAccounts(ctx context.Context) ([]post.Account, error) {
 
 func scanAccount(sc scanner) (post.Account, error) {
 	var a post.Account
-	var id, gate, status string
+	var id, gate, status, slots string
 	if err := sc.Scan(&id, &a.Platform, &a.Handle, &a.BaseURL, &a.RemoteID, &a.CredentialRef, &gate,
-		&status, &a.StatusReason, &a.Limits.MaxTextGraphemes, &a.Limits.MaxMedia, &a.Limits.MaxMediaBytes); err != nil {
+		&status, &a.StatusReason, &a.Limits.MaxTextGraphemes, &a.Limits.MaxMedia, &a.Limits.MaxMediaBytes,
+		&a.TimeZone, &slots, &a.RequireApproval); err != nil {
 		return post.Account{}, err
+	}
+	if slots != "" {
+		if err := json.Unmarshal([]byte(slots), &a.Slots); err != nil {
+			return post.Account{}, fmt.Errorf("account %s: decode slots: %w", id, err)
+		}
 	}
 	a.ID, a.Gate, a.Status = post.AccountID(id), post.GatePolicy(gate), post.AccountStatus(status)
 	return a, nil

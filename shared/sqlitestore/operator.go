@@ -60,7 +60,7 @@ func decodeListCursor(s string) (listCursor, error) {
 }
 
 // allStatuses are the target statuses, in the order ListPosts reads them.
-var allStatuses = []post.TargetStatus{post.Scheduled, post.Triggered, post.Publishing, post.Waiting,
+var allStatuses = []post.TargetStatus{post.NeedsApproval, post.Scheduled, post.Triggered, post.Publishing, post.Waiting,
 	post.Published, post.Failed, post.Held, post.Cancelled, post.Deleted}
 
 // listQuery is the query behind ListPosts: the post id and slot of every

@@ -73,9 +73,9 @@ func TestQueryPlans(t *testing.T) {
 		{"NextDeliveryDue", nextDueQuery, nil, []string{"deliveries_due"}},
 		{"PruneIdempotencyKeys", keysPruneQuery, []any{"2026", 10}, []string{"idempotency_keys_created"}},
 	}
-	statuses := []post.TargetStatus{post.Scheduled, post.Triggered, post.Publishing, post.Waiting,
+	statuses := []post.TargetStatus{post.NeedsApproval, post.Scheduled, post.Triggered, post.Publishing, post.Waiting,
 		post.Published, post.Failed, post.Held, post.Cancelled, post.Deleted}
-	index := map[post.TargetStatus]string{post.Scheduled: "targets_due", post.Triggered: "targets_unfinished",
+	index := map[post.TargetStatus]string{post.NeedsApproval: "targets_approval", post.Scheduled: "targets_due", post.Triggered: "targets_unfinished",
 		post.Publishing: "targets_unfinished", post.Waiting: "targets_waiting", post.Published: "targets_settled",
 		post.Failed: "targets_settled", post.Held: "targets_settled", post.Cancelled: "targets_settled", post.Deleted: "targets_settled"}
 	for _, st := range statuses {

@@ -82,6 +82,11 @@ func (s *Store) createPost(ctx context.Context, p post.Post, key *publishing.Ide
 			return fmt.Errorf("encode texts: %w", err)
 		}
 	}
+	if len(p.Thread) > 0 {
+		if c.thread, err = json.Marshal(p.Thread); err != nil {
+			return fmt.Errorf("encode thread: %w", err)
+		}
+	}
 	if key != nil {
 		rec := *key
 		rec.Post = p.ID
@@ -99,6 +104,7 @@ type create struct {
 	p        post.Post
 	media    []byte
 	texts    []byte
+	thread   []byte
 	key      *publishing.IdempotencyRecord
 	schedule func(tx *sql.Tx, ref publishing.TargetRef) error
 	err      error
@@ -185,7 +191,7 @@ func (s *Store) insertCreate(ctx context.Context, tx *sql.Tx, record recordFunc,
 		}
 	}
 	res, err := tx.StmtContext(ctx, s.ws.postInsert).ExecContext(ctx,
-		string(p.ID), p.Body, string(c.media), sqltime.Encode(p.CreatedAt), string(c.texts))
+		string(p.ID), p.Body, string(c.media), sqltime.Encode(p.CreatedAt), string(c.texts), string(c.thread), p.Author)
 	if err != nil {
 		return err
 	}
@@ -202,7 +208,7 @@ func (s *Store) insertCreate(ctx context.Context, tx *sql.Tx, record recordFunc,
 		}
 		if _, err := ins.ExecContext(ctx, string(p.ID), string(t.Account), i, sqltime.Encode(t.Slot),
 			string(t.Status), t.RemoteID, t.Reason, sqltime.Encode(t.UpdatedAt), sqltime.Encode(t.NextTry),
-			scheduled); err != nil {
+			scheduled, t.Queued); err != nil {
 			return fmt.Errorf("target %s: %w", t.Account, err)
 		}
 		if err := record(publishing.TargetEvent(p.ID, post.Target{}, t)); err != nil {
@@ -282,10 +288,11 @@ func readPost(ctx context.Context, stmt *sql.Stmt, id post.ID) (post.Post, error
 	p := post.Post{ID: id}
 	found := false
 	for rows.Next() {
-		var media, createdAt, texts string
+		var media, createdAt, texts, thread string
 		var account, slot, status, remoteID, reason, updatedAt, nextTry sql.NullString
-		if err := rows.Scan(&p.Body, &media, &createdAt, &texts,
-			&account, &slot, &status, &remoteID, &reason, &updatedAt, &nextTry); err != nil {
+		var queued sql.NullBool
+		if err := rows.Scan(&p.Body, &media, &createdAt, &texts, &thread, &p.Author,
+			&account, &slot, &status, &remoteID, &reason, &updatedAt, &nextTry, &queued); err != nil {
 			return post.Post{}, fmt.Errorf("get post %s: %w", id, err)
 		}
 		var d decoder
@@ -299,6 +306,11 @@ func readPost(ctx context.Context, stmt *sql.Stmt, id post.ID) (post.Post, error
 					return post.Post{}, fmt.Errorf("get post %s: decode texts: %w", id, err)
 				}
 			}
+			if thread != "" {
+				if err := json.Unmarshal([]byte(thread), &p.Thread); err != nil {
+					return post.Post{}, fmt.Errorf("get post %s: decode thread: %w", id, err)
+				}
+			}
 			p.CreatedAt = d.time(createdAt)
 		}
 		if account.Valid {
@@ -310,6 +322,7 @@ func readPost(ctx context.Context, stmt *sql.Stmt, id post.ID) (post.Post, error
 				Reason:    reason.String,
 				NextTry:   d.time(nextTry.String),
 				UpdatedAt: d.time(updatedAt.String),
+				Queued:    queued.Bool,
 			})
 		}
 		if d.err != nil {

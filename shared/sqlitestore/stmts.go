@@ -22,15 +22,16 @@ const ledgerColumns = `key, action, account, subject, slot, state, attempt, hand
 // order; targets_unfinished and targets_waiting are not (their statuses
 // are transient and few).
 var statusTargets = map[post.TargetStatus]string{
-	post.Scheduled:  `targets INDEXED BY targets_due WHERE status = 'scheduled'`,
-	post.Triggered:  `targets INDEXED BY targets_unfinished WHERE status IN ('triggered', 'publishing') AND status = 'triggered'`,
-	post.Publishing: `targets INDEXED BY targets_unfinished WHERE status IN ('triggered', 'publishing') AND status = 'publishing'`,
-	post.Waiting:    `targets INDEXED BY targets_waiting WHERE status = 'waiting'`,
-	post.Published:  `targets INDEXED BY targets_settled WHERE status IN ('published', 'failed', 'held', 'cancelled', 'deleted') AND status = 'published'`,
-	post.Failed:     `targets INDEXED BY targets_settled WHERE status IN ('published', 'failed', 'held', 'cancelled', 'deleted') AND status = 'failed'`,
-	post.Held:       `targets INDEXED BY targets_settled WHERE status IN ('published', 'failed', 'held', 'cancelled', 'deleted') AND status = 'held'`,
-	post.Cancelled:  `targets INDEXED BY targets_settled WHERE status IN ('published', 'failed', 'held', 'cancelled', 'deleted') AND status = 'cancelled'`,
-	post.Deleted:    `targets INDEXED BY targets_settled WHERE status IN ('published', 'failed', 'held', 'cancelled', 'deleted') AND status = 'deleted'`,
+	post.NeedsApproval: `targets INDEXED BY targets_approval WHERE status = 'needs_approval'`,
+	post.Scheduled:     `targets INDEXED BY targets_due WHERE status = 'scheduled'`,
+	post.Triggered:     `targets INDEXED BY targets_unfinished WHERE status IN ('triggered', 'publishing') AND status = 'triggered'`,
+	post.Publishing:    `targets INDEXED BY targets_unfinished WHERE status IN ('triggered', 'publishing') AND status = 'publishing'`,
+	post.Waiting:       `targets INDEXED BY targets_waiting WHERE status = 'waiting'`,
+	post.Published:     `targets INDEXED BY targets_settled WHERE status IN ('published', 'failed', 'held', 'cancelled', 'deleted') AND status = 'published'`,
+	post.Failed:        `targets INDEXED BY targets_settled WHERE status IN ('published', 'failed', 'held', 'cancelled', 'deleted') AND status = 'failed'`,
+	post.Held:          `targets INDEXED BY targets_settled WHERE status IN ('published', 'failed', 'held', 'cancelled', 'deleted') AND status = 'held'`,
+	post.Cancelled:     `targets INDEXED BY targets_settled WHERE status IN ('published', 'failed', 'held', 'cancelled', 'deleted') AND status = 'cancelled'`,
+	post.Deleted:       `targets INDEXED BY targets_settled WHERE status IN ('published', 'failed', 'held', 'cancelled', 'deleted') AND status = 'deleted'`,
 }
 
 // targetCounts says, for every target status, how CountTargets counts it:
@@ -173,11 +174,11 @@ func (s *Store) prepare(ctx context.Context) error {
 			WHERE state = ? ORDER BY updated_at, key LIMIT ?`},
 
 		// Posts.
-		{&w.postInsert, s.w, `INSERT INTO posts (id, body, media, created_at, texts) VALUES (?, ?, ?, ?, ?)
+		{&w.postInsert, s.w, `INSERT INTO posts (id, body, media, created_at, texts, thread, author) VALUES (?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO NOTHING`},
 		{&w.targetInsert, s.w, `INSERT INTO targets (post_id, account, position, slot, status, remote_id, reason, updated_at,
-			next_try, has_schedule)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+			next_try, has_schedule, queued)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&w.targetSelect, s.w, `SELECT slot, status, remote_id, reason, updated_at, next_try FROM targets
 			WHERE post_id = ? AND account = ?`},
 		{&w.targetUpdate, s.w, `UPDATE targets SET status = ?, remote_id = ?, reason = ?, updated_at = ?, next_try = ?
@@ -189,8 +190,8 @@ func (s *Store) prepare(ctx context.Context) error {
 			updated_at = ?, has_schedule = 1
 			WHERE post_id = ? AND account = ? AND status = ? AND slot = ?`},
 		{&w.ledgerSendState, s.w, `SELECT state, maybe_sent FROM ledger WHERE key = ?`},
-		{&r.postGet, s.r, `SELECT p.body, p.media, p.created_at, p.texts,
-			t.account, t.slot, t.status, t.remote_id, t.reason, t.updated_at, t.next_try
+		{&r.postGet, s.r, `SELECT p.body, p.media, p.created_at, p.texts, p.thread, p.author,
+			t.account, t.slot, t.status, t.remote_id, t.reason, t.updated_at, t.next_try, t.queued
 			FROM posts p LEFT JOIN targets t ON t.post_id = p.id
 			WHERE p.id = ? ORDER BY t.position`},
 		{&r.due, s.r, dueQuery},
@@ -200,14 +201,15 @@ func (s *Store) prepare(ctx context.Context) error {
 
 		// Accounts and credentials.
 		{&w.accountPut, s.w, `INSERT INTO accounts (id, platform, handle, base_url, remote_id, credential_ref, gate,
-			status, status_reason, max_characters, max_media, max_media_bytes)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			status, status_reason, max_characters, max_media, max_media_bytes, time_zone, slots, require_approval)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET platform = excluded.platform, handle = excluded.handle,
 			base_url = excluded.base_url, remote_id = excluded.remote_id,
 			credential_ref = excluded.credential_ref, gate = excluded.gate,
 			status = excluded.status, status_reason = excluded.status_reason,
 			max_characters = excluded.max_characters, max_media = excluded.max_media,
-			max_media_bytes = excluded.max_media_bytes`},
+			max_media_bytes = excluded.max_media_bytes, time_zone = excluded.time_zone,
+			slots = excluded.slots, require_approval = excluded.require_approval`},
 		{&w.accountDelete, s.w, `DELETE FROM accounts WHERE id = ?`},
 		{&w.accountStatus, s.w, `SELECT status FROM accounts WHERE id = ?`},
 		{&w.credentialDelete, s.w, `DELETE FROM credentials WHERE account_id = ?`},
@@ -234,10 +236,10 @@ func (s *Store) prepare(ctx context.Context) error {
 		{&w.refreshLost, s.w, `UPDATE credentials SET refresh_lost_at = ?, lease_owner = '', lease_until = ''
 			WHERE account_id = ? AND lease_owner = ?`},
 		{&r.accountGet, s.r, `SELECT id, platform, handle, base_url, remote_id, credential_ref, gate, status, status_reason,
-			max_characters, max_media, max_media_bytes
+			max_characters, max_media, max_media_bytes, time_zone, slots, require_approval
 			FROM accounts WHERE id = ?`},
 		{&r.accountList, s.r, `SELECT id, platform, handle, base_url, remote_id, credential_ref, gate, status, status_reason,
-			max_characters, max_media, max_media_bytes
+			max_characters, max_media, max_media_bytes, time_zone, slots, require_approval
 			FROM accounts ORDER BY id`},
 		{&r.credential, s.r, `SELECT access_token, refresh_token, expires_at, refresh_lost_at, client_id, client_secret
 			FROM credentials WHERE account_id = ? AND access_token != ''`},

@@ -130,7 +130,9 @@ var (
 // and the pace table. The idempotency_keys table came without a new
 // version: every Open creates a missing table (whatever the file's
 // version), and a build that does not know it leaves it alone.
-const schemaVersion = 4
+// Version 5 adds the accounts' time_zone, slots and require_approval, the
+// targets' queued and the posts' thread and author.
+const schemaVersion = 5
 
 // walCheckpointPages is the WAL size, in pages, at which a commit
 // checkpoints it into the database file (4 KiB pages: 32 MiB).
@@ -438,7 +440,9 @@ var tables = []string{
 		body       TEXT NOT NULL,
 		media      TEXT NOT NULL,
 		created_at TEXT NOT NULL,
-		texts      TEXT NOT NULL DEFAULT ''
+		texts      TEXT NOT NULL DEFAULT '',
+		thread     TEXT NOT NULL DEFAULT '',
+		author     TEXT NOT NULL DEFAULT ''
 	) WITHOUT ROWID`,
 	// has_schedule is 1 once the runtime has made the target's schedule
 	// (CreatePostScheduled, MarkScheduled).
@@ -453,6 +457,7 @@ var tables = []string{
 		updated_at   TEXT NOT NULL,
 		next_try     TEXT NOT NULL DEFAULT '',
 		has_schedule INTEGER NOT NULL DEFAULT 0,
+		queued       INTEGER NOT NULL DEFAULT 0,
 		PRIMARY KEY (post_id, account)
 	) WITHOUT ROWID`,
 
@@ -468,7 +473,10 @@ var tables = []string{
 		status_reason   TEXT NOT NULL DEFAULT '',
 		max_characters  INTEGER NOT NULL DEFAULT 0,
 		max_media       INTEGER NOT NULL DEFAULT 0,
-		max_media_bytes INTEGER NOT NULL DEFAULT 0
+		max_media_bytes INTEGER NOT NULL DEFAULT 0,
+		time_zone       TEXT NOT NULL DEFAULT '',
+		slots           TEXT NOT NULL DEFAULT '',
+		require_approval INTEGER NOT NULL DEFAULT 0
 	) WITHOUT ROWID`,
 	// Credentials live apart from accounts; a row may carry only a lease.
 	// access_token, refresh_token, client_id and client_secret hold
@@ -633,6 +641,14 @@ var migrations = map[int][]string{
 		`ALTER TABLE ledger ADD COLUMN checkpoint TEXT NOT NULL DEFAULT ''`,
 		`ALTER TABLE posts ADD COLUMN texts TEXT NOT NULL DEFAULT ''`,
 	},
+	4: {
+		`ALTER TABLE accounts ADD COLUMN time_zone TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE accounts ADD COLUMN slots TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE accounts ADD COLUMN require_approval INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE targets ADD COLUMN queued INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE posts ADD COLUMN thread TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE posts ADD COLUMN author TEXT NOT NULL DEFAULT ''`,
+	},
 }
 
 // migrateSteps[v] runs, in the same transaction, after migrations[v].
@@ -656,6 +672,9 @@ var indexes = []string{
 	`CREATE INDEX IF NOT EXISTS targets_due ON targets (slot) WHERE status = 'scheduled'`,
 	`CREATE INDEX IF NOT EXISTS targets_unfinished ON targets (updated_at) WHERE status IN ('triggered', 'publishing')`,
 	`CREATE INDEX IF NOT EXISTS targets_waiting ON targets (next_try) WHERE status = 'waiting'`,
+	// Targets waiting for approval, by slot (version 5): ListPosts and
+	// CountTargets of needs_approval, and the approvals whose slot passed.
+	`CREATE INDEX IF NOT EXISTS targets_approval ON targets (slot) WHERE status = 'needs_approval'`,
 	// The statuses no other index covers, for CountTargets, and by slot
 	// within a status for ListPosts (version 3 added slot).
 	`CREATE INDEX IF NOT EXISTS targets_settled ON targets (status, slot) WHERE status IN ('published', 'failed', 'held', 'cancelled', 'deleted')`,
