@@ -93,6 +93,32 @@ func TestAccountsConformance(t *testing.T) {
 	})
 }
 
+func TestQueueSlotsConformance(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	next := e.pool(t, PostsTable, WorkspaceTable, CredentialsTable, LedgerTable)
+	publishingtest.TestQueueSlots(t, func(t *testing.T) publishingtest.QueueStore {
+		prefix := next(t)
+		key := NewStaticKey()
+		a, b := e.store(t, prefix, nil, Options{Keys: key}), e.store(t, prefix, nil, Options{Keys: key})
+		return publishingtest.QueueStore{Slots: &queueSlotsPair{pair{a: a, b: b}}, Posts: &postsPair{pair{a: a, b: b}},
+			Accounts: &accountsPair{pair{a: a, b: b}}, Scheduler: &intakePair{pair{a: a, b: b}}}
+	})
+}
+
+// queueSlotsPair claims through two clients of the same tables.
+type queueSlotsPair struct{ pair }
+
+func (p *queueSlotsPair) ClaimQueueSlot(ctx context.Context, account post.AccountID, slot time.Time, owner, prev post.ID, at time.Time) error {
+	return p.pick().ClaimQueueSlot(ctx, account, slot, owner, prev, at)
+}
+func (p *queueSlotsPair) ReleaseQueueSlot(ctx context.Context, account post.AccountID, slot time.Time, owner post.ID) error {
+	return p.pick().ReleaseQueueSlot(ctx, account, slot, owner)
+}
+func (p *queueSlotsPair) QueueSlotClaims(ctx context.Context, account post.AccountID, from time.Time, limit int) ([]publishing.SlotClaim, error) {
+	return p.pick().QueueSlotClaims(ctx, account, from, limit)
+}
+
 func TestPacerConformance(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

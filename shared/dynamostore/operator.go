@@ -463,7 +463,7 @@ func (s *Store) rescheduleTarget(ctx context.Context, id post.ID, account post.A
 	if err := s.noSendUnder(ctx, oldKey); err != nil {
 		return post.Target{}, err
 	}
-	next := post.Target{Account: account, Slot: slot.UTC(), Status: post.Scheduled, RemoteID: cur.RemoteID, UpdatedAt: at.UTC()}
+	next := post.Target{Account: account, Slot: slot.UTC(), Status: post.Scheduled, RemoteID: cur.RemoteID, UpdatedAt: at.UTC(), Queued: cur.Queued}
 	if err := s.replaceTarget(ctx, id, cur, next); err != nil {
 		return post.Target{}, err
 	}

@@ -4,11 +4,17 @@ import (
 	"context"
 	"database/sql"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"oncepost/shared/sqlitetx"
 )
+
+// utc is a minute in UTC.
+func utc(y int, mo time.Month, d, h, mi int) time.Time {
+	return time.Date(y, mo, d, h, mi, 0, 0, time.UTC)
+}
 
 // queryPlan returns the detail lines of EXPLAIN QUERY PLAN for query.
 func queryPlan(t *testing.T, db *sql.DB, query string, args ...any) []string {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"oncepost/shared/schedexpr"
 	"oncepost/shared/sqlitetx"
 	"oncepost/shared/sqltime"
 )
@@ -319,8 +320,8 @@ func (r *Runner) put(ctx context.Context, tx *sql.Tx, e Entry, now time.Time) er
 // firstFiring is a new or changed schedule's next firing: the first at or
 // after now, and after the last firing; for at(), its time even if past.
 func firstFiring(s Schedule, now, lastFired time.Time) time.Time {
-	if at, ok := s.(atSchedule); ok {
-		return at.at
+	if at, ok := schedexpr.OneTime(s); ok {
+		return at
 	}
 	from := now.Add(-time.Nanosecond)
 	if lastFired.After(from) {
@@ -556,7 +557,7 @@ func latestFiring(s Schedule, first, now time.Time) time.Time {
 // one moves to its first firing after now. Both only if the schedule was
 // not replaced while Fire ran.
 func (r *Runner) record(ctx context.Context, d row, s Schedule, at, now time.Time) error {
-	if _, ok := s.(atSchedule); ok {
+	if _, ok := schedexpr.OneTime(s); ok {
 		_, err := r.db.ExecContext(ctx, `DELETE FROM localcron_schedules WHERE name = ? AND version = ?`, d.Name, d.version)
 		return err
 	}

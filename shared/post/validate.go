@@ -38,7 +38,19 @@ type Draft struct {
 	Texts   map[string]string `json:"texts,omitempty"`
 	Media   []DraftMedia      `json:"media,omitempty"`
 	Targets []DraftTarget     `json:"targets"`
+	// Queue: a target without a time (at) takes its account's next free
+	// posting slot (Account.Slots).
+	Queue bool `json:"queue,omitempty"`
+	// TimesIn says how a target's time without an offset is read:
+	// TimesInAccount reads it in the target account's time zone; "" (the
+	// default) refuses it, so that no time is ever read in a zone the
+	// operator did not name.
+	TimesIn string `json:"times_in,omitempty"`
 }
+
+// TimesInAccount is Draft.TimesIn for "read a time without an offset in
+// the target account's time zone".
+const TimesInAccount = "account"
 
 // DraftMedia is an attachment as an operator names it: a file Path the
 // CLI imports (hashes, copies into the workspace, sniffs the content
@@ -52,8 +64,11 @@ type DraftMedia struct {
 // DraftTarget is one account and the time to publish there.
 type DraftTarget struct {
 	Account string `json:"account"`
-	// At is an RFC 3339 time with an offset, e.g. "2026-12-01T09:00:00+01:00".
-	At string `json:"at"`
+	// At is an RFC 3339 time with an offset, e.g. "2026-12-01T09:00:00+01:00";
+	// without an offset ("2026-12-01T09:00") only with Draft.TimesIn
+	// "account"; empty with Draft.Queue, for the account's next free
+	// posting slot.
+	At string `json:"at,omitempty"`
 }
 
 // Limits are a platform's (or one instance's) content limits.
@@ -165,6 +180,9 @@ func (d Draft) Validate(r Rules) (Post, error) {
 	if len(d.Targets) == 0 {
 		bad("targets", "is empty", "add at least one {account, at}")
 	}
+	if d.TimesIn != "" && d.TimesIn != TimesInAccount {
+		bad("times_in", fmt.Sprintf("%q is not a way to read times", d.TimesIn), `use "account" (times without an offset are read in each account's time zone), or leave it out`)
+	}
 	usedTexts := map[string]bool{}
 	textNames := slices.Sorted(maps.Keys(d.Texts))
 	for _, name := range textNames {
@@ -200,10 +218,23 @@ func (d Draft) Validate(r Rules) (Post, error) {
 			bad(f+".account", fmt.Sprintf("account %q is targeted twice", t.Account), "schedule a second post instead")
 		}
 		seen[AccountID(t.Account)] = true
-		slot, err := ParseSlot(t.At)
-		if err != nil {
-			bad(f+".at", err.Error(), "write an RFC 3339 time with an offset, e.g. 2026-12-01T09:00:00+01:00")
-		} else if slot.Before(r.Now) {
+		var slot time.Time
+		queued := d.Queue && t.At == ""
+		if queued {
+			if ok && len(acc.Slots) == 0 {
+				bad(f+".at", fmt.Sprintf("is empty and account %q has no posting slots to queue the post in", t.Account),
+					fmt.Sprintf("give a time, or give the account posting slots (oncepost account set %s --slot 'cron(0 9 ? * MON-FRI *)')", t.Account))
+			}
+		} else if s, err := ParseSlot(t.At); err != nil {
+			fix := "write an RFC 3339 time with an offset, e.g. 2026-12-01T09:00:00+01:00"
+			switch {
+			case t.At == "":
+				fix = "give a time, or add the post to the account's queue (queue: true)"
+			case strings.Contains(err.Error(), "no timezone offset"):
+				fix += `, or read times in each account's time zone (times_in: "account")`
+			}
+			bad(f+".at", err.Error(), fix)
+		} else if slot = s; slot.Before(r.Now) {
 			bad(f+".at", fmt.Sprintf("%s is in the past (now %s)", t.At, r.Now.UTC().Format(time.RFC3339)), "pick a time from now on")
 		}
 		if ok {
@@ -242,7 +273,7 @@ func (d Draft) Validate(r Rules) (Post, error) {
 				}
 			}
 		}
-		p.Targets = append(p.Targets, Target{Account: AccountID(t.Account), Slot: slot, Status: Scheduled, UpdatedAt: r.Now.UTC()})
+		p.Targets = append(p.Targets, Target{Account: AccountID(t.Account), Slot: slot, Status: Scheduled, Queued: queued, UpdatedAt: r.Now.UTC()})
 	}
 	for _, name := range textNames {
 		if !usedTexts[name] {

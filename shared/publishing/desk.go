@@ -14,6 +14,7 @@ import (
 	"oncepost/shared/ledger"
 	"oncepost/shared/platform"
 	"oncepost/shared/post"
+	"oncepost/shared/schedexpr"
 )
 
 // The desk: the operator's use cases (schedule, list, show, cancel,
@@ -59,6 +60,9 @@ type Desk struct {
 	Accounts  Accounts
 	Blocklist Blocklist
 	Scheduler PostScheduler
+	// Queue keeps the posting slots queued posts take; nil: no post can
+	// be added to a queue.
+	Queue QueueSlots
 	// Keys reads idempotency records; only Schedule with a KeyedRequest
 	// needs it.
 	Keys IdempotencyKeys
@@ -185,6 +189,49 @@ func (d *Desk) Validate(ctx context.Context, dr post.Draft, sizes map[string]int
 	return p, nil
 }
 
+// validatePlaced is Validate, then the queued targets' posting slots
+// (placeQueued); release frees those slots if the post is not stored.
+func (d *Desk) validatePlaced(ctx context.Context, dr post.Draft, sizes map[string]int) (post.Post, func(), error) {
+	p, accounts, err := d.validate(ctx, dr)
+	if err != nil {
+		return post.Post{}, nil, err
+	}
+	if err := d.checkMedia(ctx, p, accounts, sizes, map[string]int64{}); err != nil {
+		return post.Post{}, nil, err
+	}
+	release, err := d.placeQueued(ctx, &p, accounts)
+	if err != nil {
+		return post.Post{}, nil, fmt.Errorf("schedule post %s: %w", p.ID, err)
+	}
+	return p, release, nil
+}
+
+// withAccountTimes is the draft with, when it says so (TimesIn
+// "account"), each target's time without an offset rewritten with the
+// offset its account's zone has then (schedexpr.InZone: the first of two
+// in a fall-back overlap, the one before the jump in a gap). Anything
+// else is left for Validate to judge.
+func withAccountTimes(dr post.Draft, accounts map[post.AccountID]post.Account) post.Draft {
+	if dr.TimesIn != post.TimesInAccount {
+		return dr
+	}
+	targets := slices.Clone(dr.Targets)
+	for i, t := range targets {
+		a, ok := accounts[post.AccountID(t.Account)]
+		if !ok || t.At == "" {
+			continue
+		}
+		for _, layout := range []string{"2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02 15:04:05", "2006-01-02 15:04"} {
+			if wall, err := time.Parse(layout, t.At); err == nil {
+				targets[i].At = schedexpr.InZone(wall, a.Location()).In(a.Location()).Format(time.RFC3339)
+				break
+			}
+		}
+	}
+	dr.Targets = targets
+	return dr
+}
+
 // validate checks the draft's content (everything but the attachments'
 // sizes) and returns the post and the accounts it was checked against.
 func (d *Desk) validate(ctx context.Context, dr post.Draft) (post.Post, map[post.AccountID]post.Account, error) {
@@ -195,6 +242,7 @@ func (d *Desk) validate(ctx context.Context, dr post.Draft) (post.Post, map[post
 	if err != nil {
 		return post.Post{}, nil, err
 	}
+	dr = withAccountTimes(dr, rules.Accounts)
 	p, err := dr.Validate(rules)
 	if err != nil {
 		return post.Post{}, nil, err
@@ -414,11 +462,12 @@ type ScheduleResult struct {
 // write (*KeyExistsError), this one is answered as a retry of it.
 func (d *Desk) Schedule(ctx context.Context, dr post.Draft, sizes map[string]int, req *KeyedRequest) (ScheduleResult, error) {
 	if req == nil {
-		p, err := d.Validate(ctx, dr, sizes)
+		p, release, err := d.validatePlaced(ctx, dr, sizes)
 		if err != nil {
 			return ScheduleResult{}, err
 		}
 		if err := d.create(ctx, p, nil); err != nil {
+			release()
 			return ScheduleResult{}, err
 		}
 		return ScheduleResult{Post: p}, nil
@@ -462,21 +511,24 @@ func (d *Desk) Schedule(ctx context.Context, dr post.Draft, sizes map[string]int
 // record. exists is not nil when another request's record is there
 // (nothing was written).
 func (d *Desk) createKeyed(ctx context.Context, dr post.Draft, sizes map[string]int, req *KeyedRequest) (ScheduleResult, *KeyExistsError, error) {
-	p, err := d.Validate(ctx, dr, sizes)
+	p, release, err := d.validatePlaced(ctx, dr, sizes)
 	if err != nil {
 		return ScheduleResult{}, nil, err
 	}
 	status, body, err := req.Encode(p)
 	if err != nil {
+		release()
 		return ScheduleResult{}, nil, fmt.Errorf("schedule post %s: encode the answer: %w", p.ID, err)
 	}
 	rec := IdempotencyRecord{Scope: req.Scope, Key: req.Key, Fingerprint: req.Fingerprint, Post: p.ID, Status: status, Response: body, CreatedAt: d.now()}
 	err = d.create(ctx, p, &rec)
 	var exists *KeyExistsError
 	if errors.As(err, &exists) {
+		release()
 		return ScheduleResult{}, exists, nil
 	}
 	if err != nil {
+		release()
 		return ScheduleResult{}, nil, err
 	}
 	return ScheduleResult{Post: p, Status: status, Body: body}, nil, nil
@@ -724,6 +776,7 @@ func (d *Desk) cancelTarget(ctx context.Context, p post.Post, t post.Target) (Ta
 		return TargetOutcome{}, err
 	}
 	d.Scheduler.Cancelled(ctx, TargetRef{Post: p.ID, Account: t.Account, Slot: t.Slot})
+	d.releaseQueued(ctx, p.ID, t)
 	// A publisher re-reads the post before it sends, but one already past
 	// that point may be sending now: the ledger says so.
 	if e, err := d.Ledger.Get(ctx, key); err == nil && (e.State == ledger.Pending || e.State == ledger.Unknown || e.State == ledger.Confirmed) {
@@ -767,6 +820,8 @@ func (d *Desk) Reschedule(ctx context.Context, id post.ID, account post.AccountI
 		case err != nil:
 			return out, fmt.Errorf("reschedule post %s on %s: %w", id, t.Account, err)
 		default:
+			// A time given by hand takes the post out of its queue's slot.
+			d.releaseQueued(ctx, p.ID, t)
 			out = append(out, TargetOutcome{Account: t.Account, Done: true, Message: "rescheduled for " + at.Format(time.RFC3339)})
 		}
 	}

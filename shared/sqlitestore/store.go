@@ -116,6 +116,7 @@ var (
 	_ publishing.Deliveries      = (*Store)(nil)
 	_ publishing.IdempotencyKeys = (*Store)(nil)
 	_ publishing.PostLister      = (*Store)(nil)
+	_ publishing.QueueSlots      = (*Store)(nil)
 )
 
 // schemaVersion is the version of the schema this build creates and reads.
@@ -543,6 +544,14 @@ var tables = []string{
 		response    BLOB NOT NULL,
 		created_at  TEXT NOT NULL,
 		PRIMARY KEY (scope, key)
+	) WITHOUT ROWID`,
+	// The posting slots queued posts took (queueslots.go).
+	`CREATE TABLE IF NOT EXISTS queue_slots (
+		account    TEXT NOT NULL,
+		slot       TEXT NOT NULL,
+		post_id    TEXT NOT NULL,
+		claimed_at TEXT NOT NULL,
+		PRIMARY KEY (account, slot)
 	) WITHOUT ROWID`,
 	`CREATE TABLE IF NOT EXISTS dead_letters (
 		seq           INTEGER PRIMARY KEY,

@@ -1,4 +1,4 @@
-package localcron
+package schedexpr
 
 import (
 	"fmt"

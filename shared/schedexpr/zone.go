@@ -1,4 +1,4 @@
-package localcron
+package schedexpr
 
 import "time"
 
@@ -121,3 +121,11 @@ func daysIn(y, mo int) int {
 	}
 	return 31
 }
+
+// InZone is the instant at which the clocks of loc show the wall time of
+// wall (its location is ignored), read as an at() schedule reads it: in
+// a fall-back overlap its first occurrence, in a spring-forward gap with
+// the offset in force before the jump (so 02:30 on a New York
+// spring-forward night is 03:30 EDT). The surfaces read an operator's
+// time without an offset this way, in the zone the operator named.
+func InZone(wall time.Time, loc *time.Location) time.Time { return atInstant(wall, loc).UTC() }
