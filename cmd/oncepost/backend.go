@@ -94,13 +94,15 @@ type lookCounter interface {
 // operator and deleter are nil then.
 type backend struct {
 	// kind is backendEmbedded or backendAWS.
-	kind      string
-	ledger    publishing.Ledger
-	posts     publishing.Posts
-	accounts  publishing.Accounts
-	admin     workspaceAdmin
-	views     operatorViews
-	lister    publishing.PostLister
+	kind     string
+	ledger   publishing.Ledger
+	posts    publishing.Posts
+	accounts publishing.Accounts
+	admin    workspaceAdmin
+	views    operatorViews
+	lister   publishing.PostLister
+	// queue keeps the posting slots queued posts take.
+	queue     publishing.QueueSlots
 	schedules publishing.PostScheduler
 	// keys reads idempotency records.
 	keys        publishing.IdempotencyKeys
@@ -138,7 +140,7 @@ type mediaImporter interface {
 func (b *backend) desk() *publishing.Desk {
 	d := &publishing.Desk{
 		Posts: b.posts, Ledger: b.ledger, Accounts: b.accounts, Blocklist: b.admin, Scheduler: b.schedules, Keys: b.keys, Lister: b.lister,
-		Operator: b.operator, Deleter: b.deleter, Limits: limitsOf, Measure: measureText, Capabilities: capabilitiesOf,
+		Queue: b.queue, Operator: b.operator, Deleter: b.deleter, Limits: limitsOf, Measure: measureText, Capabilities: capabilitiesOf,
 		// Generated ids read in the operator's own time.
 		NewID: func(t time.Time) string { return publishing.NewPostID(t.Local()) },
 	}

@@ -275,6 +275,7 @@ func openAWS(ctx context.Context, src string, outs stackOutputs, static []byte) 
 		kind: backendAWS, ledger: rt.Store, posts: rt.Store, accounts: rt.Store, admin: rt.Store,
 		views:       dynamoViews{rt.Store},
 		lister:      rt.Store,
+		queue:       rt.Store,
 		keys:        rt.Store,
 		schedules:   schedules,
 		deadLetters: queue,

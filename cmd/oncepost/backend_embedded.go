@@ -19,7 +19,7 @@ import (
 func embeddedBackend(rt *runtime) *backend {
 	return &backend{
 		kind: backendEmbedded, ledger: rt.store, posts: rt.store, accounts: rt.store, admin: rt.store,
-		views: sqliteViews{rt.store}, lister: rt.store, schedules: embeddedSchedules{rt}, keys: rt.store, deadLetters: rt.queue, depth: sqliteDepth{rt.queue},
+		views: sqliteViews{rt.store}, lister: rt.store, queue: rt.store, schedules: embeddedSchedules{rt}, keys: rt.store, deadLetters: rt.queue, depth: sqliteDepth{rt.queue},
 		looks: localLooks{rt.flows}, operator: rt.operator, deleter: rt.deleter, media: mediaDir(rt.cfg.MediaDir), webhooks: rt.store, close: rt.Close,
 	}
 }
@@ -42,7 +42,7 @@ func (w *where) openStatus(ctx context.Context) (*backend, error) {
 		return nil, err
 	}
 	q := s.Queue("publish", 0)
-	return &backend{kind: backendEmbedded, ledger: s, posts: s, accounts: s, admin: s, views: sqliteViews{s}, lister: s, keys: s,
+	return &backend{kind: backendEmbedded, ledger: s, posts: s, accounts: s, admin: s, views: sqliteViews{s}, lister: s, queue: s, keys: s,
 		deadLetters: q, depth: sqliteDepth{q}, webhooks: s, close: s.Close}, nil
 }
 

@@ -54,7 +54,7 @@ func (rt *Runtime) Desk(callTimeout time.Duration) (*publishing.Desk, error) {
 	}
 	return &publishing.Desk{
 		Posts: rt.Store, Ledger: rt.Store, Accounts: rt.Store, Blocklist: rt.Blocklist, Scheduler: scheduler,
-		Keys: rt.Store, Lister: rt.Store, Operator: op, Deleter: rt.Deleter(callTimeout),
+		Keys: rt.Store, Lister: rt.Store, Queue: rt.Store, Operator: op, Deleter: rt.Deleter(callTimeout),
 		Limits: platformLimits, Measure: measureText, Capabilities: platformCapabilities,
 		PublicURLs: true, MediaSize: media.MediaSize, Now: rt.Now, Logger: rt.Logger,
 	}, nil

@@ -8,10 +8,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"oncepost/shared/credseal"
 	"oncepost/shared/platform"
 	"oncepost/shared/post"
+	"oncepost/shared/publishing"
 )
 
 // Workspace and credentials table attributes the code names.
@@ -392,4 +394,41 @@ func (s *Store) credentialUpdate(ctx context.Context, id post.AccountID, x *expr
 		ConditionExpression: &cond, ExpressionAttributeNames: x.names, ExpressionAttributeValues: x.values,
 	})
 	return err
+}
+
+// SetAccountSettings writes an account's zone, posting slots and
+// approval flag alone (one UpdateItem on attribute_exists): its status,
+// limits and credential stay.
+func (s *Store) SetAccountSettings(ctx context.Context, id post.AccountID, st publishing.AccountSettings) error {
+	var x expr
+	var u update
+	u.setOrRemove(&x, "time_zone", st.TimeZone)
+	if len(st.Slots) > 0 {
+		slots, err := attributevalue.Marshal(st.Slots)
+		if err != nil {
+			return fmt.Errorf("set account %s: %w", id, err)
+		}
+		u.set(&x, "slots", slots)
+	} else {
+		u.remove(&x, "slots")
+	}
+	if st.RequireApproval {
+		u.set(&x, "require_approval", &types.AttributeValueMemberBOOL{Value: true})
+	} else {
+		u.remove(&x, "require_approval")
+	}
+	u.set(&x, attrUpdatedAt, str(encTime(s.now())))
+	expression := u.String()
+	cond := fmt.Sprintf("attribute_exists(%s)", x.name(attrPK))
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.tables.workspace, Key: accountKey(id), UpdateExpression: &expression, ConditionExpression: &cond,
+		ExpressionAttributeNames: x.names, ExpressionAttributeValues: x.values,
+	})
+	if _, failed := conditionFailed(err); failed {
+		return fmt.Errorf("set account %s: %w", id, post.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("set account %s: %w", id, err)
+	}
+	return nil
 }

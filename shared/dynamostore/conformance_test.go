@@ -195,6 +195,9 @@ func (p *postsPair) CountTargets(ctx context.Context, statuses ...post.TargetSta
 
 type accountsPair struct{ pair }
 
+func (p *accountsPair) SetAccountSettings(ctx context.Context, id post.AccountID, st publishing.AccountSettings) error {
+	return p.pick().SetAccountSettings(ctx, id, st)
+}
 func (p *accountsPair) PutAccount(ctx context.Context, a post.Account) error {
 	return p.pick().PutAccount(ctx, a)
 }

@@ -518,3 +518,81 @@ func (d *Desk) releaseQueued(ctx context.Context, id post.ID, t post.Target) {
 		d.log().WarnContext(ctx, "queue slot not released", "account", string(t.Account), "slot", t.Slot.Format(time.RFC3339), "err", err)
 	}
 }
+
+// AccountSettings are how an account is scheduled: its time zone, its
+// posting slots and whether its posts need approval.
+type AccountSettings struct {
+	TimeZone        string   `json:"time_zone"`
+	Slots           []string `json:"slots"`
+	RequireApproval bool     `json:"require_approval"`
+}
+
+// SettingsOf are an account's settings.
+func SettingsOf(a post.Account) AccountSettings {
+	return AccountSettings{TimeZone: a.TimeZone, Slots: slices.Clone(a.Slots), RequireApproval: a.RequireApproval}
+}
+
+// AccountSettingsWriter is an Accounts that writes an account's settings
+// alone, in one conditional write that leaves its status (a concurrent
+// reconnect_needed) and its credential as they are.
+type AccountSettingsWriter interface {
+	// SetAccountSettings replaces the account's settings; an error
+	// wrapping post.ErrNotFound if there is no such account.
+	SetAccountSettings(ctx context.Context, id post.AccountID, s AccountSettings) error
+}
+
+// AccountChange is a change to an account's settings: nil fields stay.
+type AccountChange struct {
+	TimeZone        *string
+	Slots           *[]string
+	RequireApproval *bool
+}
+
+// ChangeAccount changes an account's settings (ValidateSlots refuses a
+// bad zone or rule, naming the field) and, when its zone or slots changed,
+// moves its queued posts onto the new slots in their order (ArrangeQueue).
+// It returns the account as stored and the moves.
+func (d *Desk) ChangeAccount(ctx context.Context, id post.AccountID, c AccountChange) (post.Account, []QueueMove, error) {
+	a, err := d.Accounts.GetAccount(ctx, id)
+	if errors.Is(err, post.ErrNotFound) {
+		return post.Account{}, nil, fmt.Errorf("change account: %w", &post.FieldError{Field: "account", Problem: fmt.Sprintf("unknown account %q", id), Fix: "name one of the workspace's accounts"})
+	}
+	if err != nil {
+		return post.Account{}, nil, fmt.Errorf("change account %s: %w", id, err)
+	}
+	s := SettingsOf(a)
+	if c.TimeZone != nil {
+		s.TimeZone = *c.TimeZone
+	}
+	if c.Slots != nil {
+		s.Slots = nil
+		for _, r := range *c.Slots {
+			s.Slots = append(s.Slots, strings.TrimSpace(r))
+		}
+	}
+	if c.RequireApproval != nil {
+		s.RequireApproval = *c.RequireApproval
+	}
+	if err := ValidateSlots(s.TimeZone, s.Slots); err != nil {
+		return post.Account{}, nil, fmt.Errorf("change account %s: %w", id, err)
+	}
+	moved := s.TimeZone != a.TimeZone || !slices.Equal(s.Slots, a.Slots)
+	if w, ok := d.Accounts.(AccountSettingsWriter); ok {
+		err = w.SetAccountSettings(ctx, id, s)
+	} else {
+		a.TimeZone, a.Slots, a.RequireApproval = s.TimeZone, s.Slots, s.RequireApproval
+		err = d.Accounts.PutAccount(ctx, a)
+	}
+	if err != nil {
+		return post.Account{}, nil, fmt.Errorf("change account %s: %w", id, err)
+	}
+	a.TimeZone, a.Slots, a.RequireApproval = s.TimeZone, s.Slots, s.RequireApproval
+	if !moved || d.Queue == nil {
+		return a, nil, nil
+	}
+	moves, err := d.ArrangeQueue(ctx, id)
+	if err != nil {
+		return a, moves, fmt.Errorf("change account %s: the settings are stored; its queue: %w", id, err)
+	}
+	return a, moves, nil
+}

@@ -30,6 +30,7 @@ func accountsChecks() []check[publishing.Accounts] {
 	return []check[publishing.Accounts]{
 		{"Account/put_get_list", accountsPutGetList},
 		{"Account/missing", accountsMissing},
+		{"Account/settings_written_alone", accountsSettings},
 		{"Credential/round_trip", credentialRoundTrip},
 		{"Credential/missing", credentialMissing},
 		{"Credential/empty_access_token_refused", credentialEmptyAccess},
@@ -401,5 +402,44 @@ func credentialLostPut(t testing.TB, s publishing.Accounts) {
 	b, err := s.Credential(t.Context(), "acct-b")
 	if err != nil || !b.RefreshLostAt.Equal(base.Add(20*time.Second+1)) {
 		t.Errorf("other account after PutCredential: RefreshLostAt %s (%v), want %s", b.RefreshLostAt, err, base.Add(20*time.Second+1))
+	}
+}
+
+// accountsSettings: an adapter that writes settings alone
+// (publishing.AccountSettingsWriter) changes the zone, slots and approval
+// flag and leaves the rest, a concurrent reconnect_needed included; an
+// adapter without it passes.
+func accountsSettings(t testing.TB, s publishing.Accounts) {
+	w, ok := s.(publishing.AccountSettingsWriter)
+	if !ok {
+		return
+	}
+	a := sampleAccount("acct-a")
+	a.Status, a.StatusReason = post.AccountReconnectNeeded, "refresh refused"
+	mustPutAccount(t, s, a)
+	want := publishing.AccountSettings{TimeZone: "America/New_York", Slots: []string{"cron(0 9 ? * MON-FRI *)", "rate(4 hours)"}, RequireApproval: true}
+	if err := w.SetAccountSettings(t.Context(), a.ID, want); err != nil {
+		t.Fatalf("SetAccountSettings = %v", err)
+	}
+	a.TimeZone, a.Slots, a.RequireApproval = want.TimeZone, want.Slots, want.RequireApproval
+	got, err := s.GetAccount(t.Context(), a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(a, got); diff != "" {
+		t.Errorf("account after SetAccountSettings (-want +got):\n%s", diff)
+	}
+	if err := w.SetAccountSettings(t.Context(), a.ID, publishing.AccountSettings{}); err != nil {
+		t.Fatalf("SetAccountSettings(none) = %v", err)
+	}
+	a.TimeZone, a.Slots, a.RequireApproval = "", nil, false
+	if got, err := s.GetAccount(t.Context(), a.ID); err != nil || !cmp.Equal(a, got) {
+		t.Errorf("account after clearing the settings = %+v, %v; want %+v", got, err, a)
+	}
+	if err := w.SetAccountSettings(t.Context(), "nobody", want); !errors.Is(err, post.ErrNotFound) {
+		t.Errorf("SetAccountSettings(unknown) = %v, want post.ErrNotFound", err)
+	}
+	if _, err := s.GetAccount(t.Context(), "nobody"); !errors.Is(err, post.ErrNotFound) {
+		t.Errorf("SetAccountSettings(unknown) made an account: %v", err)
 	}
 }

@@ -276,3 +276,25 @@ func (s *Store) MarkRefreshLost(ctx context.Context, id post.AccountID, owner st
 	s.accountWrites.Add(1)
 	return nil
 }
+
+// SetAccountSettings writes an account's zone, posting slots and
+// approval flag alone (one UPDATE): its status and credential stay.
+func (s *Store) SetAccountSettings(ctx context.Context, id post.AccountID, st publishing.AccountSettings) error {
+	var slots []byte
+	if len(st.Slots) > 0 {
+		var err error
+		if slots, err = json.Marshal(st.Slots); err != nil {
+			return fmt.Errorf("set account %s: encode slots: %w", id, err)
+		}
+	}
+	n, err := s.execN(ctx, `UPDATE accounts SET time_zone = ?, slots = ?, require_approval = ? WHERE id = ?`,
+		st.TimeZone, string(slots), st.RequireApproval, string(id))
+	if err != nil {
+		return fmt.Errorf("set account %s: %w", id, err)
+	}
+	if n != 1 {
+		return fmt.Errorf("set account %s: %w", id, post.ErrNotFound)
+	}
+	s.accountWrites.Add(1)
+	return nil
+}
