@@ -38,6 +38,11 @@ func accountCommands() []*command {
 				"  oncepost account add --id tg --platform telegram --token-file bot.token --chat @newschannel\n" +
 				"  oncepost account add --id hook --platform discord-webhook --webhook-file webhook.url\n" +
 				"  oncepost account add --id li --platform linkedin --client-id 86abcdef --client-secret-file linkedin.secret"},
+		{name: "account set", summary: "set an account's time zone and posting slots", args: "ID [--tz ZONE] [--slot RULE]... [--no-slots]", run: cmdAccountSet,
+			help: "Changes how an account is scheduled: --tz sets its IANA time zone (its slots are read in it, and times are shown in it; --tz '' for UTC), " +
+				"--slot RULE (repeatable) replaces its posting slots with cron(...) or rate(...) rules of the scheduler's dialect read in that zone, --no-slots removes them. " +
+				"Posts already in its queue move, in their order, to the first free slots of the new rules (the moves are printed). Its status and credential are left as they are.",
+			example: "oncepost account set news --tz Europe/Berlin --slot 'cron(0 9 ? * MON-FRI *)' --slot 'cron(30 12 ? * MON-FRI *)' --slot 'cron(0 17 ? * MON-FRI *)'"},
 		{name: "account list", summary: "list accounts (never their credentials)", args: "[--json]", run: cmdAccountList,
 			help: "Lists the workspace's accounts: platform, handle, instance, gate policy, status and the instance's limits.", example: "oncepost account list --json"},
 		{name: "account show", summary: "one account, its limits and whether a credential is stored", args: "ID [--json]", run: cmdAccountShow,
@@ -59,6 +64,8 @@ func cmdAccountAdd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	f.define(fs)
 	gate := fs.String("gate", "", "after an ambiguous send that cannot be found: auto (send again) or manual (hold for an operator); default auto")
 	replace := fs.Bool("replace", false, "reconnect an existing account with a new credential")
+	var sched scheduleFlags
+	sched.define(fs)
 	timeout := fs.Duration("timeout", 30*time.Second, "deadline of each call to the platform")
 	asJSON := fs.Bool("json", false, "print the stored account as JSON")
 	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
@@ -80,6 +87,9 @@ func cmdAccountAdd(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return usageError("platform", "%q is not a platform oncepost knows; use one of %s", f.platform, strings.Join(catalog.Names(), ", "))
 	}
 	if err := f.check(fs); err != nil {
+		return err
+	}
+	if err := sched.check(); err != nil {
 		return err
 	}
 	// Whatever a flow read or was given that is secret is redacted from
@@ -140,7 +150,8 @@ func cmdAccountAdd(ctx context.Context, args []string, stdout, stderr io.Writer)
 		acc.Limits = kind.AccountLimits()
 	}
 	if *replace {
-		acc.Gate = existing.Gate
+		// A reconnect keeps how the account is scheduled.
+		acc.Gate, acc.TimeZone, acc.Slots, acc.RequireApproval = existing.Gate, existing.TimeZone, existing.Slots, existing.RequireApproval
 		if existing.RemoteID != "" && acc.RemoteID != "" && !conn.same(existing.RemoteID) {
 			return badInput("the credential belongs to %s (id %s), not to %s (id %s); use that account's credential, or add it under another id",
 				acc.Handle, acc.RemoteID, existing.Handle, existing.RemoteID)
@@ -149,6 +160,7 @@ func cmdAccountAdd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if *gate != "" {
 		acc.Gate = post.GatePolicy(*gate)
 	}
+	sched.apply(&acc)
 	if b == nil {
 		if b, err = where.create(ctx); err != nil {
 			return err
@@ -448,14 +460,14 @@ func cmdAccountList(ctx context.Context, args []string, stdout, stderr io.Writer
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tPLATFORM\tHANDLE\tINSTANCE\tGATE\tSTATUS\tUNFINISHED\tLIMITS")
+	fmt.Fprintln(tw, "ID\tPLATFORM\tHANDLE\tINSTANCE\tGATE\tSTATUS\tUNFINISHED\tZONE\tSLOTS\tLIMITS")
 	for _, v := range views {
 		status := string(v.Status)
 		if status == "" {
 			status = "ok"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", v.ID, v.Platform, v.Handle, v.BaseURL, v.Gate, status, v.Unfinished,
-			describeLimits(v.Limits.Or(defaultLimits(v.Platform))))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s\n", v.ID, v.Platform, v.Handle, v.BaseURL, v.Gate, status, v.Unfinished,
+			zoneName(v.TimeZone), len(v.Slots), describeLimits(v.Limits.Or(defaultLimits(v.Platform))))
 	}
 	return tw.Flush()
 }
@@ -487,8 +499,12 @@ func cmdAccountShow(ctx context.Context, args []string, stdout, stderr io.Writer
 	if v.StatusReason != "" {
 		status += " (" + v.StatusReason + "; reconnect with: " + reconnectCommand(v.Account) + ")"
 	}
-	fmt.Fprintf(stdout, "account %s\n  platform:   %s\n  handle:     %s\n  instance:   %s\n  remote id:  %s\n  gate:       %s\n  status:     %s\n  limits:     %s\n  credential: %s\n  unfinished: %d targets\n",
-		v.ID, v.Platform, v.Handle, v.BaseURL, v.RemoteID, v.Gate, status, describeLimits(v.Limits.Or(defaultLimits(v.Platform))), v.Credential, v.Unfinished)
+	fmt.Fprintf(stdout, "account %s\n  platform:   %s\n  handle:     %s\n  instance:   %s\n  remote id:  %s\n  gate:       %s\n  status:     %s\n  limits:     %s\n  credential: %s\n  unfinished: %d targets\n  time zone:  %s\n  slots:      %s\n",
+		v.ID, v.Platform, v.Handle, v.BaseURL, v.RemoteID, v.Gate, status, describeLimits(v.Limits.Or(defaultLimits(v.Platform))), v.Credential, v.Unfinished,
+		zoneName(v.TimeZone), describeSlots(v.Slots))
+	if v.RequireApproval {
+		fmt.Fprintln(stdout, "  approval:   required before a post is scheduled")
+	}
 	return nil
 }
 

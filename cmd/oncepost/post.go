@@ -55,6 +55,8 @@ func cmdPostAdd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	body := fs.String("body", "", "the post's text")
 	bodyFile := fs.String("body-file", "", "read the text from a file (- for stdin)")
 	at := fs.String("at", "", "when to publish, RFC 3339 with an offset, for every --account")
+	queue := fs.Bool("queue", false, "add the post to each account's queue: it takes the account's next free posting slot (instead of --at)")
+	timesIn := fs.String("times-in", "", "account: read an --at (or a draft's at) without an offset in each account's time zone")
 	var accounts, media, alts, texts stringList
 	fs.Var(&accounts, "account", "account to publish to (repeatable)")
 	fs.Var(&texts, "text", "PLATFORM=TEXT: the text on one platform instead of the body, e.g. --text 'x=Short version' (repeatable)")
@@ -65,7 +67,7 @@ func cmdPostAdd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	flagged := *id != "" || *body != "" || *bodyFile != "" || *at != "" || len(accounts)+len(media)+len(alts)+len(texts) > 0
+	flagged := *id != "" || *body != "" || *bodyFile != "" || *at != "" || *queue || len(accounts)+len(media)+len(alts)+len(texts) > 0
 	var d post.Draft
 	var baseDir string
 	switch {
@@ -85,7 +87,10 @@ func cmdPostAdd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case !flagged:
 		return badInput("no post given: pass a draft file, or --account, --at and --body (see oncepost post add --help)")
 	default:
-		if d, err = draftFromFlags(*id, *body, *bodyFile, *at, accounts, media, alts); err != nil {
+		if *queue && *at != "" {
+			return badInput("--queue and --at: give a time, or take the queue's next slot, not both")
+		}
+		if d, err = draftFromFlags(*id, *body, *bodyFile, *at, *queue, accounts, media, alts); err != nil {
 			return err
 		}
 		for _, t := range texts {
@@ -101,6 +106,12 @@ func cmdPostAdd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			}
 			d.Texts[name] = text
 		}
+	}
+	if *timesIn != "" {
+		if *timesIn != post.TimesInAccount {
+			return usageError("times-in", "%q: the only way is account (each account's time zone)", *timesIn)
+		}
+		d.TimesIn = *timesIn
 	}
 	if err := where.check(); err != nil {
 		return err
@@ -121,8 +132,13 @@ func cmdPostAdd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *asJSON {
 		return printJSON(stdout, p)
 	}
+	zones := b.zones(ctx)
 	for _, t := range p.Targets {
-		fmt.Fprintf(stdout, "scheduled %s for %s at %s\n", p.ID, t.Account, bothZones(t.Slot))
+		how := "at"
+		if t.Queued {
+			how = "from its queue at"
+		}
+		fmt.Fprintf(stdout, "scheduled %s for %s %s %s\n", p.ID, t.Account, how, zones.show(t.Account, t.Slot))
 	}
 	return nil
 }
@@ -214,8 +230,8 @@ func readDraft(name string) ([]byte, error) {
 }
 
 // draftFromFlags builds a draft from post add's flags.
-func draftFromFlags(id, body, bodyFile, at string, accounts, media, alts stringList) (post.Draft, error) {
-	d := post.Draft{ID: id, Body: body}
+func draftFromFlags(id, body, bodyFile, at string, queue bool, accounts, media, alts stringList) (post.Draft, error) {
+	d := post.Draft{ID: id, Body: body, Queue: queue}
 	switch {
 	case body != "" && bodyFile != "":
 		return d, badInput("--body and --body-file: give the text one way")
@@ -232,8 +248,8 @@ func draftFromFlags(id, body, bodyFile, at string, accounts, media, alts stringL
 	if len(accounts) == 0 {
 		return d, usageError("account", "is missing: name the account to publish to (oncepost account list)")
 	}
-	if at == "" {
-		return d, usageError("at", "is missing: give the time, e.g. --at 2026-12-01T09:00:00+01:00")
+	if at == "" && !queue {
+		return d, usageError("at", "is missing: give the time, e.g. --at 2026-12-01T09:00:00+01:00, or --queue for each account's next free posting slot")
 	}
 	if len(alts) > len(media) {
 		return d, usageError("alt", "%d alt texts for %d --media files; give one --alt after each --media", len(alts), len(media))

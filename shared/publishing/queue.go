@@ -587,7 +587,9 @@ func (d *Desk) ChangeAccount(ctx context.Context, id post.AccountID, c AccountCh
 		return post.Account{}, nil, fmt.Errorf("change account %s: %w", id, err)
 	}
 	a.TimeZone, a.Slots, a.RequireApproval = s.TimeZone, s.Slots, s.RequireApproval
-	if !moved || d.Queue == nil {
+	if !moved || d.Queue == nil || len(a.Slots) == 0 {
+		// Without slots the queued posts have nowhere to go: they keep
+		// theirs.
 		return a, nil, nil
 	}
 	moves, err := d.ArrangeQueue(ctx, id)
