@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"strconv"
 	"strings"
@@ -215,12 +214,7 @@ func cmdQueueShuffle(ctx context.Context, args []string, stdout, stderr io.Write
 		if err != nil {
 			return err
 		}
-		h := fnv.New64a()
-		fmt.Fprint(h, account)
-		for _, e := range v.Entries {
-			fmt.Fprint(h, "\x00", e.Post, "@", e.Slot.UnixNano())
-		}
-		seed = h.Sum64()
+		seed = publishing.QueueSeed(v)
 		fmt.Fprintf(stdout, "seed %d (repeat with --seed %d)\n", seed, seed)
 	}
 	return b.moveQueue(ctx, stdout, account, func(d *publishing.Desk) ([]publishing.QueueMove, error) {

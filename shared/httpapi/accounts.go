@@ -38,6 +38,11 @@ type accountView struct {
 	StatusReason    string      `json:"status_reason,omitempty"`
 	ReconnectNeeded bool        `json:"reconnect_needed"`
 	Limits          post.Limits `json:"limits"`
+	// TimeZone is its IANA zone ("" for UTC), Slots its posting slot
+	// rules, RequireApproval whether its posts wait for approval.
+	TimeZone        string   `json:"time_zone"`
+	Slots           []string `json:"slots"`
+	RequireApproval bool     `json:"require_approval"`
 	// Pacing are the platform's posting limits, each with the budget
 	// left when the runtime can read it.
 	Pacing []rateView `json:"pacing"`
@@ -55,7 +60,11 @@ func (s *Server) listAccounts(w http.ResponseWriter, r *http.Request, _ Principa
 	now := s.cfg.Now()
 	for _, a := range accounts {
 		v := accountView{ID: a.ID, Platform: a.Platform, Handle: a.Handle, BaseURL: a.BaseURL, Gate: a.Gate, Status: "ok",
-			StatusReason: a.StatusReason, ReconnectNeeded: a.Status == post.AccountReconnectNeeded, Limits: a.Limits, Pacing: []rateView{}}
+			StatusReason: a.StatusReason, ReconnectNeeded: a.Status == post.AccountReconnectNeeded, Limits: a.Limits, Pacing: []rateView{},
+			TimeZone: a.TimeZone, Slots: a.Slots, RequireApproval: a.RequireApproval}
+		if v.Slots == nil {
+			v.Slots = []string{}
+		}
 		if a.Status != post.AccountOK {
 			v.Status = string(a.Status)
 		}

@@ -100,7 +100,7 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 	quiet := slog.New(slog.DiscardHandler)
 	confirmer := &publishing.Confirmer{Ledger: store, Posts: store, Accounts: store, Queue: queue, Logger: quiet}
 	operator := &publishing.Operator{Ledger: store, Confirmer: confirmer, Logger: quiet}
-	h.desk = &publishing.Desk{Posts: store, Ledger: store, Accounts: store, Blocklist: store, Scheduler: storeScheduler{Store: store}, Keys: store, Lister: store,
+	h.desk = &publishing.Desk{Posts: store, Ledger: store, Accounts: store, Blocklist: store, Scheduler: storeScheduler{Store: store}, Keys: store, Lister: store, Queue: store,
 		Operator: operator, Deleter: &publishing.Deleter{Ledger: store, Posts: store, Accounts: store, Logger: quiet}, MediaSize: h.media.MediaSize, Logger: quiet,
 		Limits: func(name string) (post.Limits, bool) {
 			k, ok := catalog.Lookup(name)

@@ -34,6 +34,12 @@ type Desk interface {
 	RequestDelete(ctx context.Context, id post.ID, account post.AccountID, approve bool) ([]publishing.TargetOutcome, error)
 	// Check is what validation says of a draft, written nowhere.
 	Check(ctx context.Context, dr post.Draft, sizes map[string]int) (publishing.DraftCheck, error)
+	// ChangeAccount sets an account's zone and slots; its queue follows.
+	ChangeAccount(ctx context.Context, id post.AccountID, c publishing.AccountChange) (post.Account, []publishing.QueueMove, error)
+	// ShowQueue, ReorderQueue and ShuffleQueue are an account's queue.
+	ShowQueue(ctx context.Context, account post.AccountID, free int) (publishing.QueueView, error)
+	ReorderQueue(ctx context.Context, account post.AccountID, first []post.ID) ([]publishing.QueueMove, error)
+	ShuffleQueue(ctx context.Context, account post.AccountID, seed uint64) ([]publishing.QueueMove, error)
 }
 
 // Decider applies an operator's decision on a held entry:
@@ -183,6 +189,10 @@ func New(cfg Config) (*Server, error) {
 		{"POST", "/v1/held/{key}/reject", apitoken.ScopeDecide, j, s.decide(publishing.DecisionReject)},
 
 		{"GET", "/v1/accounts", apitoken.ScopeRead, 0, s.listAccounts},
+		{"PATCH", "/v1/accounts/{id}", apitoken.ScopeOperate, j, s.patchAccount},
+		{"GET", "/v1/accounts/{id}/queue", apitoken.ScopeRead, 0, s.getQueue},
+		{"POST", "/v1/accounts/{id}/queue/reorder", apitoken.ScopePosts, j, s.reorderQueue},
+		{"POST", "/v1/accounts/{id}/queue/shuffle", apitoken.ScopePosts, j, s.shuffleQueue},
 
 		{"GET", "/v1/dead-letters", apitoken.ScopeRead, 0, s.listDeadLetters},
 		{"POST", "/v1/dead-letters/{id}/redrive", apitoken.ScopeOperate, 0, s.redriveDeadLetter},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -597,4 +598,16 @@ func (d *Desk) ChangeAccount(ctx context.Context, id post.AccountID, c AccountCh
 		return a, moves, fmt.Errorf("change account %s: the settings are stored; its queue: %w", id, err)
 	}
 	return a, moves, nil
+}
+
+// QueueSeed is the shuffle seed a queue gets when none is given: derived
+// from the account and its entries (FNV-1a), so the same queue shuffles
+// the same way.
+func QueueSeed(v QueueView) uint64 {
+	h := fnv.New64a()
+	fmt.Fprint(h, v.Account.ID)
+	for _, e := range v.Entries {
+		fmt.Fprint(h, "\x00", e.Post, "@", e.Slot.UnixNano())
+	}
+	return h.Sum64()
 }
