@@ -13,6 +13,7 @@ import (
 	"oncepost/shared/browsertest"
 	"oncepost/shared/ledger"
 	"oncepost/shared/post"
+	"oncepost/shared/publishing"
 )
 
 // The browser tests drive the console in headless chromium
@@ -40,6 +41,7 @@ func consolePages(at string, postID post.ID) []consolePage {
 		{name: "compose", path: "/compose"},
 		{name: "inbox", path: "/inbox", showsPost: true},
 		{name: "accounts", path: "/accounts"},
+		{name: "queue", path: "/accounts/news/queue"},
 		{name: "status", path: "/status"},
 	}
 }
@@ -141,6 +143,23 @@ func seedPosts(t *testing.T, h *harness, now time.Time) {
 			p.Targets[0].Status, p.Targets[0].RemoteID = post.Published, fmt.Sprintf("1100%d", i)
 		}
 		if err := h.store.CreatePost(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seedQueue(t, h)
+}
+
+// seedQueue gives news posting slots in Berlin and two queued posts.
+func seedQueue(t *testing.T, h *harness) {
+	t.Helper()
+	ctx := context.Background()
+	zone, slots := "Europe/Berlin", []string{"cron(0 9 ? * MON-FRI *)", "cron(30 12 ? * MON-FRI *)"}
+	if _, _, err := h.desk.ChangeAccount(ctx, "news", publishing.AccountChange{TimeZone: &zone, Slots: &slots}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"queued-1", "queued-2"} {
+		d := post.Draft{ID: id, Body: "From the queue: " + id, Queue: true, Targets: []post.DraftTarget{{Account: "news"}}}
+		if _, err := h.desk.Schedule(ctx, d, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -35,7 +35,9 @@ type composeForm struct {
 	Texts    map[string]string
 	Accounts []string
 	// At is the datetime-local value, in the viewer's zone.
-	At    string
+	At string
+	// Queue: each account's next free posting slot, not At.
+	Queue bool
 	Media []composeMedia
 }
 

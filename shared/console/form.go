@@ -25,7 +25,7 @@ import (
 // /v1/media stores one. Refusals are by input id.
 func (h *Handler) readComposeForm(ctx context.Context, r *http.Request) (composeForm, map[string][]string) {
 	errs := map[string][]string{}
-	f := composeForm{Key: r.PostFormValue("key"), Body: r.PostFormValue("body"), At: r.PostFormValue("at"), Texts: map[string]string{}}
+	f := composeForm{Key: r.PostFormValue("key"), Body: r.PostFormValue("body"), At: r.PostFormValue("at"), Queue: r.PostFormValue("queue") == "1", Texts: map[string]string{}}
 	if f.Key == "" || len(f.Key) > 64 {
 		f.Key = randomID()
 	}
@@ -86,7 +86,7 @@ func (h *Handler) readComposeForm(ctx context.Context, r *http.Request) (compose
 // Refusals of the form's own fields are by input id.
 func (f composeForm) draft(zone *time.Location) (post.Draft, map[string][]string) {
 	errs := map[string][]string{}
-	d := post.Draft{Body: f.Body}
+	d := post.Draft{Body: f.Body, Queue: f.Queue}
 	if len(f.Texts) > 0 {
 		d.Texts = maps.Clone(f.Texts)
 	}
@@ -97,6 +97,10 @@ func (f composeForm) draft(zone *time.Location) (post.Draft, map[string][]string
 	// A datetime-local value may carry seconds (HTML's normalized form
 	// does when they are not zero); parseLocalTime reads both.
 	switch t, err := parseLocalTime(f.At, zone); {
+	case f.At == "" && f.Queue:
+		// Each account's next free slot.
+	case f.Queue:
+		errs["at"] = append(errs["at"], labelled("at", "is given while the post is added to the queue; empty it to take each account's next free slot, or uncheck the queue"))
 	case f.At == "":
 		errs["at"] = append(errs["at"], labelled("at", "is empty; pick a date and time"))
 	case err != nil:

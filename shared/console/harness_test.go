@@ -72,7 +72,7 @@ func newHarness(t testing.TB, opts harnessOptions) *harness {
 	quiet := slog.New(slog.DiscardHandler)
 	confirmer := &publishing.Confirmer{Ledger: store, Posts: store, Accounts: store, Queue: queue, Logger: quiet, Now: opts.now}
 	h.operator = &publishing.Operator{Ledger: store, Confirmer: confirmer, Logger: quiet, Now: opts.now}
-	h.desk = &publishing.Desk{Posts: store, Ledger: store, Accounts: store, Blocklist: store, Scheduler: storeScheduler{Store: store}, Keys: store, Lister: store,
+	h.desk = &publishing.Desk{Posts: store, Ledger: store, Accounts: store, Blocklist: store, Scheduler: storeScheduler{Store: store}, Keys: store, Lister: store, Queue: store,
 		Operator: h.operator, Deleter: &publishing.Deleter{Ledger: store, Posts: store, Accounts: store, Logger: quiet}, MediaSize: h.media.MediaSize, Logger: quiet,
 		Now: opts.now,
 		Limits: func(name string) (post.Limits, bool) {

@@ -34,6 +34,9 @@ func (h *Handler) routes() {
 	h.page("GET /compose/media/{ref}", apitoken.ScopePosts, h.showMedia)
 	h.page("GET /inbox", apitoken.ScopeRead, h.showInbox)
 	h.page("GET /accounts", apitoken.ScopeRead, h.showAccounts)
+	h.page("GET /accounts/{id}/queue", apitoken.ScopeRead, h.showQueue)
+	h.page("POST /accounts/{id}/queue/top", apitoken.ScopePosts, h.queueTop)
+	h.page("POST /accounts/{id}/queue/shuffle", apitoken.ScopePosts, h.queueShuffle)
 	h.page("GET /status", apitoken.ScopeRead, h.showStatus)
 
 	h.page("POST /inbox/held/{key}/approve", apitoken.ScopeDecide, h.decideHeld(publishing.DecisionRelease))

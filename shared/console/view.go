@@ -86,6 +86,7 @@ func parseViews() (map[string]*template.Template, error) {
 	}
 	funcs := template.FuncMap{
 		"join": strings.Join,
+		"inc":  func(i int) int { return i + 1 },
 	}
 	views := map[string]*template.Template{}
 	for _, p := range pages {
