@@ -171,12 +171,16 @@ type calTarget struct {
 	AccountTime string
 }
 
-// accountZone is the account's own time zone. Accounts carry none yet;
-// when they do (a later issue adds per-account zones), return it here
-// and each target shows its time in that zone too wherever it differs
-// from the viewer's (calTarget.AccountTime, rendered by calendar.html
-// and post.html).
-func accountZone(post.Account) *time.Location { return nil }
+// accountZone is the account's own time zone (nil when it has none):
+// each target shows its time in that zone too wherever it differs from
+// the viewer's (calTarget.AccountTime, rendered by calendar.html and
+// post.html).
+func accountZone(a post.Account) *time.Location {
+	if a.TimeZone == "" {
+		return nil
+	}
+	return a.Location()
+}
 
 // showCalendar is GET /calendar.
 func (h *Handler) showCalendar(w http.ResponseWriter, r *http.Request, s *session) {

@@ -27,6 +27,11 @@ func TestQueuePage(t *testing.T) {
 	if i, j := strings.Index(p.body, "queued-1"), strings.Index(p.body, "queued-2"); i > j {
 		t.Errorf("queued-1 is not before queued-2")
 	}
+	// The post page shows the slot in the account's zone as well as the
+	// viewer's (UTC here).
+	if pp := b.get("/posts/queued-1"); !strings.Contains(pp.body, "Europe/Berlin") {
+		t.Errorf("the post page does not show the account's zone: %.1500s", pp.body)
+	}
 	top := b.post("/accounts/news/queue/top", url.Values{"post": {"queued-2"}})
 	if top.status != http.StatusSeeOther {
 		t.Fatalf("move to top: %d %.300s", top.status, top.body)
