@@ -390,9 +390,10 @@ func cmdPostList(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "POST\tACCOUNT\tSLOT\tSTATUS\tREMOTE ID\tTEXT\tREASON")
+	zones := b.zones(ctx)
 	for _, p := range page.Posts {
 		for _, t := range p.Targets {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, t.Account, bothZones(t.Slot), t.Status, orDash(t.RemoteID), snippet(p.Body, 32), t.Reason)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, t.Account, zones.show(t.Account, t.Slot), t.Status, orDash(t.RemoteID), snippet(p.Body, 32), t.Reason)
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -494,10 +495,11 @@ func cmdPostShow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			fmt.Fprintf(stdout, "    on %s: %s %s (fitted)\n", name, f.ContentType, f.Ref)
 		}
 	}
+	zones := b.zones(ctx)
 	for _, tv := range v.Targets {
 		t := tv.Target
 		fmt.Fprintf(stdout, "\n  %s: %s\n", t.Account, t.Status)
-		fmt.Fprintf(stdout, "    slot:    %s\n", bothZones(t.Slot))
+		fmt.Fprintf(stdout, "    slot:    %s\n", zones.show(t.Account, t.Slot))
 		if t.RemoteID != "" {
 			fmt.Fprintf(stdout, "    remote:  %s\n", t.RemoteID)
 		}

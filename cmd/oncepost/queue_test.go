@@ -96,6 +96,12 @@ func TestQueueCommands(t *testing.T) {
 	if again := strings.Join(queue(), ","); again != first {
 		t.Errorf("the same queue shuffled with seed 5 gave %s, then %s", first, again)
 	}
+	if show := run("post", "show", "q1"); !strings.Contains(show, "Europe/Berlin") {
+		t.Errorf("post show does not give the slot in the account's zone:\n%s", show)
+	}
+	if list := run("post", "list", "--account", acc); !strings.Contains(list, "Europe/Berlin") {
+		t.Errorf("post list does not give slots in the account's zone:\n%s", list)
+	}
 	text := run("queue", "show", acc)
 	if !strings.Contains(text, "next free slots:") || !strings.Contains(text, "Europe/Berlin") {
 		t.Errorf("queue show said:\n%s", text)
