@@ -38,6 +38,9 @@ type Draft struct {
 	Texts   map[string]string `json:"texts,omitempty"`
 	Media   []DraftMedia      `json:"media,omitempty"`
 	Targets []DraftTarget     `json:"targets"`
+	// Author is who adds the post (post.Post.Author): set by the surface
+	// from the authenticated caller, never read from a draft's JSON.
+	Author string `json:"-"`
 }
 
 // DraftMedia is an attachment as an operator names it: a file Path the
@@ -177,7 +180,7 @@ func (d Draft) Validate(r Rules) (Post, error) {
 			bad(f, m.Error(), fmt.Sprintf("rewrite it, or take the term off the blocklist (oncepost blocklist remove %q)", m.Term.Term))
 		}
 	}
-	p := Post{ID: ID(d.ID), Body: d.Body}
+	p := Post{ID: ID(d.ID), Body: d.Body, Author: d.Author}
 	if len(d.Texts) > 0 {
 		p.Texts = map[string]string{}
 		for k, v := range d.Texts {
