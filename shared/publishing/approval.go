@@ -271,7 +271,11 @@ func slotPassed(targets []post.Target, now time.Time) *post.FieldError {
 	var passed []string
 	for _, t := range targets {
 		if t.Status == post.NeedsApproval && !now.Before(t.Slot) {
-			passed = append(passed, fmt.Sprintf("%s on %s (%s ago)", t.Slot.UTC().Format(time.RFC3339), t.Account, now.Sub(t.Slot).Round(time.Second)))
+			ago := "now"
+			if late := now.Sub(t.Slot).Round(time.Second); late > 0 {
+				ago = late.String() + " ago"
+			}
+			passed = append(passed, fmt.Sprintf("%s on %s (%s)", t.Slot.UTC().Format(time.RFC3339), t.Account, ago))
 		}
 	}
 	if len(passed) == 0 {
@@ -409,4 +413,75 @@ func (d *Desk) moveAwaiting(ctx context.Context, id post.ID, t post.Target, at t
 		return TargetOutcome{}, err
 	}
 	return TargetOutcome{Account: t.Account, Done: true, Message: "moved to " + at.Format(time.RFC3339) + "; it still waits for approval"}, nil
+}
+
+// ApprovalItem is a target waiting for approval, as the approval queue
+// shows it.
+type ApprovalItem struct {
+	Post    post.ID        `json:"post_id"`
+	Account post.AccountID `json:"account"`
+	Slot    time.Time      `json:"slot"`
+	// Author is who added the post ("" when not known).
+	Author string `json:"author,omitempty"`
+	// Body is the post's text (its thread's first part).
+	Body      string    `json:"body"`
+	CreatedAt time.Time `json:"created_at"`
+	// Overdue: the slot is now or has passed. It is not sent late on its
+	// own: approving it needs a new time.
+	Overdue bool `json:"overdue"`
+}
+
+// ApprovalQueue is Desk.ListApprovals's answer.
+type ApprovalQueue struct {
+	Items []ApprovalItem `json:"items"`
+	// More: more targets wait than the limit listed.
+	More bool `json:"more"`
+	// Overdue counts the listed items whose slot passed.
+	Overdue int `json:"overdue"`
+}
+
+// ListApprovals lists the targets waiting for approval, earliest slot
+// first, up to limit (≤ 0: every one), with their posts' text and author:
+// the approval queue the CLI (`held`), the API (GET /v1/approvals) and
+// the console's inbox show. It reads the waiting targets (one indexed
+// query) and each listed post once.
+func (d *Desk) ListApprovals(ctx context.Context, limit int) (ApprovalQueue, error) {
+	out := ApprovalQueue{Items: []ApprovalItem{}}
+	store, ok := d.approvalStore()
+	if !ok {
+		return out, nil
+	}
+	read := limit
+	if read > 0 {
+		read++ // one more, to know there are more
+	}
+	refs, err := store.AwaitingApproval(ctx, time.Time{}, read)
+	if err != nil {
+		return out, fmt.Errorf("list approvals: %w", err)
+	}
+	if limit > 0 && len(refs) > limit {
+		refs, out.More = refs[:limit], true
+	}
+	now := d.now()
+	posts := map[post.ID]post.Post{}
+	for _, r := range refs {
+		p, ok := posts[r.Post]
+		if !ok {
+			var err error
+			p, err = d.Posts.GetPost(ctx, r.Post)
+			if errors.Is(err, post.ErrNotFound) {
+				continue // deleted meanwhile
+			}
+			if err != nil {
+				return out, fmt.Errorf("list approvals: post %s: %w", r.Post, err)
+			}
+			posts[r.Post] = p
+		}
+		it := ApprovalItem{Post: r.Post, Account: r.Account, Slot: r.Slot.UTC(), Author: p.Author, Body: p.Body, CreatedAt: p.CreatedAt.UTC(), Overdue: !now.Before(r.Slot)}
+		if it.Overdue {
+			out.Overdue++
+		}
+		out.Items = append(out.Items, it)
+	}
+	return out, nil
 }
