@@ -224,9 +224,13 @@ func TestApproveAgainAndReject(t *testing.T) {
 		do   func() ([]publishing.TargetOutcome, error)
 		want []out
 	}{
-		{"approve", func() ([]publishing.TargetOutcome, error) { return e.desk.Approve(ctx, publishing.ApproveRequest{Post: "a", By: "b"}) },
+		{"approve", func() ([]publishing.TargetOutcome, error) {
+			return e.desk.Approve(ctx, publishing.ApproveRequest{Post: "a", By: "b"})
+		},
 			[]out{{"plain", true, "approved; scheduled for 2026-12-01T09:00:00Z"}, {"news", true, "already approved; scheduled for 2026-12-01T09:00:00Z"}}},
-		{"approve again", func() ([]publishing.TargetOutcome, error) { return e.desk.Approve(ctx, publishing.ApproveRequest{Post: "a", By: "c"}) },
+		{"approve again", func() ([]publishing.TargetOutcome, error) {
+			return e.desk.Approve(ctx, publishing.ApproveRequest{Post: "a", By: "c"})
+		},
 			[]out{{"plain", true, "already approved; scheduled for 2026-12-01T09:00:00Z"}, {"news", true, "already approved; scheduled for 2026-12-01T09:00:00Z"}}},
 		{"reject an approved post", func() ([]publishing.TargetOutcome, error) { return e.desk.Reject(ctx, "a", "plain", "no", "c") },
 			[]out{{"plain", false, "does not wait for approval (scheduled); to stop it, cancel it"}}},
