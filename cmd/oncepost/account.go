@@ -59,6 +59,7 @@ func cmdAccountAdd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	f.define(fs)
 	gate := fs.String("gate", "", "after an ambiguous send that cannot be found: auto (send again) or manual (hold for an operator); default auto")
 	replace := fs.Bool("replace", false, "reconnect an existing account with a new credential")
+	requireApproval := defineRequireApproval(fs)
 	timeout := fs.Duration("timeout", 30*time.Second, "deadline of each call to the platform")
 	asJSON := fs.Bool("json", false, "print the stored account as JSON")
 	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
@@ -149,6 +150,7 @@ func cmdAccountAdd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if *gate != "" {
 		acc.Gate = post.GatePolicy(*gate)
 	}
+	requireApproval.apply(&acc, existing)
 	if b == nil {
 		if b, err = where.create(ctx); err != nil {
 			return err
@@ -417,7 +419,7 @@ func (b *backend) accountView(ctx context.Context, a post.Account) (accountView,
 	return v, nil
 }
 
-var unfinishedStatuses = []post.TargetStatus{post.Scheduled, post.Triggered, post.Waiting, post.Publishing, post.Held}
+var unfinishedStatuses = []post.TargetStatus{post.NeedsApproval, post.Scheduled, post.Triggered, post.Waiting, post.Publishing, post.Held}
 
 // cmdAccountList is `oncepost account list`.
 func cmdAccountList(ctx context.Context, args []string, stdout, stderr io.Writer) error {

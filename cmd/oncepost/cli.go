@@ -72,6 +72,7 @@ func commands() []*command {
 		{name: "account", summary: "connect, list, show and remove platform accounts", subs: accountCommands()},
 		{name: "post", summary: "add, list, show, cancel, reschedule and delete posts", subs: postCommands()},
 		{name: "blocklist", summary: "words and phrases no post may contain", subs: blocklistCommands()},
+		{name: "approval", summary: "who must approve posts before they are scheduled", subs: approvalSetCommands()},
 		{name: "webhook", summary: "signed event deliveries to the systems around oncepost", subs: webhookCommands()},
 		{name: "dlq", summary: "list, redrive and drop dead-lettered jobs", subs: dlqCommands()},
 		{name: "held", summary: "entries held for an operator and unresolved ones, with the evidence", args: "[--json]", run: cmdHeld,
