@@ -16,6 +16,9 @@ type statusView struct {
 	Targets map[post.TargetStatus]int `json:"targets"`
 	Open    []openEntry               `json:"open"`
 	Queue   publishing.QueueDepth     `json:"queue"`
+	// ApprovalOverdue counts the targets still waiting for approval at or
+	// after their slot (the sweeper's ApprovalOverdue gauge).
+	ApprovalOverdue int `json:"approval_overdue"`
 }
 
 // openEntry is a pending or unknown ledger entry; stale when open longer
@@ -49,7 +52,11 @@ func (s *Server) getStatus(w http.ResponseWriter, r *http.Request, _ Principal) 
 	if err != nil {
 		return s.internal(r, err)
 	}
-	out := statusView{At: now, Targets: map[post.TargetStatus]int{}, Open: []openEntry{}, Queue: depth}
+	ga := publishing.Gauges{At: now}
+	if err := (publishing.GaugeSources{Targets: s.cfg.Targets}).ReadApprovals(r.Context(), &ga); err != nil {
+		return s.internal(r, err)
+	}
+	out := statusView{At: now, Targets: map[post.TargetStatus]int{}, Open: []openEntry{}, Queue: depth, ApprovalOverdue: ga.ApprovalOverdue}
 	for _, st := range targetStatuses {
 		out.Targets[st] = counts[st]
 	}
