@@ -131,11 +131,25 @@ func (d *Desk) SetApprovalPolicy(ctx context.Context, p ApprovalPolicy) error {
 	return nil
 }
 
+// validateForSchedule is Validate for a post about to be stored: the
+// targets that need approval are then put in needs_approval
+// (holdForApproval), with the accounts validation read.
+func (d *Desk) validateForSchedule(ctx context.Context, dr post.Draft, sizes map[string]int) (post.Post, error) {
+	p, accounts, err := d.validate(ctx, dr)
+	if err != nil {
+		return post.Post{}, err
+	}
+	if err := d.checkMedia(ctx, p, accounts, sizes, map[string]int64{}); err != nil {
+		return post.Post{}, err
+	}
+	return d.holdForApproval(ctx, p, accounts)
+}
+
 // holdForApproval puts the targets of a validated post that need approval
-// in needs_approval: those to an account that requires it, or every one
-// when the workspace does. Called before the post is stored, so the
-// scheduler makes no schedule for them.
-func (d *Desk) holdForApproval(ctx context.Context, p post.Post) (post.Post, error) {
+// in needs_approval: those to an account that requires it (accounts, as
+// validation read them), or every one when the workspace does. Called
+// before the post is stored, so the scheduler makes no schedule for them.
+func (d *Desk) holdForApproval(ctx context.Context, p post.Post, accounts map[post.AccountID]post.Account) (post.Post, error) {
 	required := false
 	if a, ok := d.approvalStore(); ok {
 		pol, err := a.ApprovalPolicy(ctx)
@@ -145,15 +159,7 @@ func (d *Desk) holdForApproval(ctx context.Context, p post.Post) (post.Post, err
 		required = pol.Required
 	}
 	for i, t := range p.Targets {
-		hold := required
-		if !hold {
-			acc, err := d.Accounts.GetAccount(ctx, t.Account)
-			if err != nil {
-				return post.Post{}, fmt.Errorf("schedule post %s: account %s: %w", p.ID, t.Account, err)
-			}
-			hold = acc.RequireApproval
-		}
-		if hold && t.Status == post.Scheduled {
+		if (required || accounts[t.Account].RequireApproval) && t.Status == post.Scheduled {
 			p.Targets[i].Status = post.NeedsApproval
 		}
 	}

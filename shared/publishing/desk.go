@@ -417,11 +417,8 @@ type ScheduleResult struct {
 // write (*KeyExistsError), this one is answered as a retry of it.
 func (d *Desk) Schedule(ctx context.Context, dr post.Draft, sizes map[string]int, req *KeyedRequest) (ScheduleResult, error) {
 	if req == nil {
-		p, err := d.Validate(ctx, dr, sizes)
+		p, err := d.validateForSchedule(ctx, dr, sizes)
 		if err != nil {
-			return ScheduleResult{}, err
-		}
-		if p, err = d.holdForApproval(ctx, p); err != nil {
 			return ScheduleResult{}, err
 		}
 		if err := d.create(ctx, p, nil); err != nil {
@@ -469,11 +466,8 @@ func (d *Desk) Schedule(ctx context.Context, dr post.Draft, sizes map[string]int
 // (nothing was written).
 func (d *Desk) createKeyed(ctx context.Context, dr post.Draft, sizes map[string]int, req *KeyedRequest) (ScheduleResult, *KeyExistsError, error) {
 	dr.Author = req.Scope // the authenticated caller, whatever the surface said
-	p, err := d.Validate(ctx, dr, sizes)
+	p, err := d.validateForSchedule(ctx, dr, sizes)
 	if err != nil {
-		return ScheduleResult{}, nil, err
-	}
-	if p, err = d.holdForApproval(ctx, p); err != nil {
 		return ScheduleResult{}, nil, err
 	}
 	status, body, err := req.Encode(p)
