@@ -314,3 +314,35 @@ func TestApprovalFromTheCLI(t *testing.T) {
 		t.Errorf("the queue after approve and reject:\n%s", out)
 	}
 }
+
+// --require-approval sets the account's rule when given; left out, a
+// reconnected account keeps its own and a new one requires none.
+func TestRequireApprovalFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		existing bool
+		want     bool
+	}{
+		{nil, false, false},
+		{nil, true, true},
+		{[]string{"--require-approval"}, false, true},
+		{[]string{"--require-approval=false"}, true, false},
+		{[]string{"--require-approval=true"}, true, true},
+	} {
+		fs := newFlags("account add")
+		f := defineRequireApproval(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		var acc post.Account
+		f.apply(&acc, post.Account{RequireApproval: tc.existing})
+		if acc.RequireApproval != tc.want {
+			t.Errorf("%v over an account requiring approval: %v → %v, want %v", tc.args, tc.existing, acc.RequireApproval, tc.want)
+		}
+	}
+	fs := newFlags("account add")
+	defineRequireApproval(fs)
+	if err := fs.Parse([]string{"--require-approval=maybe"}); err == nil {
+		t.Error("--require-approval=maybe was accepted")
+	}
+}
