@@ -66,6 +66,7 @@ func cmdAccountAdd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	replace := fs.Bool("replace", false, "reconnect an existing account with a new credential")
 	var sched scheduleFlags
 	sched.define(fs)
+	requireApproval := defineRequireApproval(fs)
 	timeout := fs.Duration("timeout", 30*time.Second, "deadline of each call to the platform")
 	asJSON := fs.Bool("json", false, "print the stored account as JSON")
 	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
@@ -161,6 +162,7 @@ func cmdAccountAdd(ctx context.Context, args []string, stdout, stderr io.Writer)
 		acc.Gate = post.GatePolicy(*gate)
 	}
 	sched.apply(&acc)
+	requireApproval.apply(&acc, existing)
 	if b == nil {
 		if b, err = where.create(ctx); err != nil {
 			return err
@@ -429,7 +431,7 @@ func (b *backend) accountView(ctx context.Context, a post.Account) (accountView,
 	return v, nil
 }
 
-var unfinishedStatuses = []post.TargetStatus{post.Scheduled, post.Triggered, post.Waiting, post.Publishing, post.Held}
+var unfinishedStatuses = []post.TargetStatus{post.NeedsApproval, post.Scheduled, post.Triggered, post.Waiting, post.Publishing, post.Held}
 
 // cmdAccountList is `oncepost account list`.
 func cmdAccountList(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -84,7 +84,10 @@ func (v sqliteViews) Counts(ctx context.Context) (storeCounts, error) {
 // written in the post's transaction.
 type embeddedSchedules struct{ rt *runtime }
 
-var _ publishing.PostScheduler = embeddedSchedules{}
+var (
+	_ publishing.PostScheduler     = embeddedSchedules{}
+	_ publishing.ApprovalScheduler = embeddedSchedules{}
+)
 
 // CreatePost writes the post, its targets' schedules and the key's record
 // (if any) in one transaction (runtime.createPostKeyed).
@@ -106,6 +109,19 @@ func (e embeddedSchedules) Reschedule(ctx context.Context, id post.ID, account p
 		return err
 	}
 	rt.dropSchedule(ctx, old)
+	return nil
+}
+
+// Approved makes the schedule of a target just approved (moved from
+// needs_approval to scheduled, without a schedule): the same path the
+// runtime takes for a scheduled target without one (MarkScheduled), so a
+// crash before it is repaired by syncSchedules.
+func (e embeddedSchedules) Approved(ctx context.Context, ref publishing.TargetRef) error {
+	rt := e.rt
+	if err := rt.store.MarkScheduled(ctx, ref, func(tx *sql.Tx) error { return rt.scheduleTx(ctx, tx, ref) }); err != nil {
+		return err
+	}
+	rt.cron.Wake()
 	return nil
 }
 

@@ -73,6 +73,7 @@ func commands() []*command {
 		{name: "post", summary: "add, list, show, cancel, reschedule and delete posts", subs: postCommands()},
 		{name: "queue", summary: "an account's queue of posts on its posting slots: show, reorder, shuffle", subs: queueCommands()},
 		{name: "blocklist", summary: "words and phrases no post may contain", subs: blocklistCommands()},
+		{name: "approval", summary: "who must approve posts before they are scheduled", subs: approvalSetCommands()},
 		{name: "webhook", summary: "signed event deliveries to the systems around oncepost", subs: webhookCommands()},
 		{name: "dlq", summary: "list, redrive and drop dead-lettered jobs", subs: dlqCommands()},
 		{name: "held", summary: "entries held for an operator and unresolved ones, with the evidence", args: "[--json]", run: cmdHeld,

@@ -53,6 +53,7 @@ func cmdHeld(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *asJSON {
 		return printJSON(stdout, rows)
 	}
+	defer printHeldApprovals(ctx, b, stdout, stderr)
 	if len(rows) == 0 {
 		fmt.Fprintln(stdout, "nothing is held or unresolved")
 		return nil

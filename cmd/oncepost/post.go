@@ -23,7 +23,7 @@ import (
 )
 
 func postCommands() []*command {
-	return []*command{
+	return append([]*command{
 		{name: "post add", summary: "validate and schedule a post (flags, or a JSON draft)", args: "[flags] [DRAFT.json | -]", run: cmdPostAdd,
 			help:    `Validates a post and schedules it for one or more accounts; a refusal names the field and the fix, and nothing is written. Give the post with flags (--body or --body-file, --account and --at, --media with --alt, --text PLATFORM=TEXT for a platform that needs another text), or as a JSON draft file: {"id": "launch", "body": "We launched.", "texts": {"x": "We launched!"}, "media": [{"path": "photo.jpg", "alt": "the team"}], "targets": [{"account": "news", "at": "2026-12-01T09:00:00+01:00"}]}. Each account gets the text for its platform, or the body; a text over a platform's limit is refused naming the platform. Images over an account's limits are resized to fit (the note says so) before they are stored. Times need an offset (or Z). Media are files: oncepost hashes them, copies them into the workspace and detects their type. A post id is generated when none is given; adding the same id twice is refused.`,
 			example: `oncepost post add --account news --at 2026-12-01T09:00:00+01:00 --body "We launched." --media photo.jpg --alt "the team"`},
@@ -39,7 +39,7 @@ func postCommands() []*command {
 			help: "Moves a post's scheduled, waiting or blocklist-held targets to a new time. It is refused for a target whose earlier send may have reached the platform (a new time is a new ledger entry, and could post twice).", example: "oncepost post reschedule launch --at 2026-12-02T09:00:00+01:00"},
 		{name: "post delete", summary: "delete a published post from the platform (needs approval)", args: "ID [--account A] [--yes]", run: cmdPostDelete,
 			help: "Requests the deletion of a published post, through the ledger: the request waits for `oncepost approve KEY` (or --yes approves it at once); then oncepost checks the post exists, deletes it, checks the platform's answer and reads back until it is gone. A refusal (403, or a 404 while the post is still there) is reported as a failure, never as done. Deleting twice is a no-op.", example: "oncepost post delete launch --account news"},
-	}
+	}, approvalCommands()...)
 }
 
 // stringList is a repeatable string flag.
@@ -180,6 +180,7 @@ func (b *backend) addPost(ctx context.Context, d post.Draft, files []importedMed
 			}
 		}
 	}
+	d.Author = publishing.CLIPrincipal
 	res, err := desk.Schedule(ctx, d, sizes, nil)
 	if err != nil {
 		return post.Post{}, refusedInput(err)

@@ -28,6 +28,9 @@ type statusReport struct {
 	DeadLetters []deadLetterRow           `json:"dead_letters"`
 	// Queue is the publish queue's depth.
 	Queue queueDepth `json:"queue"`
+	// ApprovalOverdue are the targets still waiting for approval at or
+	// after their slot (the ApprovalOverdue gauge), earliest first.
+	ApprovalOverdue []publishing.TargetRef `json:"approval_overdue"`
 }
 
 type openRow struct {
@@ -113,13 +116,16 @@ func readStatus(ctx context.Context, b *backend, now time.Time) (statusReport, e
 	for _, d := range dls {
 		rep.DeadLetters = append(rep.DeadLetters, deadLetterRow{ID: d.ID, Reason: d.Reason, At: d.At})
 	}
+	if rep.ApprovalOverdue, err = approvalsOverdue(ctx, b.posts, now); err != nil {
+		return statusReport{}, err
+	}
 	return rep, nil
 }
 
 func printStatus(w io.Writer, rep statusReport) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TARGETS\tCOUNT")
-	for _, s := range []post.TargetStatus{post.Scheduled, post.Triggered, post.Waiting, post.Publishing, post.Published, post.Held, post.Failed, post.Cancelled, post.Deleted} {
+	for _, s := range []post.TargetStatus{post.NeedsApproval, post.Scheduled, post.Triggered, post.Waiting, post.Publishing, post.Published, post.Held, post.Failed, post.Cancelled, post.Deleted} {
 		fmt.Fprintf(tw, "%s\t%d\n", s, rep.Targets[s])
 	}
 	tw.Flush()
@@ -148,6 +154,7 @@ func printStatus(w io.Writer, rep statusReport) {
 		}
 		tw.Flush()
 	}
+	printApprovalsOverdue(w, rep)
 	if len(rep.DeadLetters) > 0 {
 		fmt.Fprintf(w, "\n%d dead letters; newest: %s\n", len(rep.DeadLetters), slices.MaxFunc(rep.DeadLetters, func(a, b deadLetterRow) int { return a.At.Compare(b.At) }).Reason)
 	}

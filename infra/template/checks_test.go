@@ -617,8 +617,8 @@ func grants(t *tmpl, owner, action, target string) bool {
 // running total watched for growth (DIFF), whose first point in a window
 // is always missing: it cannot be breaching, and need not be.
 var (
-	requiredAlarmMetrics = []string{"StalePending", "StaleUnknown", "StuckTargets", "MissedSchedules", "HeldTargets", "FailedTargets", "ReconnectNeeded", "DuplicateBlocked", "SweepErrors"}
-	breachingMetrics     = []string{"StalePending", "StaleUnknown", "StuckTargets", "MissedSchedules", "HeldTargets", "SweepErrors"}
+	requiredAlarmMetrics = []string{"StalePending", "StaleUnknown", "StuckTargets", "MissedSchedules", "HeldTargets", "ApprovalOverdue", "FailedTargets", "ReconnectNeeded", "DuplicateBlocked", "SweepErrors"}
+	breachingMetrics     = []string{"StalePending", "StaleUnknown", "StuckTargets", "MissedSchedules", "HeldTargets", "ApprovalOverdue", "SweepErrors"}
 )
 
 // watched is one metric an alarm watches.

@@ -19,7 +19,10 @@ import (
 	"oncepost/shared/publishing"
 )
 
-var _ publishing.PostScheduler = (*PostScheduler)(nil)
+var (
+	_ publishing.PostScheduler     = (*PostScheduler)(nil)
+	_ publishing.ApprovalScheduler = (*PostScheduler)(nil)
+)
 
 // SweeperMissedAfter is how late a scheduled target may be before the
 // stack's sweeper triggers it: a slot's schedule fires a minute early and
@@ -52,14 +55,29 @@ func (s *PostScheduler) now() time.Time {
 }
 
 // CreatePost writes the post (with key's record if key is not nil:
-// dynamostore.Store.CreatePostWithKey), then its slots' schedules. A key
-// used before writes nothing and schedules nothing: the error wraps the
-// *publishing.KeyExistsError.
+// dynamostore.Store.CreatePostWithKey), then the schedules of its
+// scheduled targets' slots: a target waiting for approval gets none until
+// it is approved (Approved). A key used before writes nothing and
+// schedules nothing: the error wraps the *publishing.KeyExistsError.
 func (s *PostScheduler) CreatePost(ctx context.Context, p post.Post, key *publishing.IdempotencyRecord) error {
 	if err := s.Store.CreatePostWithKey(ctx, p, key); err != nil {
 		return err
 	}
-	return s.schedule(ctx, p.ID, p.Targets)
+	var scheduled []post.Target
+	for _, t := range p.Targets {
+		if t.Status == post.Scheduled {
+			scheduled = append(scheduled, t)
+		}
+	}
+	return s.schedule(ctx, p.ID, scheduled)
+}
+
+// Approved puts the schedule of an approved target's slot (or, too near
+// to schedule, triggers it now), as CreatePost does for a scheduled one.
+// A slot's schedule is shared and put idempotently, so a second call
+// changes nothing.
+func (s *PostScheduler) Approved(ctx context.Context, ref publishing.TargetRef) error {
+	return s.schedule(ctx, ref.Post, []post.Target{{Account: ref.Account, Slot: ref.Slot, Status: post.Scheduled}})
 }
 
 // Reschedule moves the target, then puts its new slot's schedule. The old

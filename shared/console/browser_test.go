@@ -74,6 +74,7 @@ func TestBrowserPages(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOptions{})
 	seedPosts(t, h, h.now())
+	seedApprovals(t, h, h.now())
 	const zone = "America/New_York"
 	tab := browsertest.NewTab(t, browsertest.Options{Width: 1280, Height: 800, TimeZone: zone})
 

@@ -26,7 +26,12 @@ const (
 // inboxData is the inbox page: what waits for a person.
 type inboxData struct {
 	*view
-	Held []heldRow
+	// Approvals are the posts waiting for approval (inbox_approval.go),
+	// earliest slot first; more wait when ApprovalsMore.
+	Approvals        []approvalRow
+	ApprovalsMore    bool
+	ApprovalsOverdue int
+	Held             []heldRow
 	// HeldMore: more entries wait than are shown.
 	HeldMore bool
 	// HistoryShown: the ledger can read an entry's history.
@@ -88,6 +93,10 @@ func (h *Handler) showInbox(w http.ResponseWriter, r *http.Request, s *session) 
 	// Every Ledger reads history; a HeldLister that cannot shows none.
 	if hist, ok := h.cfg.API.Held.(publishing.HistoryReader); ok {
 		q.History, d.HistoryShown = hist, true
+	}
+	if err := h.approvalRows(ctx, &d); err != nil {
+		h.fail(w, r, err)
+		return
 	}
 	held, err := publishing.ListHeld(ctx, h.cfg.API.Held, q)
 	if err != nil {

@@ -76,7 +76,7 @@ func (h *Handler) showPost(w http.ResponseWriter, r *http.Request, s *session) {
 		if first.IsZero() || tv.Slot.Before(first) {
 			first = tv.Slot
 		}
-		if slices.Contains([]post.TargetStatus{post.Scheduled, post.Waiting, post.Held}, tv.Status) {
+		if slices.Contains([]post.TargetStatus{post.NeedsApproval, post.Scheduled, post.Waiting, post.Held}, tv.Status) {
 			d.Movable = append(d.Movable, tv.Account)
 			if firstMovable.IsZero() || tv.Slot.Before(firstMovable) {
 				firstMovable = tv.Slot

@@ -42,6 +42,8 @@ func (h *Handler) routes() {
 	h.page("POST /inbox/held/{key}/approve", apitoken.ScopeDecide, h.decideHeld(publishing.DecisionRelease))
 	h.page("POST /inbox/held/{key}/confirm", apitoken.ScopeDecide, h.decideHeld(publishing.DecisionConfirm))
 	h.page("POST /inbox/held/{key}/reject", apitoken.ScopeDecide, h.decideHeld(publishing.DecisionReject))
+	h.page("POST /inbox/approvals/{id}/approve", apitoken.ScopeDecide, h.approvePost)
+	h.page("POST /inbox/approvals/{id}/reject", apitoken.ScopeDecide, h.rejectPost)
 	h.page("POST /inbox/dead-letters/{id}/redrive", apitoken.ScopeOperate, h.redriveDeadLetter)
 	h.page("POST /inbox/dead-letters/{id}/drop", apitoken.ScopeOperate, h.dropDeadLetter)
 }

@@ -79,6 +79,10 @@ func (h *Handler) showStatus(w http.ResponseWriter, r *http.Request, s *session)
 		return
 	}
 	g.SetTargets(counts)
+	if err := (publishing.GaugeSources{Targets: h.cfg.API.Targets, Limit: statusOpenScan}).ReadApprovals(ctx, &g); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	for _, st := range publishing.TargetStatuses {
 		d.Targets = append(d.Targets, targetCount{Status: st, Count: counts[st]})
 	}
@@ -106,6 +110,8 @@ func (h *Handler) showStatus(w http.ResponseWriter, r *http.Request, s *session)
 			Help: "the age of the oldest pending or unknown entry"},
 		{Name: "Held targets", Metric: "HeldTargets", Value: strconv.Itoa(g.HeldTargets), Bad: g.HeldTargets > 0,
 			Help: "posts waiting for a person's decision (the inbox)"},
+		{Name: "Approvals overdue", Metric: publishing.MetricApprovalOverdue, Value: strconv.Itoa(g.ApprovalOverdue), Bad: g.ApprovalOverdue > 0,
+			Help: "posts still waiting for approval after their time: not sent late on their own (the inbox approves them for a new time)"},
 		{Name: "Failed targets", Metric: "FailedTargets", Value: strconv.Itoa(g.FailedTargets), Bad: g.FailedTargets > 0,
 			Help: "posts that will not go out without a person"},
 		{Name: "Waiting targets", Metric: "WaitingTargets", Value: strconv.Itoa(g.WaitingTargets),

@@ -144,13 +144,14 @@ func statusShard(id post.ID, account post.AccountID, status post.TargetStatus) s
 }
 
 // stAt is a target's StatusIndex sort key: the time its status is listed
-// by (the slot while scheduled, the next try while waiting, the last
-// update otherwise), fixed width, then post id and account, so the index
-// orders targets as Due and Unfinished list them.
+// by (the slot while scheduled or waiting for approval, the next try
+// while waiting, the last update otherwise), fixed width, then post id
+// and account, so the index orders targets as Due, Unfinished and
+// AwaitingApproval list them.
 func stAt(id post.ID, t post.Target) string {
 	at := t.UpdatedAt
 	switch t.Status {
-	case post.Scheduled:
+	case post.Scheduled, post.NeedsApproval:
 		at = t.Slot
 	case post.Waiting:
 		at = t.NextTry
@@ -461,6 +462,22 @@ func (s *Store) UpdateTarget(ctx context.Context, id post.ID, account post.Accou
 }
 
 func (s *Store) updateTarget(ctx context.Context, id post.ID, account post.AccountID, u post.TargetUpdate) (post.Target, error) {
+	if u.Status == post.Scheduled && u.Slot.IsZero() {
+		// A scheduled target is indexed by its slot, which u does not
+		// name: read it, and make the write conditional on it.
+		stored, err := s.getItem(ctx, s.tables.posts, targetKey(id, account))
+		if err != nil {
+			return post.Target{}, err
+		}
+		if stored == nil {
+			return post.Target{}, post.ErrNotFound
+		}
+		_, cur, err := decodeTarget(stored)
+		if err != nil {
+			return post.Target{}, err
+		}
+		u.Slot = cur.Slot
+	}
 	var from []post.TargetStatus
 	for _, st := range allStatuses {
 		if post.CanMove(st, u.Status) && (len(u.From) == 0 || slices.Contains(u.From, st)) {
@@ -482,7 +499,7 @@ func (s *Store) updateTarget(ctx context.Context, id post.ID, account post.Accou
 	}
 	// The target after the move, as far as the update knows it (Apply
 	// keeps the slot and, without a new one, the remote id).
-	next := post.Target{Account: account, Status: u.Status, Reason: u.TargetReason(), UpdatedAt: u.At.UTC()}
+	next := post.Target{Account: account, Slot: u.Slot.UTC(), Status: u.Status, Reason: u.TargetReason(), UpdatedAt: u.At.UTC()}
 	if u.Status == post.Waiting {
 		next.NextTry = u.NextTry.UTC()
 	}

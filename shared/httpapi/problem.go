@@ -71,6 +71,7 @@ var titles = map[string]string{
 	typeScopeMissing:     "The caller lacks the scope this needs",
 	typeTargetsRefused:   "Some targets were refused",
 	typeUnsupportedMedia: "The body's media type is not accepted here",
+	typeSelfApproval:     "Authors may not approve their own posts here",
 }
 
 // newProblem is a problem of the type with the status, for the request.

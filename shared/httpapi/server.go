@@ -40,6 +40,11 @@ type Desk interface {
 	ShowQueue(ctx context.Context, account post.AccountID, free int) (publishing.QueueView, error)
 	ReorderQueue(ctx context.Context, account post.AccountID, first []post.ID) ([]publishing.QueueMove, error)
 	ShuffleQueue(ctx context.Context, account post.AccountID, seed uint64) ([]publishing.QueueMove, error)
+	// Approve, Reject and ListApprovals are the approval of posts that
+	// wait for it (publishing.Desk's).
+	Approve(ctx context.Context, req publishing.ApproveRequest) ([]publishing.TargetOutcome, error)
+	Reject(ctx context.Context, id post.ID, account post.AccountID, reason, by string) ([]publishing.TargetOutcome, error)
+	ListApprovals(ctx context.Context, limit int) (publishing.ApprovalQueue, error)
 }
 
 // Decider applies an operator's decision on a held entry:
@@ -178,6 +183,9 @@ func New(cfg Config) (*Server, error) {
 		{"POST", "/v1/posts/{id}/cancel", apitoken.ScopePosts, j, s.cancelPost},
 		{"POST", "/v1/posts/{id}/reschedule", apitoken.ScopePosts, j, s.reschedulePost},
 		{"POST", "/v1/posts/{id}/delete", apitoken.ScopePosts, j, s.deletePost},
+		{"POST", "/v1/posts/{id}/approve", apitoken.ScopeDecide, j, s.approvePost},
+		{"POST", "/v1/posts/{id}/reject", apitoken.ScopeDecide, j, s.rejectPost},
+		{"GET", "/v1/approvals", apitoken.ScopeRead, 0, s.listApprovals},
 
 		{"POST", "/v1/drafts/check", apitoken.ScopePosts, j, s.checkDraft},
 

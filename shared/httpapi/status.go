@@ -16,6 +16,10 @@ type statusView struct {
 	Targets map[post.TargetStatus]int `json:"targets"`
 	Open    []openEntry               `json:"open"`
 	Queue   publishing.QueueDepth     `json:"queue"`
+	// ApprovalOverdue counts the targets still waiting for approval at or
+	// after their slot, up to statusApprovalScan, as the sweeper's
+	// ApprovalOverdue gauge counts them.
+	ApprovalOverdue int `json:"approval_overdue"`
 }
 
 // openEntry is a pending or unknown ledger entry; stale when open longer
@@ -33,6 +37,10 @@ type openEntry struct {
 	Reason     string        `json:"reason,omitempty"`
 }
 
+// statusApprovalScan bounds the overdue approvals GET /v1/status counts
+// (the sweeper's default limit: the same count the alarm sees).
+const statusApprovalScan = 1000
+
 // getStatus is GET /v1/status.
 func (s *Server) getStatus(w http.ResponseWriter, r *http.Request, _ Principal) *Problem {
 	now := s.cfg.Now().UTC()
@@ -49,7 +57,11 @@ func (s *Server) getStatus(w http.ResponseWriter, r *http.Request, _ Principal) 
 	if err != nil {
 		return s.internal(r, err)
 	}
-	out := statusView{At: now, Targets: map[post.TargetStatus]int{}, Open: []openEntry{}, Queue: depth}
+	ga := publishing.Gauges{At: now}
+	if err := (publishing.GaugeSources{Targets: s.cfg.Targets, Limit: statusApprovalScan}).ReadApprovals(r.Context(), &ga); err != nil {
+		return s.internal(r, err)
+	}
+	out := statusView{At: now, Targets: map[post.TargetStatus]int{}, Open: []openEntry{}, Queue: depth, ApprovalOverdue: ga.ApprovalOverdue}
 	for _, st := range targetStatuses {
 		out.Targets[st] = counts[st]
 	}

@@ -46,6 +46,9 @@ type Draft struct {
 	// default) refuses it, so that no time is ever read in a zone the
 	// operator did not name.
 	TimesIn string `json:"times_in,omitempty"`
+	// Author is who adds the post (post.Post.Author): set by the surface
+	// from the authenticated caller, never read from a draft's JSON.
+	Author string `json:"-"`
 }
 
 // TimesInAccount is Draft.TimesIn for "read a time without an offset in
@@ -195,7 +198,7 @@ func (d Draft) Validate(r Rules) (Post, error) {
 			bad(f, m.Error(), fmt.Sprintf("rewrite it, or take the term off the blocklist (oncepost blocklist remove %q)", m.Term.Term))
 		}
 	}
-	p := Post{ID: ID(d.ID), Body: d.Body}
+	p := Post{ID: ID(d.ID), Body: d.Body, Author: d.Author}
 	if len(d.Texts) > 0 {
 		p.Texts = map[string]string{}
 		for k, v := range d.Texts {

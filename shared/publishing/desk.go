@@ -63,6 +63,9 @@ type Desk struct {
 	// Queue keeps the posting slots queued posts take; nil: no post can
 	// be added to a queue.
 	Queue QueueSlots
+	// Approvals keeps the approval policy and approves targets; nil uses
+	// Posts when it has them (both stores do).
+	Approvals Approvals
 	// Keys reads idempotency records; only Schedule with a KeyedRequest
 	// needs it.
 	Keys IdempotencyKeys
@@ -189,14 +192,19 @@ func (d *Desk) Validate(ctx context.Context, dr post.Draft, sizes map[string]int
 	return p, nil
 }
 
-// validatePlaced is Validate, then the queued targets' posting slots
-// (placeQueued); release frees those slots if the post is not stored.
+// validatePlaced is Validate, then the targets that need approval put
+// in needs_approval (holdForApproval), then the queued targets' posting
+// slots (placeQueued); release frees those slots if the post is not
+// stored.
 func (d *Desk) validatePlaced(ctx context.Context, dr post.Draft, sizes map[string]int) (post.Post, func(), error) {
 	p, accounts, err := d.validate(ctx, dr)
 	if err != nil {
 		return post.Post{}, nil, err
 	}
 	if err := d.checkMedia(ctx, p, accounts, sizes, map[string]int64{}); err != nil {
+		return post.Post{}, nil, err
+	}
+	if p, err = d.holdForApproval(ctx, p, accounts); err != nil {
 		return post.Post{}, nil, err
 	}
 	release, err := d.placeQueued(ctx, &p, accounts)
@@ -511,6 +519,7 @@ func (d *Desk) Schedule(ctx context.Context, dr post.Draft, sizes map[string]int
 // record. exists is not nil when another request's record is there
 // (nothing was written).
 func (d *Desk) createKeyed(ctx context.Context, dr post.Draft, sizes map[string]int, req *KeyedRequest) (ScheduleResult, *KeyExistsError, error) {
+	dr.Author = req.Scope // the authenticated caller, whatever the surface said
 	p, release, err := d.validatePlaced(ctx, dr, sizes)
 	if err != nil {
 		return ScheduleResult{}, nil, err
@@ -720,8 +729,8 @@ func (d *Desk) postTargets(ctx context.Context, id post.ID, account post.Account
 }
 
 // Cancel cancels the post's targets (account "": every one) that nothing
-// was sent for: scheduled, triggered, waiting, or held by the blocklist.
-// They are never sent and their schedules go. Cancelling twice is done
+// was sent for: waiting for approval, scheduled, triggered, waiting, or
+// held by the blocklist. They are never sent and their schedules go. Cancelling twice is done
 // ("already cancelled"); a published, failed or publishing target, or one
 // held after a send, is refused with what to do instead. An unknown post
 // is an error wrapping post.ErrNotFound. An error that is not a refusal
@@ -768,7 +777,7 @@ func (d *Desk) cancelTarget(ctx context.Context, p post.Post, t post.Target) (Ta
 		}
 	}
 	_, err := d.Posts.UpdateTarget(ctx, p.ID, t.Account, post.TargetUpdate{Status: post.Cancelled, Reason: "cancelled by operator",
-		From: []post.TargetStatus{post.Scheduled, post.Triggered, post.Waiting, post.Held}, At: d.now()})
+		From: []post.TargetStatus{post.NeedsApproval, post.Scheduled, post.Triggered, post.Waiting, post.Held}, At: d.now()})
 	if errors.Is(err, post.ErrConflict) {
 		return no("its status changed meanwhile; look at the post again"), nil
 	}
@@ -788,7 +797,8 @@ func (d *Desk) cancelTarget(ctx context.Context, p post.Post, t post.Target) (Ta
 }
 
 // Reschedule moves the post's scheduled, waiting or blocklist-held
-// targets (account "": every one) to at. A time in the past is refused as
+// targets (account "": every one) to at; a target waiting for approval
+// moves there and still waits (moveAwaiting). A time in the past is refused as
 // a *post.FieldError on "at"; a target whose earlier send may have
 // reached the platform is refused (a new time is a new ledger entry, and
 // could post twice). Errors as Cancel's.
@@ -811,6 +821,14 @@ func (d *Desk) Reschedule(ctx context.Context, id post.ID, account post.AccountI
 	for _, t := range targets {
 		if t.Slot.Equal(at) && t.Status == post.Scheduled {
 			out = append(out, TargetOutcome{Account: t.Account, Done: true, Message: "already scheduled at " + at.Format(time.RFC3339)})
+			continue
+		}
+		if t.Status == post.NeedsApproval {
+			o, err := d.moveAwaiting(ctx, p.ID, t, at)
+			if err != nil {
+				return out, fmt.Errorf("reschedule post %s on %s: %w", id, t.Account, err)
+			}
+			out = append(out, o)
 			continue
 		}
 		err := d.Scheduler.Reschedule(ctx, p.ID, t.Account, at)

@@ -19,6 +19,12 @@ type TargetCounter interface {
 	CountTargets(ctx context.Context, statuses ...post.TargetStatus) (map[post.TargetStatus]int, error)
 }
 
+// ApprovalLister lists the targets waiting for approval
+// (Approvals.AwaitingApproval).
+type ApprovalLister interface {
+	AwaitingApproval(ctx context.Context, before time.Time, limit int) ([]TargetRef, error)
+}
+
 // GaugeSources are the ports the alarms' gauges are read from, and how
 // they are read. The sweeper emits the gauges it reads through them (its
 // metrics), and the status surfaces (the console's status page, `oncepost
@@ -28,6 +34,9 @@ type GaugeSources struct {
 	Ledger OpenLister
 	// Targets is needed by ReadTargets only.
 	Targets TargetCounter
+	// Approvals lists the targets waiting for approval, for ReadTargets;
+	// nil uses Targets when it has them (both stores do).
+	Approvals ApprovalLister
 	// StaleAfter is how long an entry may stay open before it is counted
 	// stale; zero means the package's StaleAfter. It must be the
 	// sweeper's (a drill scales it down).
@@ -54,6 +63,11 @@ type Gauges struct {
 	// HeldTargets, FailedTargets and WaitingTargets count the targets in
 	// those statuses (ReadTargets).
 	HeldTargets, FailedTargets, WaitingTargets int
+	// ApprovalOverdue counts the targets still waiting for approval at or
+	// after their slot (ReadTargets): each missed its time and is sent
+	// only once someone approves it with a new one (the ApprovalOverdue
+	// metric and alarm). At most GaugeSources.Limit are counted.
+	ApprovalOverdue int
 }
 
 // Age is how long e has been open at g.At.
@@ -94,14 +108,40 @@ func (s GaugeSources) ReadOpen(ctx context.Context, now time.Time) (Gauges, erro
 	return g, nil
 }
 
-// ReadTargets adds to g the counts of held, failed and waiting targets:
-// one CountTargets query of those statuses.
+// ReadTargets adds to g the counts of held, failed and waiting targets
+// (one CountTargets query of those statuses) and of the approvals
+// overdue (ReadApprovals).
 func (s GaugeSources) ReadTargets(ctx context.Context, g *Gauges) error {
 	counts, err := s.Targets.CountTargets(ctx, post.Held, post.Failed, post.Waiting)
 	if err != nil {
 		return fmt.Errorf("count targets: %w", err)
 	}
 	g.SetTargets(counts)
+	return s.ReadApprovals(ctx, g)
+}
+
+// approvals is the lister of targets waiting for approval, if any.
+func (s GaugeSources) approvals() (ApprovalLister, bool) {
+	if s.Approvals != nil {
+		return s.Approvals, true
+	}
+	l, ok := s.Targets.(ApprovalLister)
+	return l, ok
+}
+
+// ReadApprovals sets g.ApprovalOverdue: the targets waiting for approval
+// whose slot is at or before g.At (one AwaitingApproval query, up to
+// Limit). Without a lister it leaves it 0.
+func (s GaugeSources) ReadApprovals(ctx context.Context, g *Gauges) error {
+	l, ok := s.approvals()
+	if !ok {
+		return nil
+	}
+	refs, err := l.AwaitingApproval(ctx, g.At.Add(time.Nanosecond), s.Limit)
+	if err != nil {
+		return fmt.Errorf("approvals overdue: %w", err)
+	}
+	g.ApprovalOverdue = len(refs)
 	return nil
 }
 

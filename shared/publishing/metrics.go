@@ -38,6 +38,9 @@ const (
 	// not read the store emits this and no gauges, so the gauges' alarms
 	// (TreatMissingData: breaching) fire.
 	MetricSweepErrors = "SweepErrors"
+	// MetricApprovalOverdue is the sweeper's gauge of targets still
+	// waiting for approval at or after their slot (Gauges.ApprovalOverdue).
+	MetricApprovalOverdue = "ApprovalOverdue"
 )
 
 // MetricsEmitter receives metrics (emf.Emitter).

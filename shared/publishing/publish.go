@@ -262,8 +262,10 @@ func (p *Publisher) Publish(ctx context.Context, job Job) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	if !t.target.Slot.Equal(job.Slot.UTC()) || t.target.Status.Terminal() {
-		// A rescheduled, cancelled or finished target: this delivery is stale.
+	if !t.target.Slot.Equal(job.Slot.UTC()) || t.target.Status.Terminal() || t.target.Status == post.NeedsApproval {
+		// A rescheduled, cancelled or finished target: this delivery is
+		// stale. One waiting for approval is never sent (nothing triggers
+		// it; a job for it comes from elsewhere).
 		return Outcome{Result: Skipped, Key: t.key, Reason: "target " + string(t.target.Status)}, nil
 	}
 	if now := p.now(); t.target.Slot.Sub(now) > p.PrepareBefore {

@@ -75,6 +75,9 @@ type SweepReport struct {
 	FailedTargets int `json:"failed_targets"`
 	// WaitingTargets wait for their next try (throttled, unreachable).
 	WaitingTargets int `json:"waiting_targets"`
+	// ApprovalOverdue wait for approval past their slot (G2: never sent
+	// late on their own, so a person must hear of them).
+	ApprovalOverdue int `json:"approval_overdue"`
 	// QueueVisible is how many jobs wait to be received (a backlog when
 	// more than none): stuck targets are not re-enqueued into one.
 	QueueVisible int `json:"queue_visible"`
@@ -99,7 +102,7 @@ type SweepReport struct {
 
 // Alarming reports whether anything in the report should page someone.
 func (r SweepReport) Alarming() bool {
-	return r.ReadFailed || r.StalePending+r.StaleUnknown+r.StuckTargets+r.MissedSchedules+r.DeadLetters+r.HeldTargets > 0
+	return r.ReadFailed || r.StalePending+r.StaleUnknown+r.StuckTargets+r.MissedSchedules+r.DeadLetters+r.HeldTargets+r.ApprovalOverdue > 0
 }
 
 func (s *Sweeper) now() time.Time { return nowFrom(s.Now) }
@@ -267,6 +270,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 		readFailed(err)
 	}
 	rep.HeldTargets, rep.FailedTargets, rep.WaitingTargets = g.HeldTargets, g.FailedTargets, g.WaitingTargets
+	rep.ApprovalOverdue = g.ApprovalOverdue
 	rep.Errors = len(errs)
 
 	if s.Metrics != nil {
@@ -283,6 +287,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 				emf.Metric{Name: "HeldTargets", Unit: emf.Count, Value: float64(rep.HeldTargets)},
 				emf.Metric{Name: "FailedTargets", Unit: emf.Count, Value: float64(rep.FailedTargets)},
 				emf.Metric{Name: "WaitingTargets", Unit: emf.Count, Value: float64(rep.WaitingTargets)},
+				emf.Metric{Name: MetricApprovalOverdue, Unit: emf.Count, Value: float64(rep.ApprovalOverdue)},
 			)
 		}
 		// Filed under the sweep's start: one that ends in the next minute
@@ -297,7 +302,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 	}
 	if rep.Alarming() {
 		s.log().WarnContext(ctx, "sweep found work not progressing", "stale_pending", rep.StalePending, "stale_unknown", rep.StaleUnknown,
-			"stuck_targets", rep.StuckTargets, "missed_schedules", rep.MissedSchedules, "dead_letters", rep.DeadLetters, "held_targets", rep.HeldTargets,
+			"stuck_targets", rep.StuckTargets, "missed_schedules", rep.MissedSchedules, "dead_letters", rep.DeadLetters, "held_targets", rep.HeldTargets, "approval_overdue", rep.ApprovalOverdue,
 			"requeued", rep.Requeued, "confirms_started", rep.ConfirmsStarted, "triggered", rep.Triggered, "deletes_resolved", rep.DeletesResolved)
 	}
 	return rep, errors.Join(errs...)

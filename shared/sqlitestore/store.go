@@ -615,6 +615,13 @@ var tables = []string{
 		last_status     INTEGER NOT NULL DEFAULT 0,
 		updated_at      TEXT NOT NULL
 	)`,
+	// Workspace settings, one row a setting, the value JSON: the
+	// approval policy (approval.go).
+	`CREATE TABLE IF NOT EXISTS settings (
+		name       TEXT PRIMARY KEY,
+		value      TEXT NOT NULL,
+		updated_at TEXT NOT NULL
+	) WITHOUT ROWID`,
 }
 
 // migrations[v] are the statements that bring a version v file to v+1.

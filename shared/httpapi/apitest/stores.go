@@ -75,7 +75,10 @@ func (m *MemMedia) Get(ref string) []byte {
 // the tests that use it).
 type StoreScheduler struct{ Store *sqlitestore.Store }
 
-var _ publishing.PostScheduler = StoreScheduler{}
+var (
+	_ publishing.PostScheduler     = StoreScheduler{}
+	_ publishing.ApprovalScheduler = StoreScheduler{}
+)
 
 // CreatePost stores the post with its key's record.
 func (x StoreScheduler) CreatePost(ctx context.Context, p post.Post, key *publishing.IdempotencyRecord) error {
@@ -86,6 +89,12 @@ func (x StoreScheduler) CreatePost(ctx context.Context, p post.Post, key *publis
 func (x StoreScheduler) Reschedule(ctx context.Context, id post.ID, account post.AccountID, slot time.Time) error {
 	_, err := x.Store.RescheduleTarget(ctx, id, account, slot, time.Now(), func(*sql.Tx, publishing.TargetRef, publishing.TargetRef) error { return nil })
 	return err
+}
+
+// Approved records that the approved target has its schedule (there is
+// none to make).
+func (x StoreScheduler) Approved(ctx context.Context, ref publishing.TargetRef) error {
+	return x.Store.MarkScheduled(ctx, ref, func(*sql.Tx) error { return nil })
 }
 
 // Cancelled does nothing: there is no schedule to remove.
