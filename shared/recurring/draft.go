@@ -278,18 +278,18 @@ func (d Draft) Parse(env Env) (Rule, error) {
 	case d.Cron != "":
 		if _, err := localcron.Parse(d.Cron, "", time.Time{}); err != nil {
 			bad("cron", err.Error(), "write cron(minutes hours day-of-month month day-of-week year), e.g. cron(0 9 ? * MON-FRI *)")
-			} else if !strings.HasPrefix(d.Cron, "cron(") {
+		} else if !strings.HasPrefix(d.Cron, "cron(") {
 			bad("cron", fmt.Sprintf("%q is not a cron(...) expression", d.Cron), "write cron(minutes hours day-of-month month day-of-week year); for every N days use every_days and at")
-			}
+		}
 	case d.EveryDays == 0 && d.At == "":
 		bad("every_days", "no repeat rule is given", "give every_days with at (e.g. every_days 1, at 09:00), or cron")
 	default:
 		if d.EveryDays < 1 || d.EveryDays > MaxEveryDays {
 			bad("every_days", fmt.Sprintf("%d is not from 1 to %d", d.EveryDays, MaxEveryDays), "repeat every 1 to 366 days")
-			}
+		}
 		if _, _, err := parseClock(d.At); err != nil {
 			bad("at", err.Error(), "write the local time of day, e.g. 09:00")
-			}
+		}
 	}
 
 	// Start and end.
