@@ -160,8 +160,19 @@ func (c *Client) Capabilities() platform.Capabilities {
 		// whole has 10,000 per 24 hours, a budget shared by every account
 		// of the deployment and so not one of this account's.
 		PostingLimits: []platform.Rate{{Count: 100, Per: 15 * time.Minute}},
+		// X refuses "a Tweet with duplicate content" (403) for a window it
+		// does not document: "historically up to 12 hours, though the
+		// exact timeframe fluctuates" (Ayrshare's write-up of the 403), and
+		// near-duplicates too. Schedulers keep same-account repeats 48 h
+		// apart (SocialOomph); so does oncepost, four times the one figure
+		// reported.
+		DuplicateWindow: DuplicateWindow,
 	}
 }
+
+// DuplicateWindow is how far apart oncepost keeps two posts of the same
+// text on one X account (Capabilities.DuplicateWindow).
+const DuplicateWindow = 48 * time.Hour
 
 // Credential returns the credential the client currently uses, which
 // changes after a successful Refresh.
