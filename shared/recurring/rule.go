@@ -17,8 +17,10 @@
 package recurring
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -130,6 +132,10 @@ type Rule struct {
 	UpdatedAt time.Time `json:"updated_at"`
 	// Author is who wrote the rule (as post.Post.Author).
 	Author string `json:"author,omitempty"`
+	// Fingerprint identifies the keyed request that created the rule (an
+	// API create with an Idempotency-Key): its retry is answered with the
+	// rule.
+	Fingerprint string `json:"fingerprint,omitempty"`
 
 	// What the materializer keeps on the rule.
 
@@ -367,4 +373,57 @@ func (r Rule) Describe() string {
 		fmt.Fprintf(&b, "; stopped %s", r.StoppedAt.UTC().Format(time.RFC3339))
 	}
 	return b.String()
+}
+
+// Encode is a rule as the stores keep it: JSON, every time in UTC.
+func Encode(r Rule) ([]byte, error) {
+	b, err := json.Marshal(r.UTC())
+	if err != nil {
+		return nil, fmt.Errorf("encode rule %s: %w", r.ID, err)
+	}
+	return b, nil
+}
+
+// Decode reads a rule Encode wrote.
+func Decode(b []byte) (Rule, error) {
+	var r Rule
+	if err := json.Unmarshal(b, &r); err != nil {
+		return Rule{}, fmt.Errorf("decode rule: %w", err)
+	}
+	return r.UTC(), nil
+}
+
+// UTC is r with every time in UTC.
+func (r Rule) UTC() Rule {
+	u := func(t *time.Time) {
+		if !t.IsZero() {
+			*t = t.UTC()
+		}
+	}
+	for _, t := range []*time.Time{&r.Start, &r.Until, &r.StoppedAt, &r.CreatedAt, &r.UpdatedAt, &r.Through.Slot} {
+		u(t)
+	}
+	r.Keep = slices.Clone(r.Keep)
+	for i := range r.Keep {
+		u(&r.Keep[i])
+	}
+	if r.Problem != nil {
+		p := *r.Problem
+		u(&p.Slot)
+		u(&p.At)
+		r.Problem = &p
+	}
+	r.Missed = slices.Clone(r.Missed)
+	for i := range r.Missed {
+		u(&r.Missed[i].Slot)
+		u(&r.Missed[i].At)
+	}
+	if r.Retiring != nil {
+		ret := *r.Retiring
+		ret.Rule = ret.Rule.UTC()
+		u(&ret.From)
+		u(&ret.Through)
+		r.Retiring = &ret
+	}
+	return r
 }
