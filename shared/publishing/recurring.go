@@ -754,6 +754,15 @@ func (m *Recurring) retireOccurrence(ctx context.Context, old recurring.Rule, id
 			case t.Status == post.Cancelled:
 				keep = true // skipped by an operator: it stays skipped
 			case t.Status == post.Scheduled || t.Status == post.NeedsApproval:
+				// A publisher that prepared it (its entry written before
+				// the re-read) is left to send it: the slot stays the old
+				// one's.
+				if sending, err := m.inFlight(ctx, p.ID, t); err != nil {
+					return false, cancelled, err
+				} else if sending {
+					keep = true
+					continue
+				}
 				_, err := m.Desk.Posts.UpdateTarget(ctx, p.ID, t.Account, post.TargetUpdate{Status: post.Cancelled, Reason: reason,
 					From: []post.TargetStatus{post.Scheduled, post.NeedsApproval}, Slot: t.Slot, At: now})
 				if errors.Is(err, post.ErrConflict) {
@@ -765,13 +774,12 @@ func (m *Recurring) retireOccurrence(ctx context.Context, old recurring.Rule, id
 				}
 				cancelled++
 				m.Desk.Scheduler.Cancelled(ctx, TargetRef{Post: p.ID, Account: t.Account, Slot: t.Slot})
-				// A publisher past its re-read may be sending it: the
-				// ledger says so, and then the slot is the old one's.
-				e, err := m.Desk.Ledger.Get(ctx, ledger.PublishKey(string(t.Account), string(p.ID), t.Slot))
-				if err == nil && (e.State == ledger.Pending || e.State == ledger.Unknown || e.State == ledger.Confirmed) {
-					keep = true
-				} else if err != nil && !errors.Is(err, ledger.ErrNotFound) {
+				// A publisher that prepared it meanwhile and was past its
+				// re-read may be sending it: then the slot is the old one's.
+				if sending, err := m.inFlight(ctx, p.ID, t); err != nil {
 					return false, cancelled, err
+				} else if sending {
+					keep = true
 				}
 			default:
 				keep = true // being sent, sent, or decided: never replaced
@@ -783,6 +791,19 @@ func (m *Recurring) retireOccurrence(ctx context.Context, old recurring.Rule, id
 		keep = false
 	}
 	return true, cancelled, errors.New("its targets kept changing; the slot is left to it")
+}
+
+// inFlight reports whether a publish of the target may be under way or
+// done: its ledger entry is pending, unknown or confirmed.
+func (m *Recurring) inFlight(ctx context.Context, id post.ID, t post.Target) (bool, error) {
+	e, err := m.Desk.Ledger.Get(ctx, ledger.PublishKey(string(t.Account), string(id), t.Slot))
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return e.State == ledger.Pending || e.State == ledger.Unknown || e.State == ledger.Confirmed, nil
 }
 
 // tombstone is an old revision's occurrence that was never created,
