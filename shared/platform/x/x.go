@@ -159,7 +159,7 @@ func (c *Client) Capabilities() platform.Capabilities {
 		// (https://docs.x.com/x-api/fundamentals/rate-limits); the app as a
 		// whole has 10,000 per 24 hours, a budget shared by every account
 		// of the deployment and so not one of this account's.
-		PostingLimits: []platform.Rate{{Count: 100, Per: 15 * time.Minute}},
+		PostingLimits:   []platform.Rate{{Count: 100, Per: 15 * time.Minute}},
 		DuplicateWindow: DuplicateWindow,
 	}
 }
