@@ -103,7 +103,9 @@ type backend struct {
 	lister    publishing.PostLister
 	schedules publishing.PostScheduler
 	// keys reads idempotency records.
-	keys        publishing.IdempotencyKeys
+	keys publishing.IdempotencyKeys
+	// rules are the recurring rules.
+	rules       publishing.RecurringRules
 	deadLetters deadLetterQueue
 	depth       queueDepths
 	looks       lookCounter

@@ -276,6 +276,7 @@ func openAWS(ctx context.Context, src string, outs stackOutputs, static []byte) 
 		views:       dynamoViews{rt.Store},
 		lister:      rt.Store,
 		keys:        rt.Store,
+		rules:       rt.Store,
 		schedules:   schedules,
 		deadLetters: queue,
 		depth:       sqsDepth{queue},

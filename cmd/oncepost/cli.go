@@ -71,6 +71,7 @@ func commands() []*command {
 			help: "Prints how many targets are in each status, every open ledger row with its age, targets waiting for a throttle to pass and the dead-letter queue's depth. With --backend aws the ledger is counted by its open and held entries only (the other states have no index to count them by).", example: "oncepost status --json"},
 		{name: "account", summary: "connect, list, show and remove platform accounts", subs: accountCommands()},
 		{name: "post", summary: "add, list, show, cancel, reschedule and delete posts", subs: postCommands()},
+		{name: "recurring", summary: "posts that repeat on a schedule: add, list, show, edit, stop", subs: recurringCommands()},
 		{name: "blocklist", summary: "words and phrases no post may contain", subs: blocklistCommands()},
 		{name: "webhook", summary: "signed event deliveries to the systems around oncepost", subs: webhookCommands()},
 		{name: "dlq", summary: "list, redrive and drop dead-lettered jobs", subs: dlqCommands()},
