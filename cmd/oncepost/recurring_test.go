@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"crypto/rand"
 	"fmt"
 	"path/filepath"
@@ -298,4 +300,69 @@ func (w *recurringWorld) check(t *testing.T, texts []string) []string {
 		problems = append(problems, fmt.Sprintf("posts %v at %s, which is no slot of the rule", ps, slot.Format(time.RFC3339)))
 	}
 	return problems
+}
+
+// Recurring rules from the CLI, on the machine's clock: a rule repeating
+// one text to an X account is refused before anything is written (exit
+// 2, naming the field and the account); with a variant it is added, and
+// listed, shown, edited and stopped.
+func TestRecurringFromTheCLI(t *testing.T) {
+	w := newWorkspace(t, sandbox.Options{}, 1)
+	store := w.open(t)
+	x := post.Account{ID: "x-news", Platform: "x", Handle: "@xnews", BaseURL: "https://api.x.com", CredentialRef: "x-news", Gate: post.GateAuto}
+	if err := store.PutAccount(context.Background(), x); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	run := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := runCLI(context.Background(), append(args, "--db", w.db), &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	add := []string{"recurring", "add", "--id", "tips", "--account", string(w.accounts[0]), "--account", "x-news", "--every-days", "1", "--at", "09:00",
+		"--body", "Same text every day"}
+	code, _, stderr := run(add...)
+	if code != exitUsage || !strings.Contains(stderr, "variants:") || !strings.Contains(stderr, "x-news") {
+		t.Fatalf("the same text daily to X: exit %d, %s", code, stderr)
+	}
+	if code, out, _ := run("recurring", "list"); code != exitOK || !strings.Contains(out, "no recurring rules") {
+		t.Fatalf("the refused rule is listed: %s", out)
+	}
+	code, out, stderr := run(append(add, "--variant", "Another text")...)
+	if code != exitOK || !strings.Contains(out, "added rule tips: every day at 09:00 (UTC)") || !strings.Contains(out, "tips-") {
+		t.Fatalf("with a variant: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, out, _ := run("recurring", "list"); code != exitOK || !strings.Contains(out, "tips") || !strings.Contains(out, "running") {
+		t.Errorf("list: exit %d\n%s", code, out)
+	}
+	code, out, _ = run("recurring", "show", "tips", "--json")
+	var v publishing.RuleView
+	if code != exitOK || json.Unmarshal([]byte(out), &v) != nil || v.Rule.ID != "tips" || len(v.Next) == 0 || !v.Next[0].Created {
+		t.Fatalf("show --json: exit %d\n%s", code, out)
+	}
+	first := v.Next[0]
+	if code, out, stderr := run("recurring", "edit", "tips", "--body", "Same text, revised"); code != exitOK || !strings.Contains(out, "revision 2") {
+		t.Fatalf("edit: exit %d\n%s%s", code, out, stderr)
+	}
+	store = w.open(t)
+	p, err := store.GetPost(context.Background(), first.Post)
+	store.Close()
+	if err != nil || p.Targets[0].Status != post.Cancelled {
+		t.Errorf("the first occurrence of revision 1 after the edit: %v %v", p.Targets, err)
+	}
+	if code, out, _ := run("recurring", "show", "tips"); code != exitOK || !strings.Contains(out, "Same text, revised") || !strings.Contains(out, "-r2") {
+		t.Errorf("show after the edit: exit %d\n%s", code, out)
+	}
+	if code, out, _ := run("recurring", "stop", "tips"); code != exitOK || !strings.Contains(out, "stopped") {
+		t.Errorf("stop: exit %d\n%s", code, out)
+	}
+	if code, _, stderr := run("recurring", "edit", "tips", "--body", "x"); code != exitUsage || !strings.Contains(stderr, "stopped") {
+		t.Errorf("edit a stopped rule: exit %d %s", code, stderr)
+	}
+	if code, _, stderr := run("recurring", "show", "nope"); code != exitUsage || !strings.Contains(stderr, `no rule "nope"`) {
+		t.Errorf("show an unknown rule: exit %d %s", code, stderr)
+	}
+	if code, _, stderr := run("recurring", "edit", "tips"); code != exitUsage {
+		t.Errorf("edit without changes: exit %d %s", code, stderr)
+	}
 }
