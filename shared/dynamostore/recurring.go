@@ -23,6 +23,11 @@ var _ publishing.RecurringRules = (*Store)(nil)
 // reads the partition once a minute, a Query of a few read units.
 const pkRule = "rule"
 
+// RulePartition is the partition key of every recurring rule in the
+// workspace table: the one partition the api function writes rules in
+// (the template's dynamodb:LeadingKeys condition).
+const RulePartition = pkRule
+
 // Attributes of a rule item.
 const (
 	attrRuleJSON    = "rule"
