@@ -816,8 +816,8 @@ func tombstone(old recurring.Rule, id post.ID, o recurring.Occurrence, reason st
 	return p
 }
 
-// List lists every rule with its next occurrences (without their posts'
-// targets).
+// List lists every rule with its next occurrences (and the posts made
+// for them).
 func (m *Recurring) List(ctx context.Context) ([]RuleView, error) {
 	rules, err := m.Rules.ListRules(ctx)
 	if err != nil {
@@ -845,8 +845,8 @@ func (m *Recurring) Show(ctx context.Context, id recurring.ID) (RuleView, error)
 	return m.view(ctx, r, true)
 }
 
-// view is r with its next occurrences; full: with their posts and the
-// recent ones.
+// view is r with its next occurrences and their posts; full: with the
+// recent ones too.
 func (m *Recurring) view(ctx context.Context, r recurring.Rule, full bool) (RuleView, error) {
 	v := RuleView{Rule: r, Summary: r.Describe(), Next: []OccurrenceView{}}
 	s, err := r.Schedule()
@@ -861,7 +861,7 @@ func (m *Recurring) view(ctx context.Context, r recurring.Rule, full bool) (Rule
 	if r.Active() {
 		for _, o := range s.After(at, time.Date(post.MaxSlotYear, 12, 31, 0, 0, 0, 0, time.UTC), NextShown) {
 			ov := OccurrenceView{Slot: o.Slot, Post: m.id(r, o.Slot), Text: r.BodyAt(o.Index), Kept: slices.ContainsFunc(r.Keep, o.Slot.Equal)}
-			if full && !o.Slot.After(now.Add(m.horizon()+retireSlack)) {
+			if !o.Slot.After(now.Add(m.horizon() + retireSlack)) {
 				if err := m.fill(ctx, &ov, r.Revision, r.ID); err != nil {
 					return v, err
 				}
