@@ -284,8 +284,12 @@ func (m *Recurring) duplicateRisks(r recurring.Rule, accounts map[post.AccountID
 		}
 		said[field+"/"+string(id)] = true
 		need := recurring.MostWithin(upcoming, window)
-		fix := fmt.Sprintf("give at least %d texts that take turns (the body and %d variants) so that none repeats within %s, or repeat at least %s apart",
-			need, need-1, hours(window), hours(window))
+		variants := fmt.Sprintf("%d variants", need-1)
+		if need == 2 {
+			variants = "1 variant"
+		}
+		fix := fmt.Sprintf("give at least %d texts that take turns (the body and %s) so that none repeats within %s, or repeat at least %s apart",
+			need, variants, hours(window), hours(window))
 		if strings.HasPrefix(field, "texts.") {
 			fix = fmt.Sprintf("remove %s so that %s gets the body and its variants in turn (at least %d texts), or repeat at least %s apart",
 				field, acc.Platform, need, hours(window))
