@@ -157,12 +157,17 @@ const NextShown = 5
 // the same keyed request made it: then it is answered again).
 func (m *Recurring) Create(ctx context.Context, d recurring.Draft, opts RuleOptions) (RuleView, error) {
 	now := m.now()
-	fingerprint := ""
+	// A keyed create records its key (hashed) and its request's
+	// fingerprint: a retry with both is answered with the rule, the key
+	// with another request is ErrKeyReused, anything else meeting the id
+	// is refused on "id".
+	keyHash, fingerprint := "", ""
 	if k := opts.Key; k != nil {
-		fingerprint = k.Fingerprint
+		sum := sha256.Sum256([]byte(k.Scope + "\x00" + k.Key))
+		keyHash = hex.EncodeToString(sum[:10])
+		fingerprint = keyHash + ":" + k.Fingerprint
 		if d.ID == "" {
-			sum := sha256.Sum256([]byte(k.Scope + "\x00" + k.Key))
-			d.ID = "r-" + hex.EncodeToString(sum[:10])
+			d.ID = "r-" + keyHash
 		}
 	}
 	if d.ID == "" {
@@ -181,7 +186,7 @@ func (m *Recurring) Create(ctx context.Context, d recurring.Draft, opts RuleOpti
 			v.Replayed = true
 			return v, err
 		}
-		if gerr == nil && opts.Key != nil && stored.Fingerprint != "" {
+		if gerr == nil && keyHash != "" && strings.HasPrefix(stored.Fingerprint, keyHash+":") {
 			return RuleView{}, fmt.Errorf("rule %s: idempotency key %q was used for another request: %w", r.ID, opts.Key.Key, ErrKeyReused)
 		}
 		return RuleView{}, fmt.Errorf("rule %q refused: %w", r.ID, &post.FieldError{Field: "id", Problem: fmt.Sprintf("rule %q exists already", r.ID),

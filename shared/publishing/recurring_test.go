@@ -380,6 +380,13 @@ func TestRecurringProblemAndKeyedCreate(t *testing.T) {
 	if _, err := e.rec.Create(ctx, d, publishing.RuleOptions{Key: &other}); !errors.Is(err, publishing.ErrKeyReused) {
 		t.Errorf("the key with another body: %v, want ErrKeyReused", err)
 	}
+	another := *key
+	another.Key = "k2"
+	withID := d
+	withID.ID = string(first.Rule.ID)
+	if _, err := e.rec.Create(ctx, withID, publishing.RuleOptions{Key: &another}); errors.Is(err, publishing.ErrKeyReused) || !slices.Equal(fields(err), []string{"id"}) {
+		t.Errorf("another key naming the rule's id: %v, want a refusal on id", err)
+	}
 
 	term, _ := post.NewBlockedTerm("news", e.clock.Now())
 	if _, err := e.store.AddBlockedTerm(ctx, term); err != nil {

@@ -133,8 +133,8 @@ type Rule struct {
 	// Author is who wrote the rule (as post.Post.Author).
 	Author string `json:"author,omitempty"`
 	// Fingerprint identifies the keyed request that created the rule (an
-	// API create with an Idempotency-Key): its retry is answered with the
-	// rule.
+	// API create with an Idempotency-Key): its key, hashed, and its
+	// request's fingerprint; its retry is answered with the rule.
 	Fingerprint string `json:"fingerprint,omitempty"`
 
 	// What the materializer keeps on the rule.
