@@ -237,7 +237,10 @@ func TestRecurringEdit(t *testing.T) {
 	if v.Rule.Revision != 2 || v.Rule.Retiring != nil || len(v.Rule.Keep) != 1 {
 		t.Errorf("rule after the edit: revision %d, retiring %v, keep %v; want 2, none, the slot being sent", v.Rule.Revision, v.Rule.Retiring, v.Rule.Keep)
 	}
-	// A materializer that read the rule before the edit creates nothing.
+	// A materializer that read the rule before the edit creates nothing,
+	// even two minutes on, when its horizon reaches the old revision's
+	// 12-04 occurrence.
+	e.clock.Advance(2 * time.Minute)
 	if _, err := staleMaterialize(ctx, e, stale); err != nil {
 		t.Fatal(err)
 	}
