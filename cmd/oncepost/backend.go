@@ -105,7 +105,9 @@ type backend struct {
 	queue     publishing.QueueSlots
 	schedules publishing.PostScheduler
 	// keys reads idempotency records.
-	keys        publishing.IdempotencyKeys
+	keys publishing.IdempotencyKeys
+	// rules are the recurring rules.
+	rules       publishing.RecurringRules
 	deadLetters deadLetterQueue
 	depth       queueDepths
 	looks       lookCounter

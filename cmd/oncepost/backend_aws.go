@@ -277,6 +277,7 @@ func openAWS(ctx context.Context, src string, outs stackOutputs, static []byte) 
 		lister:      rt.Store,
 		queue:       rt.Store,
 		keys:        rt.Store,
+		rules:       rt.Store,
 		schedules:   schedules,
 		deadLetters: queue,
 		depth:       sqsDepth{queue},

@@ -21,6 +21,7 @@ func embeddedBackend(rt *runtime) *backend {
 		kind: backendEmbedded, ledger: rt.store, posts: rt.store, accounts: rt.store, admin: rt.store,
 		views: sqliteViews{rt.store}, lister: rt.store, queue: rt.store, schedules: embeddedSchedules{rt}, keys: rt.store, deadLetters: rt.queue, depth: sqliteDepth{rt.queue},
 		looks: localLooks{rt.flows}, operator: rt.operator, deleter: rt.deleter, media: mediaDir(rt.cfg.MediaDir), webhooks: rt.store, close: rt.Close,
+		rules: rt.store,
 	}
 }
 

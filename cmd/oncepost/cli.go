@@ -72,6 +72,7 @@ func commands() []*command {
 		{name: "account", summary: "connect, list, show, set and remove platform accounts", subs: accountCommands()},
 		{name: "post", summary: "add, list, show, cancel, reschedule and delete posts", subs: postCommands()},
 		{name: "queue", summary: "an account's queue of posts on its posting slots: show, reorder, shuffle", subs: queueCommands()},
+		{name: "recurring", summary: "posts that repeat on a schedule: add, list, show, edit, stop", subs: recurringCommands()},
 		{name: "blocklist", summary: "words and phrases no post may contain", subs: blocklistCommands()},
 		{name: "approval", summary: "who must approve posts before they are scheduled", subs: approvalSetCommands()},
 		{name: "webhook", summary: "signed event deliveries to the systems around oncepost", subs: webhookCommands()},

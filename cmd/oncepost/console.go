@@ -99,6 +99,9 @@ func (b *backend) apiConfig() httpapi.Config {
 		Media:       mediaWriter{b.media},
 		Webhooks:    b.webhooks,
 	}
+	if b.rules != nil {
+		cfg.Recurring = b.recurring()
+	}
 	if br, ok := b.admin.(httpapi.BudgetReader); ok {
 		cfg.Budgets = br
 	}

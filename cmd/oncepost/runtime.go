@@ -274,6 +274,7 @@ func openRuntime(ctx context.Context, cfg config) (*runtime, error) {
 		Ledger: p.ledger, Posts: p.posts, Queue: p.queue, Trigger: rt.trigger, Publisher: rt.publisher, Deleter: rt.deleter, Operator: rt.operator,
 		Metrics: metrics, StaleAfter: cfg.StaleAfter, MissedAfter: cfg.MissedAfter, Logger: cfg.Logger, Now: cfg.Now,
 	}
+	rt.sweeper.Recurring = rt.recurringUseCases()
 	rt.notifier = &publishing.Notifier{Deliveries: store, Subscriptions: store, Sender: webhook.NewSender(webhook.Options{}), Now: cfg.Now, Logger: cfg.Logger}
 	return rt, nil
 }

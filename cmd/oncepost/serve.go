@@ -156,6 +156,7 @@ func (rt *runtime) apiConfig() httpapi.Config {
 		Media:       mediaDir(rt.cfg.MediaDir),
 		Budgets:     rt.store,
 		Webhooks:    rt.store,
+		Recurring:   &publishing.Recurring{Rules: rt.store, Desk: desk, Logger: rt.log},
 		Auth:        httpapi.BearerTokens(rt.store),
 		Logger:      rt.log,
 	}

@@ -12,6 +12,7 @@ import (
 	"oncepost/shared/apitoken"
 	"oncepost/shared/awsruntime"
 	"oncepost/shared/httpapi"
+	"oncepost/shared/publishing"
 )
 
 // callTimeout bounds one platform call of the use cases (on AWS only an
@@ -44,6 +45,7 @@ func build(rt *awsruntime.Runtime) (any, error) {
 	api, err := httpapi.New(httpapi.Config{
 		Desk: desk, Decider: desk.Operator, Held: rt.Store, Accounts: rt.Store, Targets: rt.Store,
 		DeadLetters: queue, Media: media, Budgets: rt.Store, Webhooks: webhooks, Auth: httpapi.ContextPrincipal(), Logger: rt.Logger,
+		Recurring: &publishing.Recurring{Rules: rt.Store, Desk: desk, Logger: rt.Logger},
 	})
 	if err != nil {
 		return nil, err

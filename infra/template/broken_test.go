@@ -272,7 +272,7 @@ func TestBrokenTemplatesAreCaught(t *testing.T) {
 		}, "asynchronous invocation: TriggerFunction: no alarm on TriggerFailureQueue's visible messages"},
 		{"a call the store never makes", func(d map[string]any) {
 			addStatement(d, "SweeperFunction", map[string]any{"Effect": "Allow", "Action": "dynamodb:Scan", "Resource": getAtt("LedgerTable", "Arn")})
-		}, "permissions: SweeperFunction.Policies[0].Statement[7]: grants dynamodb:Scan, a call the store never makes"},
+		}, "permissions: SweeperFunction.Policies[0].Statement[10]: grants dynamodb:Scan, a call the store never makes"},
 		{"the trigger reads credentials", func(d map[string]any) {
 			s := asMap(statements(d, "TriggerFunction")[0])
 			s["Resource"] = append(asList(s["Resource"]), getAtt("CredentialsTable", "Arn"))
@@ -316,7 +316,7 @@ func TestBrokenTemplatesAreCaught(t *testing.T) {
 		}, "least privilege: OperatorPolicy.PolicyDocument.Statement[1]: OperatorPolicy may dynamodb:DeleteItem on LedgerTable"},
 		{"a function deletes credentials in a batch", func(d map[string]any) {
 			addStatement(d, "SweeperFunction", map[string]any{"Effect": "Allow", "Action": "dynamodb:BatchWriteItem", "Resource": getAtt("CredentialsTable", "Arn")})
-		}, "least privilege: SweeperFunction.Policies[0].Statement[7]: SweeperFunction may dynamodb:BatchWriteItem on CredentialsTable"},
+		}, "least privilege: SweeperFunction.Policies[0].Statement[10]: SweeperFunction may dynamodb:BatchWriteItem on CredentialsTable"},
 		{"the trigger writes posts", func(d map[string]any) {
 			s := asMap(statements(d, "TriggerFunction")[0])
 			s["Action"] = append(asList(s["Action"]), "dynamodb:UpdateItem")

@@ -50,11 +50,15 @@ var functionOnlyEnv = map[string]struct {
 	functions []string
 	why       string
 }{
-	awsruntime.EnvScheduleGroup:         {[]string{"ApiFunction"}, "the api function schedules the posts it creates (awsruntime.Runtime.PostScheduler)"},
-	awsruntime.EnvTriggerFunctionARN:    {[]string{"ApiFunction"}, "the api function schedules the posts it creates (awsruntime.Runtime.PostScheduler)"},
-	awsruntime.EnvSchedulerRoleARN:      {[]string{"ApiFunction"}, "the api function schedules the posts it creates (awsruntime.Runtime.PostScheduler)"},
-	awsruntime.EnvScheduleDeadLetterARN: {[]string{"ApiFunction"}, "the api function schedules the posts it creates (awsruntime.Runtime.PostScheduler)"},
+	awsruntime.EnvScheduleGroup:         {[]string{"ApiFunction", "SweeperFunction"}, scheduleWhy},
+	awsruntime.EnvTriggerFunctionARN:    {[]string{"ApiFunction", "SweeperFunction"}, scheduleWhy},
+	awsruntime.EnvSchedulerRoleARN:      {[]string{"ApiFunction", "SweeperFunction"}, scheduleWhy},
+	awsruntime.EnvScheduleDeadLetterARN: {[]string{"ApiFunction", "SweeperFunction"}, scheduleWhy},
 }
+
+// scheduleWhy is why the functions that schedule posts read the slot
+// schedules' settings.
+const scheduleWhy = "the api function schedules the posts it creates, the sweeper the recurring rules' occurrences it creates (awsruntime.Runtime.PostScheduler)"
 
 // forbiddenEnv are variables the template must never set, and why.
 var forbiddenEnv = map[string]string{

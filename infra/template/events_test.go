@@ -507,7 +507,7 @@ func TestBrokenEventTemplatesAreCaught(t *testing.T) {
 		}, "events and webhooks: WebhookQueue: VisibilityTimeout 60, want at least 6 × WebhooksFunction's timeout 60 s"},
 		{"another function takes deliveries", func(d map[string]any) {
 			addStatement(d, "SweeperFunction", map[string]any{"Effect": "Allow", "Action": "sqs:ReceiveMessage", "Resource": getAtt("WebhookQueue", "Arn")})
-		}, "events and webhooks: SweeperFunction.Policies[0].Statement[7]: SweeperFunction may sqs:ReceiveMessage on WebhookQueue"},
+		}, "events and webhooks: SweeperFunction.Policies[0].Statement[10]: SweeperFunction may sqs:ReceiveMessage on WebhookQueue"},
 		{"the notifier writes", func(d map[string]any) {
 			notifierStatement(d, "ListSubscriptions")["Action"] = []any{"dynamodb:Query", "dynamodb:PutItem"}
 		}, "events and webhooks: NotifierFunction.Policies[0].Statement[2]: NotifierFunction may dynamodb:PutItem on WorkspaceTable: the notifier writes nothing"},

@@ -325,9 +325,18 @@ var idempotencyPartitions = dynamostore.IdempotencyPartitionPrefix + "*"
 
 // apiWorkspacePartitions are the dynamodb:LeadingKeys patterns a
 // statement of a function behind the HTTP API may write the workspace
-// table under, one each: the idempotency records' partitions and the
-// webhook subscriptions' partition.
-var apiWorkspacePartitions = []string{idempotencyPartitions, dynamostore.WebhookPartition}
+// table under, one each: the idempotency records' partitions, the
+// webhook subscriptions' partition and the recurring rules'.
+var apiWorkspacePartitions = []string{idempotencyPartitions, dynamostore.WebhookPartition, dynamostore.RulePartition}
+
+// apiWorkspaceWrites are the writes the api function needs in each of
+// them: records and subscriptions are put and dropped, rules only put
+// (a stopped rule stays).
+var apiWorkspaceWrites = map[string][]string{
+	idempotencyPartitions:        {"dynamodb:PutItem", "dynamodb:DeleteItem"},
+	dynamostore.WebhookPartition: {"dynamodb:PutItem", "dynamodb:DeleteItem"},
+	dynamostore.RulePartition:    {"dynamodb:PutItem"},
+}
 
 // checkAPIWorkspaceWrites: a function behind an HTTP API (an HttpApi
 // event) writes the workspace table only in the idempotency records'
@@ -335,7 +344,8 @@ var apiWorkspacePartitions = []string{idempotencyPartitions, dynamostore.Webhook
 // ForAllValues:StringLike on dynamodb:LeadingKeys naming one of them
 // alone): a caller of the API can never change an account, the blocklist
 // or the data key through it. The api function may put and delete in
-// both (POST /v1/posts' records; POST and DELETE /v1/webhooks).
+// the first two (POST /v1/posts' records; POST and DELETE /v1/webhooks)
+// and put in the third (POST and PATCH /v1/recurring).
 func checkAPIWorkspaceWrites(t *tmpl, stmts []statement, workspace string) []string {
 	if workspace == "" {
 		return nil
@@ -361,14 +371,14 @@ func checkAPIWorkspaceWrites(t *tmpl, stmts []statement, workspace string) []str
 			key, _ = keys[0].(string)
 		}
 		if len(keys) != 1 || !slices.Contains(apiWorkspacePartitions, key) {
-			problems = append(problems, fmt.Sprintf("%s: %s may %s on %s with condition %s; want ForAllValues:StringLike dynamodb:LeadingKeys one of %q only: the API writes idempotency records and webhook subscriptions, never an account, the blocklist or the data key",
+			problems = append(problems, fmt.Sprintf("%s: %s may %s on %s with condition %s; want ForAllValues:StringLike dynamodb:LeadingKeys one of %q only: the API writes idempotency records, webhook subscriptions and recurring rules, never an account, the blocklist or the data key",
 				s.path, s.owner, strings.Join(writes, ", "), workspace, show(s.stmt["Condition"]), apiWorkspacePartitions))
 			continue
 		}
 		granted[s.owner+" "+key] = append(granted[s.owner+" "+key], writes...)
 	}
 	for _, partition := range apiWorkspacePartitions {
-		for _, action := range []string{"dynamodb:PutItem", "dynamodb:DeleteItem"} {
+		for _, action := range apiWorkspaceWrites[partition] {
 			if !slices.Contains(granted["ApiFunction "+partition], action) {
 				problems = append(problems, fmt.Sprintf("ApiFunction may not %s on %s under dynamodb:LeadingKeys [%q]: it writes and drops its records there", action, workspace, partition))
 			}

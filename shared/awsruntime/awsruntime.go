@@ -339,9 +339,19 @@ func (rt *Runtime) Sweeper(callTimeout time.Duration) (*publishing.Sweeper, erro
 		Ledger: rt.Store, Posts: rt.Store, Accounts: rt.Accounts, Platforms: rt.Platforms(), Credentials: rt.Credentials(callTimeout),
 		Metrics: rt.Metrics, Owner: rt.Owner, CallTimeout: callTimeout, Logger: rt.Logger,
 	}
-	return &publishing.Sweeper{
+	sw := &publishing.Sweeper{
 		Ledger: rt.Store, Posts: rt.Store, Queue: tr.Queue, Trigger: tr, Publisher: pub, Deleter: del, Metrics: rt.Metrics,
 		Operator:    &publishing.Operator{Ledger: rt.Store, Confirmer: conf, Tasks: conf.Tasks, Logger: rt.Logger},
 		MissedAfter: SweeperMissedAfter, Logger: rt.Logger,
-	}, nil
+	}
+	// The sweeper creates recurring rules' occurrences and schedules
+	// them, with the slot schedules' settings (the template sets them).
+	if rt.Env.ScheduleGroup == "" {
+		rt.Logger.Warn("recurring rules are not materialized here: " + EnvScheduleGroup + " is not set")
+		return sw, nil
+	}
+	if sw.Recurring, err = rt.Recurring(callTimeout); err != nil {
+		return nil, err
+	}
+	return sw, nil
 }

@@ -14,6 +14,7 @@ import (
 	"oncepost/shared/ledger"
 	"oncepost/shared/post"
 	"oncepost/shared/publishing"
+	"oncepost/shared/recurring"
 )
 
 // The browser tests drive the console in headless chromium
@@ -42,6 +43,7 @@ func consolePages(at string, postID post.ID) []consolePage {
 		{name: "inbox", path: "/inbox", showsPost: true},
 		{name: "accounts", path: "/accounts"},
 		{name: "queue", path: "/accounts/news/queue"},
+		{name: "recurring", path: "/recurring"},
 		{name: "status", path: "/status"},
 	}
 }
@@ -146,6 +148,13 @@ func seedPosts(t *testing.T, h *harness, now time.Time) {
 		if err := h.store.CreatePost(ctx, p); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A recurring rule for the rules page, stored alone: its occurrences
+	// are not created (no post of it on the other pages).
+	if err := h.store.CreateRule(ctx, recurring.Rule{ID: "weekly-digest", Revision: 1, Content: recurring.Content{Body: "Weekly digest is out", Variants: []string{"This week's digest"}},
+		Accounts: []post.AccountID{"news", "sky"}, Repeat: recurring.Repeat{Cron: "cron(0 9 ? * MON *)"}, TimeZone: "Europe/Berlin", Start: now, Count: 12,
+		CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
 	}
 	seedQueue(t, h)
 }

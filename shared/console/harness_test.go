@@ -85,7 +85,8 @@ func newHarness(t testing.TB, opts harnessOptions) *harness {
 		}}
 	cfg := Config{
 		API: httpapi.Config{Desk: h.desk, Decider: h.operator, Held: store, Accounts: store, Targets: store,
-			DeadLetters: queue, Media: h.media, Budgets: store, Webhooks: store, Auth: httpapi.BearerTokens(store), Now: opts.now},
+			DeadLetters: queue, Media: h.media, Budgets: store, Webhooks: store, Auth: httpapi.BearerTokens(store), Now: opts.now,
+			Recurring: &publishing.Recurring{Rules: store, Desk: h.desk}},
 		Tokens: store,
 		Posts:  store,
 		Events: store,

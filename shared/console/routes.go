@@ -38,6 +38,8 @@ func (h *Handler) routes() {
 	h.page("POST /accounts/{id}/queue/top", apitoken.ScopePosts, h.queueTop)
 	h.page("POST /accounts/{id}/queue/shuffle", apitoken.ScopePosts, h.queueShuffle)
 	h.page("GET /status", apitoken.ScopeRead, h.showStatus)
+	h.page("GET /recurring", apitoken.ScopeRead, h.showRecurring)
+	h.page("POST /recurring/{id}/stop", apitoken.ScopePosts, h.stopRule)
 
 	h.page("POST /inbox/held/{key}/approve", apitoken.ScopeDecide, h.decideHeld(publishing.DecisionRelease))
 	h.page("POST /inbox/held/{key}/confirm", apitoken.ScopeDecide, h.decideHeld(publishing.DecisionConfirm))

@@ -120,6 +120,7 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 	api, err := New(Config{
 		Desk: h.desk, Decider: operator, Held: store, Accounts: store, Targets: store,
 		DeadLetters: queue, Media: h.media, Budgets: store, Webhooks: webhooks, Auth: BearerTokens(store), Logger: slog.New(slog.NewJSONHandler(h.logs, nil)),
+		Recurring:    &publishing.Recurring{Rules: store, Desk: h.desk},
 		MaxJSONBytes: opts.maxJSON, MaxMediaBytes: opts.maxMedia, Pause: opts.pause,
 	})
 	if err != nil {

@@ -81,7 +81,7 @@ type DeadLetterQueue interface {
 }
 
 // Config is what the API is built from. Every port is required but
-// Budgets and Webhooks.
+// Budgets, Webhooks and Recurring.
 type Config struct {
 	Desk        Desk
 	Decider     Decider
@@ -95,6 +95,9 @@ type Config struct {
 	// Webhooks, if set, are the webhook subscriptions and deliveries
 	// behind /v1/webhooks; without it those routes answer 501.
 	Webhooks Webhooks
+	// Recurring, if set, are the recurring rules behind /v1/recurring;
+	// without it those routes answer 501.
+	Recurring Recurring
 	// Auth is BearerTokens (one machine) or ContextPrincipal (AWS).
 	Auth Auth
 	// Logger gets the access log (method, route, status, duration,
@@ -188,6 +191,12 @@ func New(cfg Config) (*Server, error) {
 		{"GET", "/v1/approvals", apitoken.ScopeRead, 0, s.listApprovals},
 
 		{"POST", "/v1/drafts/check", apitoken.ScopePosts, j, s.checkDraft},
+
+		{"POST", "/v1/recurring", apitoken.ScopePosts, j, s.createRule},
+		{"GET", "/v1/recurring", apitoken.ScopeRead, 0, s.listRules},
+		{"GET", "/v1/recurring/{id}", apitoken.ScopeRead, 0, s.getRule},
+		{"PATCH", "/v1/recurring/{id}", apitoken.ScopePosts, j, s.editRule},
+		{"POST", "/v1/recurring/{id}/stop", apitoken.ScopePosts, 0, s.stopRule},
 
 		{"POST", "/v1/media", apitoken.ScopePosts, cfg.MaxMediaBytes, s.uploadMedia},
 

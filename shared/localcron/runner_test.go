@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,8 +18,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+
 	"oncepost/shared/clocktest"
-	"oncepost/shared/sqlitestore"
 )
 
 // firing is one call of Fire.
@@ -64,15 +66,32 @@ func (tg *target) setFail(name string, err error) {
 	}
 }
 
+// testDB is the SQLite file a Runner works on, opened as the runtime's
+// store opens its writer (sqlitestore's DSN: one connection, WAL,
+// IMMEDIATE transactions, a busy timeout). Not through sqlitestore itself:
+// it imports the publishing use cases, which use this package.
+type testDB struct{ db *sql.DB }
+
+func (d testDB) DB() *sql.DB { return d.db }
+
+func (d testDB) Close() error { return d.db.Close() }
+
 // openStore opens a store file in a temporary directory, as the runtime does.
-func openStore(t testing.TB, path string) *sqlitestore.Store {
+func openStore(t testing.TB, path string) testDB {
 	t.Helper()
-	store, err := sqlitestore.Open(context.Background(), path, sqlitestore.Options{})
+	q := url.Values{}
+	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "synchronous(NORMAL)", "foreign_keys(ON)"} {
+		q.Add("_pragma", p)
+	}
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", path+"?"+q.Encode())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { store.Close() })
-	return store
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	t.Cleanup(func() { db.Close() })
+	return testDB{db}
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

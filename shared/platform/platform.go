@@ -238,6 +238,12 @@ type Capabilities struct {
 	// PostingLimits are the platform's documented posting budgets per
 	// account; the publisher spaces sends to stay under them.
 	PostingLimits []Rate
+	// DuplicateWindow: the platform refuses a post whose text repeats one
+	// of the account's own posts from less than this long before (X's
+	// duplicate-content 403); 0: no such rule is known. A recurring rule
+	// whose occurrences would repeat a text to the account within it is
+	// refused before any occurrence is scheduled.
+	DuplicateWindow time.Duration
 }
 
 // Rate is a budget of Count posts per Per.

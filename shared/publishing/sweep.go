@@ -54,6 +54,9 @@ type Sweeper struct {
 	// that scales time down scales them too).
 	StaleAfter, MissedAfter time.Duration
 	Logger                  *slog.Logger
+	// Recurring creates the occurrences of recurring rules due within its
+	// horizon (Recurring.Materialize); nil: none are.
+	Recurring *Recurring
 }
 
 // SweepReport is what one sweep found and did.
@@ -98,6 +101,8 @@ type SweepReport struct {
 	// ReadFailed is set when the sweep could not read the store: its
 	// gauges would report zeros that are not true.
 	ReadFailed bool `json:"read_failed"`
+	// Recurring is what the materializer of recurring rules did.
+	Recurring MaterializeReport `json:"recurring"`
 }
 
 // Alarming reports whether anything in the report should page someone.
@@ -262,6 +267,14 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 			readFailed(fmt.Errorf("dead letters: %w", err))
 		}
 		rep.DeadLetters = len(dls)
+	}
+
+	if s.Recurring != nil {
+		r, err := s.Recurring.Materialize(ctx)
+		rep.Recurring = r
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
 
 	// Counted after the repairs and decisions above: what they settled

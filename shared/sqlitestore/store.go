@@ -601,6 +601,14 @@ var tables = []string{
 	// lease (lease_until). Rows are appended in seq order (their JSON is
 	// a few hundred bytes: kept in order, they do not split pages all
 	// over the table); only the small id index takes random inserts.
+	// Recurring rules (publishing.RecurringRules): the rule as JSON
+	// (recurring.Encode) and its version, the condition of every update.
+	// Created without a schema version of its own, like idempotency_keys.
+	`CREATE TABLE IF NOT EXISTS recurring_rules (
+		id      TEXT PRIMARY KEY,
+		version INTEGER NOT NULL,
+		rule    TEXT NOT NULL
+	) WITHOUT ROWID`,
 	`CREATE TABLE IF NOT EXISTS deliveries (
 		seq             INTEGER PRIMARY KEY,
 		id              TEXT NOT NULL UNIQUE,

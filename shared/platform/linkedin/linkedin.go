@@ -230,8 +230,17 @@ func (c *Client) Capabilities() platform.Capabilities {
 		// (https://learn.microsoft.com/en-us/linkedin/shared/api-guide/concepts/rate-limits).
 		// A 429 waits until the reset (see untilMidnightUTC).
 		PostingLimits: nil,
+		// LinkedIn's duplicate detector refuses a post that repeats a
+		// recent one (422 DUPLICATE_POST); its memory is not documented,
+		// and is reported to last "24–48h" (ComposioHQ/composio#2710).
+		DuplicateWindow: DuplicateWindow,
 	}
 }
+
+// DuplicateWindow is how far apart oncepost keeps two posts of the same
+// text on one LinkedIn account (Capabilities.DuplicateWindow): the
+// longest memory of the duplicate detector reported.
+const DuplicateWindow = 48 * time.Hour
 
 // Credential returns the credential the client currently uses, which
 // changes after a successful Refresh.

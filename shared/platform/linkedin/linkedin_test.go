@@ -74,7 +74,7 @@ func TestCapabilities(t *testing.T) {
 				// Images API: "less than 36,152,320" pixels, no byte limit
 				// stated; MultiImage API: at most 20 images.
 				MaxTextGraphemes: 3000, MaxMedia: 20, MaxMediaBytes: 0, MaxMediaPixels: 36_152_320 - 1,
-				Handle: got.Handle, ReadBack: got.ReadBack,
+				Handle: got.Handle, ReadBack: got.ReadBack, DuplicateWindow: 48 * time.Hour,
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("capabilities (-want +got):\n%s", diff)

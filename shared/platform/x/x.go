@@ -159,9 +159,21 @@ func (c *Client) Capabilities() platform.Capabilities {
 		// (https://docs.x.com/x-api/fundamentals/rate-limits); the app as a
 		// whole has 10,000 per 24 hours, a budget shared by every account
 		// of the deployment and so not one of this account's.
-		PostingLimits: []platform.Rate{{Count: 100, Per: 15 * time.Minute}},
+		PostingLimits:   []platform.Rate{{Count: 100, Per: 15 * time.Minute}},
+		DuplicateWindow: DuplicateWindow,
 	}
 }
+
+// DuplicateWindow is how far apart oncepost keeps two posts of the same
+// text on one X account (Capabilities.DuplicateWindow). X refuses "a
+// Tweet with duplicate content" (403) for a window it does not document:
+// "historically up to 12 hours, though the exact timeframe fluctuates"
+// (Ayrshare's write-up of the 403), and near-duplicates too. 36 h is
+// three times the one figure reported, and longer than any day (25 h on a
+// fall-back night): one text repeated daily is always refused, while two
+// texts taking turns daily (47 h apart at the least, across a
+// spring-forward night) are not.
+const DuplicateWindow = 36 * time.Hour
 
 // Credential returns the credential the client currently uses, which
 // changes after a successful Refresh.

@@ -54,7 +54,8 @@ func TestCapabilities(t *testing.T) {
 	want := platform.Capabilities{
 		Platform: "x", NativeIdempotency: false, LookupByHandle: false, ReadableHistory: true,
 		MaxTextGraphemes: 280, MaxMedia: 4, MaxMediaBytes: 5 << 20, MaxAltText: 1000,
-		PostingLimits: []platform.Rate{{Count: 100, Per: 15 * time.Minute}},
+		PostingLimits:   []platform.Rate{{Count: 100, Per: 15 * time.Minute}},
+		DuplicateWindow: 36 * time.Hour,
 	}
 	if diff := cmp.Diff(want, got, cmp.FilterPath(func(p cmp.Path) bool {
 		n := p.Last().String()
