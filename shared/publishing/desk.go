@@ -125,6 +125,13 @@ func (d *Desk) capabilities(name string) (platform.Capabilities, bool) {
 	return d.Capabilities(name)
 }
 
+// replies reports whether a platform has a reply chain (a thread goes
+// there), by its Capabilities.
+func (d *Desk) replies(name string) bool {
+	c, ok := d.capabilities(name)
+	return ok && c.Replies
+}
+
 // limits are a platform's default content limits: Limits, or those of
 // its Capabilities.
 func (d *Desk) limits(name string) (post.Limits, bool) {
@@ -213,7 +220,8 @@ func (d *Desk) rules(ctx context.Context) (post.Rules, error) {
 	if err != nil {
 		return post.Rules{}, fmt.Errorf("validate post: read the blocklist: %w", err)
 	}
-	rules := post.Rules{Accounts: make(map[post.AccountID]post.Account, len(list)), Limits: d.limits, Measure: d.Measure, Now: d.now(), Blocked: blocked}
+	rules := post.Rules{Accounts: make(map[post.AccountID]post.Account, len(list)), Limits: d.limits, Measure: d.Measure, Now: d.now(), Blocked: blocked,
+		Replies: d.replies}
 	for _, a := range list {
 		rules.Accounts[a.ID] = a
 	}
