@@ -190,8 +190,10 @@ func (c *Client) Capabilities() platform.Capabilities {
 		NativeIdempotency: true,
 		LookupByHandle:    false,
 		ReadableHistory:   true,
-		MaxTextGraphemes:  c.maxChars,
-		MaxMedia:          c.maxMedia,
+		// in_reply_to_id on the create; the status's in_reply_to_id read back.
+		Replies:          true,
+		MaxTextGraphemes: c.maxChars,
+		MaxMedia:         c.maxMedia,
 		// Mastodon's defaults (an instance's own come with the account):
 		// 16 MB images (MAX_IMAGE_SIZE) of at most 7680x4320 pixels
 		// (image_matrix_limit).
@@ -242,11 +244,20 @@ func (c *Client) Publish(ctx context.Context, req platform.PublishRequest) (plat
 		// nothing is sent.
 		return platform.Receipt{}, &platform.Rejected{Reason: "missing_handle", Message: op + ": the request has no idempotency handle"}
 	}
-	body, err := json.Marshal(struct {
+	in := struct {
 		Status     string   `json:"status"`
 		MediaIDs   []string `json:"media_ids,omitempty"`
 		Visibility string   `json:"visibility"`
-	}{req.Text, req.MediaIDs, "public"})
+		// InReplyToID makes the status a reply, a thread's next part.
+		InReplyToID string `json:"in_reply_to_id,omitempty"`
+	}{Status: req.Text, MediaIDs: req.MediaIDs, Visibility: "public"}
+	if req.Reply != nil {
+		if req.Reply.Parent == "" {
+			return platform.Receipt{}, &platform.Rejected{Reason: "invalid_request", Message: op + ": a reply without the id of the status it answers"}
+		}
+		in.InReplyToID = req.Reply.Parent
+	}
+	body, err := json.Marshal(in)
 	if err != nil {
 		return platform.Receipt{}, &platform.Rejected{Reason: "invalid_request", Message: fmt.Sprintf("%s: encode body: %v", op, err)}
 	}
