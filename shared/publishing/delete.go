@@ -85,7 +85,8 @@ func DeletePostID(e ledger.Entry) string {
 	if e.Action != ledger.Delete {
 		return ""
 	}
-	return e.Post
+	postID, _ := ledger.SubjectPart(e.Post) // a thread's part's delete names its post
+	return postID
 }
 
 // Defaults of the Deleter's read-back tuning.
