@@ -190,10 +190,9 @@ func (c *Client) Capabilities() platform.Capabilities {
 		NativeIdempotency: true,
 		LookupByHandle:    false,
 		ReadableHistory:   true,
-		// in_reply_to_id on the create; the status's in_reply_to_id read back.
-		Replies:          true,
-		MaxTextGraphemes: c.maxChars,
-		MaxMedia:         c.maxMedia,
+		Replies:           true,
+		MaxTextGraphemes:  c.maxChars,
+		MaxMedia:          c.maxMedia,
 		// Mastodon's defaults (an instance's own come with the account):
 		// 16 MB images (MAX_IMAGE_SIZE) of at most 7680x4320 pixels
 		// (image_matrix_limit).
