@@ -556,6 +556,9 @@ type PostView struct {
 type TargetView struct {
 	post.Target
 	Ledger []EntryView `json:"ledger"`
+	// Parts are a thread's parts on this target, in order (none for a
+	// post without a thread): their ledger entries are in Ledger too.
+	Parts []PartView `json:"parts,omitempty"`
 }
 
 // EntryView is a ledger entry with its history, oldest first.
@@ -577,6 +580,12 @@ func (d *Desk) Show(ctx context.Context, id post.ID) (PostView, error) {
 		keys := []ledger.Key{ledger.PublishKey(string(t.Account), string(p.ID), t.Slot)}
 		if t.RemoteID != "" {
 			keys = append(keys, ledger.DeleteKey(string(t.Account), t.RemoteID))
+		}
+		if p.Parts() > 1 {
+			var err error
+			if tv.Parts, keys, err = d.parts(ctx, p, t); err != nil {
+				return PostView{}, fmt.Errorf("show post %s: %w", id, err)
+			}
 		}
 		for _, k := range keys {
 			e, err := d.Ledger.Get(ctx, k)
@@ -703,6 +712,13 @@ func (d *Desk) cancelTarget(ctx context.Context, p post.Post, t post.Target) (Ta
 	done := func(msg string) TargetOutcome { return TargetOutcome{Account: t.Account, Done: true, Message: msg} }
 	no := func(msg string) TargetOutcome { return TargetOutcome{Account: t.Account, Message: msg} }
 	key := ledger.PublishKey(string(t.Account), string(p.ID), t.Slot)
+	if p.Parts() > 1 {
+		// A thread waits on one part: the first not confirmed.
+		var err error
+		if key, err = d.partKey(ctx, p, t); err != nil {
+			return TargetOutcome{}, err
+		}
+	}
 	switch t.Status {
 	case post.Cancelled:
 		return done("already cancelled"), nil
@@ -738,6 +754,9 @@ func (d *Desk) cancelTarget(ctx context.Context, p post.Post, t post.Target) (Ta
 		o := done(fmt.Sprintf("cancelled, but a send was already in flight (ledger entry %s is %s): check the post's ledger history", e.Key[:12], e.State))
 		o.Key = e.Key
 		return o, nil
+	}
+	if first := ledger.PublishKey(string(t.Account), string(p.ID), t.Slot); key != first {
+		return done("cancelled; the rest of the thread will not be sent, but its parts before the one it waited on are on the platform (post show lists them)"), nil
 	}
 	return done("cancelled; it will not be sent"), nil
 }

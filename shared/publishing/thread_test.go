@@ -3,6 +3,7 @@ package publishing_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -310,5 +311,102 @@ func TestPartReason(t *testing.T) {
 		if got := publishing.PartReason(tt.part, tt.parts, tt.reason); got != tt.want {
 			t.Errorf("PartReason(%d, %d, %q) = %q, want %q", tt.part, tt.parts, tt.reason, got, tt.want)
 		}
+	}
+}
+
+// The desk shows a thread's parts with where each stands, and cancelling
+// a thread held at a part (a term blocked since) stops the rest, saying
+// the parts before it are out.
+func TestThreadShowAndCancel(t *testing.T) {
+	e := newEnv(t, sandbox.Options{})
+	e.pub.Blocklist = e.store
+	job := e.scheduleThread("th", "1/3 fine", "2/3 fine", "3/3 the SPOILER", "4/4 never")
+	term, err := post.NewBlockedTerm("spoiler", e.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.AddBlockedTerm(context.Background(), term); err != nil {
+		t.Fatal(err)
+	}
+	if out := e.publish(job); out.Result != publishing.Held {
+		t.Fatalf("Publish = %s (%s), want held", out.Result, out.Reason)
+	}
+	desk := &publishing.Desk{Posts: e.store, Ledger: e.store, Accounts: e.store, Blocklist: e.store, Scheduler: &noScheduler{}, Now: e.clock.Now}
+	v, err := desk.Show(context.Background(), job.Post)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, _ := e.partEntry(job, 1)
+	two, _ := e.partEntry(job, 2)
+	var got []string
+	for _, pv := range v.Targets[0].Parts {
+		got = append(got, fmt.Sprintf("%d %s %s %s", pv.Part, pv.Text, pv.State, pv.RemoteID))
+		if pv.Key != ledger.PartKey(string(job.Account), "th", pv.Part, job.Slot) {
+			t.Errorf("part %d's key %s", pv.Part, pv.Key)
+		}
+	}
+	want := []string{"1 1/3 fine confirmed " + one.RemoteID, "2 2/3 fine confirmed " + two.RemoteID, "3 3/3 the SPOILER  ", "4 4/4 never  "}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("parts (-want +got):\n%s", d)
+	}
+	if n := len(v.Targets[0].Ledger); n != 2 {
+		t.Errorf("%d ledger entries shown, want the two parts'", n)
+	}
+	outs, err := desk.Cancel(context.Background(), job.Post, "")
+	if err != nil || len(outs) != 1 || !outs[0].Done || !strings.Contains(outs[0].Message, "the rest of the thread will not be sent") {
+		t.Errorf("cancel: %+v %v", outs, err)
+	}
+	if tg := e.target(job); tg.Status != post.Cancelled {
+		t.Errorf("target %s", tg.Status)
+	}
+}
+
+// noScheduler is a PostScheduler that keeps no schedules.
+type noScheduler struct{}
+
+func (noScheduler) CreatePost(context.Context, post.Post, *publishing.IdempotencyRecord) error {
+	return errors.New("not here")
+}
+func (noScheduler) Reschedule(context.Context, post.ID, post.AccountID, time.Time) error {
+	return errors.New("not here")
+}
+func (noScheduler) Cancelled(context.Context, publishing.TargetRef) {}
+
+// The desk schedules a thread to accounts whose platform has a reply
+// chain, checking every part against each account's limits, and refuses
+// it, naming the field, where one has none.
+func TestDeskSchedulesThreads(t *testing.T) {
+	e := newDeskEnv(t)
+	ctx := context.Background()
+	d := draftTo("th", "1/2 starts", "news", "sky")
+	d.Thread = []string{"2/2 ends"}
+	res, err := e.desk.Schedule(ctx, d, nil, nil)
+	if err != nil || !cmp.Equal(res.Post.Thread, []string{"2/2 ends"}) {
+		t.Fatalf("schedule: %+v %v", res.Post, err)
+	}
+	stored, err := e.store.GetPost(ctx, "th")
+	if err != nil || !cmp.Equal(stored.Thread, []string{"2/2 ends"}) {
+		t.Errorf("stored thread %q (%v)", stored.Thread, err)
+	}
+	for _, tt := range []struct {
+		name    string
+		account string
+		thread  []string
+		field   string
+	}{
+		{"no reply chain", "chat", []string{"2/2"}, "thread"},
+		{"no reply chain on telegram", "tg", []string{"2/2"}, "thread"},
+		{"over the account's limit", "news", []string{strings.Repeat("x", 101)}, "thread[0]"},
+		{"empty", "news", []string{""}, "thread[0]"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := draftTo("", "1/2", tt.account)
+			d.Thread = tt.thread
+			_, err := e.desk.Schedule(ctx, d, nil, nil)
+			fes := publishing.FieldErrors(err)
+			if len(fes) != 1 || fes[0].Field != tt.field {
+				t.Errorf("schedule: %v; want one refusal of %s", err, tt.field)
+			}
+		})
 	}
 }
