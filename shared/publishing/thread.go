@@ -186,7 +186,13 @@ func partReply(ctx context.Context, l Ledger, e ledger.Entry) (*platform.ReplyRe
 func (c *Confirmer) setTarget(ctx context.Context, e ledger.Entry, s post.TargetStatus) error {
 	postID, k := ledger.SubjectPart(e.Subject)
 	u := post.TargetUpdate{Status: s, RemoteID: e.RemoteID, Reason: e.Reason, At: c.now()}
-	pst, err := c.Posts.GetPost(ctx, post.ID(postID))
+	var pst post.Post
+	var err error
+	if r, ok := c.Posts.(TargetReader); ok {
+		pst, err = r.GetTarget(ctx, post.ID(postID), post.AccountID(e.Account))
+	} else {
+		pst, err = c.Posts.GetPost(ctx, post.ID(postID))
+	}
 	if err != nil && !errors.Is(err, post.ErrNotFound) {
 		return fmt.Errorf("target %s/%s → %s: %w", postID, e.Account, s, err)
 	}
