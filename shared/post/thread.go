@@ -9,8 +9,8 @@ import (
 // included: a chain longer than this is refused when the post is added.
 // Each part is a send of its own, one after the other, each waiting for
 // the one before to be confirmed, and a delete takes them all back in
-// reverse: 25 covers the long threads people write (X's own composer
-// stops at 25) while a thread's publish stays within minutes.
+// reverse: 25 covers the long threads people write while a thread's
+// publish stays within minutes.
 const MaxThreadParts = 25
 
 // Parts is how many parts the post goes out as: 1, plus its thread.
