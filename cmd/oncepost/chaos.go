@@ -39,6 +39,9 @@ type chaosProfile struct {
 	// Platform is where the posts go: "mastodon" (the sandbox) or
 	// "bluesky" (the reference PDS behind a faulty proxy).
 	Platform string
+	// Thread is the parts of each round: 1 a post, more a thread (a reply
+	// chain) of that many parts.
+	Thread int
 }
 
 // chaosResult is the drill's one-line verdict.
@@ -54,6 +57,9 @@ type chaosResult struct {
 	Elapsed     time.Duration
 	// Problems says what each unexplained round is (not on the line).
 	Problems []string
+	// DuplicateParts counts the copies beyond the first of threads' parts
+	// after the first (not on the line; part of Duplicates).
+	DuplicateParts int
 }
 
 func (r chaosResult) String() string {
@@ -81,6 +87,7 @@ func cmdChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&p.Deadline, "deadline", 0, "give up waiting for posts to settle after this long (default: 100 ms a round, at least 55s)")
 	fs.StringVar(&p.DBPath, "db", "", "keep the drill's SQLite file here (must not exist) for `oncepost status` and `post list`; with --naive, its accounts and one post per round as the platform left it (no ledger: the template keeps none)")
 	fs.StringVar(&p.Platform, "platform", "mastodon", "mastodon (the sandbox) or bluesky (the reference PDS from `make pds`, faults in a proxy in front of it)")
+	fs.IntVar(&p.Thread, "thread", 1, fmt.Sprintf("parts of each round: 1 a post, 2 to %d a thread (a reply chain, each part replying to the one before)", post.MaxThreadParts))
 	backendName := embeddedOnly(fs, "chaos")
 	if _, err := parseFlags(fs, args, stdout, 0, 0); err != nil {
 		return err
@@ -97,6 +104,8 @@ func cmdChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError("timeout", "%s: must be positive", p.Timeout)
 	case p.Platform != "mastodon" && p.Platform != "bluesky":
 		return usageError("platform", "%q: use mastodon or bluesky", p.Platform)
+	case p.Thread < 1 || p.Thread > post.MaxThreadParts:
+		return usageError("thread", "%d: need 1 to %d parts", p.Thread, post.MaxThreadParts)
 	}
 	for name, v := range map[string]float64{"loss": p.Loss, "response-loss": p.ResponseLoss, "delay-rate": p.DelayRate} {
 		if v < 0 || v > 1 {
@@ -211,8 +220,8 @@ func chaosLedger(ctx context.Context, p chaosProfile, stderr io.Writer) (chaosRe
 	}
 	for i := 0; i < p.Rounds; i++ {
 		acc := post.AccountID(fmt.Sprintf("chaos%02d", i%p.Accounts))
-		pst := post.Post{ID: post.ID(fmt.Sprintf("round-%04d", i)), Body: fmt.Sprintf("Chaos round %d: this text appears once.", i), CreatedAt: start.UTC(),
-			Targets: []post.Target{{Account: acc, Slot: slot, Status: post.Scheduled, UpdatedAt: start.UTC()}}}
+		pst := chaosPost(p, i)
+		pst.CreatedAt, pst.Targets = start.UTC(), []post.Target{{Account: acc, Slot: slot, Status: post.Scheduled, UpdatedAt: start.UTC()}}
 		if err := rt.createPost(ctx, pst); err != nil {
 			return chaosResult{}, err
 		}
@@ -233,7 +242,7 @@ func chaosLedger(ctx context.Context, p chaosProfile, stderr io.Writer) (chaosRe
 	wait := p.Deadline
 	if wait <= 0 {
 		// 10,000 rounds on one account settle in about 10 minutes on 2 cores.
-		wait = max(55*time.Second, time.Duration(p.Rounds)*100*time.Millisecond)
+		wait = max(55*time.Second, time.Duration(p.Rounds*max(p.Thread, 1))*100*time.Millisecond)
 	}
 	deadline, cancel := context.WithTimeout(ctx, wait)
 	waitUntil(deadline, 100*time.Millisecond, settled)
@@ -260,6 +269,9 @@ func chaosLedger(ctx context.Context, p chaosProfile, stderr io.Writer) (chaosRe
 	}
 	res.ConfirmBranch = len(execs)
 	if err := fx.check(ctx, rt, jobs, &res); err != nil {
+		return res, err
+	}
+	if res.DuplicateParts, err = duplicateParts(ctx, p, fx); err != nil {
 		return res, err
 	}
 	return res, nil
@@ -333,10 +345,12 @@ func checkAgainstPlatform(ctx context.Context, rt *runtime, sb *sandbox.Server, 
 	if err != nil {
 		return err
 	}
+	view.parentOf = map[string]string{}
 	for _, a := range accounts {
 		for _, st := range sb.Statuses(a.RemoteID) {
 			view.textOf[st.ID] = st.Text
 			view.copies[st.Text]++
+			view.parentOf[st.ID] = st.InReplyToID
 		}
 	}
 	creates := map[string][]sandbox.CreateRecord{}
@@ -354,6 +368,8 @@ type platformView struct {
 	textOf  map[string]string
 	copies  map[string]int
 	explain func(ledger.Entry) string
+	// parentOf is the post each post replies to, "" for none.
+	parentOf map[string]string
 }
 
 // checkRounds compares the drill's outcome with the platform's view:
@@ -374,6 +390,12 @@ func checkRounds(ctx context.Context, rt *runtime, jobs []publishing.Job, view p
 			return err
 		}
 		tg, _ := p.Target(job.Account)
+		if len(p.Thread) > 0 {
+			if err := checkThreadRound(ctx, rt, job, p, tg, view, confirmed, problem); err != nil {
+				return err
+			}
+			continue
+		}
 		e, err := rt.store.Get(ctx, ledger.PublishKey(string(job.Account), string(job.Post), job.Slot))
 		if err != nil && !errors.Is(err, ledger.ErrNotFound) {
 			return err
@@ -477,11 +499,12 @@ func runNaive(ctx context.Context, p chaosProfile, fx chaosFixture, concurrency 
 	}
 	published := 0
 	for i := 0; i < p.Rounds; i++ {
-		if len(copies[naiveText(i)]) > 0 {
+		if len(copies[naivePartText(p, i, p.Thread)]) > 0 {
 			published++
 		}
 	}
-	res := chaosResult{Rounds: p.Rounds, Published: published, Duplicates: dups, Lost: p.Rounds - published, Elapsed: time.Since(start)}
+	res := chaosResult{Rounds: p.Rounds, Published: published, Duplicates: dups, Lost: p.Rounds - published, Elapsed: time.Since(start),
+		DuplicateParts: countDuplicateParts(p, copies, naivePartText)}
 	if p.DBPath != "" {
 		if err := recordNaive(ctx, p, start, accounts, copies); err != nil {
 			return res, err
@@ -526,10 +549,10 @@ func recordNaive(ctx context.Context, p chaosProfile, start time.Time, accounts 
 	for i := 0; i < p.Rounds; i++ {
 		tg := post.Target{Account: accounts[i%len(accounts)].acc.ID, Slot: slot, Status: post.Failed,
 			Reason: "the naive template's 3 tries left no copy on the platform", UpdatedAt: now}
-		if ids := copies[naiveText(i)]; len(ids) > 0 {
+		if ids := copies[naivePartText(p, i, 1)]; len(ids) > 0 {
 			tg.Status, tg.RemoteID, tg.Reason = post.Published, ids[0], ""
 		}
-		pst := post.Post{ID: post.ID(fmt.Sprintf("naive-%04d", i)), Body: naiveText(i), CreatedAt: slot, Targets: []post.Target{tg}}
+		pst := post.Post{ID: post.ID(fmt.Sprintf("naive-%04d", i)), Body: naivePartText(p, i, 1), Thread: naiveThread(p, i), CreatedAt: slot, Targets: []post.Target{tg}}
 		if err := rt.store.CreatePost(ctx, pst); err != nil {
 			return fmt.Errorf("keep the naive run in %s: %w", p.DBPath, err)
 		}
@@ -551,16 +574,7 @@ func naiveRounds(ctx context.Context, p chaosProfile, clients []platform.Client,
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			text := naiveText(i)
-			for try := 0; try < 3; try++ {
-				cctx, cancel := context.WithTimeout(ctx, p.Timeout)
-				_, err := clients[i%len(clients)].Publish(cctx, platform.PublishRequest{Handle: ledger.NewHandle(), Text: text, CreatedAt: time.Now()})
-				cancel()
-				if err == nil {
-					return
-				}
-				time.Sleep(40 * time.Millisecond)
-			}
+			naiveRound(ctx, p, clients[i%len(clients)], i)
 		}()
 	}
 	wg.Wait()

@@ -143,11 +143,21 @@ func (f *blueskyFixture) check(ctx context.Context, rt *runtime, jobs []publishi
 	if err != nil {
 		return err
 	}
-	view := platformView{textOf: map[string]string{}, copies: map[string]int{}, explain: f.proxy.explain}
+	view := platformView{textOf: map[string]string{}, copies: map[string]int{}, explain: f.proxy.explain, parentOf: map[string]string{}}
 	for text, rs := range byText {
 		view.copies[text] = len(rs)
 		for _, r := range rs {
 			view.textOf[r.URI] = text
+			var v struct {
+				Reply *struct {
+					Parent struct {
+						URI string `json:"uri"`
+					} `json:"parent"`
+				} `json:"reply"`
+			}
+			if err := json.Unmarshal(r.Value, &v); err == nil && v.Reply != nil {
+				view.parentOf[r.URI] = v.Reply.Parent.URI
+			}
 		}
 	}
 	return checkRounds(ctx, rt, jobs, view, res)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,6 +53,14 @@ func TestCrashAtEveryStepBoundary(t *testing.T) {
 		t.Fatalf("seed %d, no crash: %s", seed, clean.problem)
 	}
 	t.Logf("seed %d: %d step boundaries; the clean run: %s", seed, clean.boundaries, clean.summary)
+	// The thread's must-show crash: right after part 3's create, before its
+	// outcome is recorded, is one of the boundaries every run is killed at.
+	if k := slices.Index(clean.names, "after platform create (thread part 3)"); k < 0 {
+		t.Fatalf("the clean run never passed the boundary after the thread's part 3 create; boundaries: %q", clean.names)
+	} else {
+		t.Logf("boundary %d is right after the thread's part 3 create (boundary %d after part 2's, whose answer is lost)",
+			k+1, slices.Index(clean.names, "after platform create (thread part 2)")+1)
+	}
 	points := make([]int, 0, clean.boundaries)
 	for k := 1; k <= clean.boundaries; k++ {
 		points = append(points, k)
@@ -78,6 +87,8 @@ func TestCrashAtEveryStepBoundary(t *testing.T) {
 // crashResult is one run: where it was killed and what it ended with.
 type crashResult struct {
 	boundaries int
+	// names are the boundaries' names, in order (the clean run's only).
+	names      []string
 	crashed    bool
 	crashPoint string
 	// problem is empty when the invariants hold.
@@ -212,20 +223,28 @@ func (f crashFlows) StartConfirm(ctx context.Context, name string, in publishing
 type crashPlatforms struct {
 	publishing.Platforms
 	c *crasher
+	// part names a thread's part by its text ("" for another post), so
+	// that its create's boundaries say which part they surround.
+	part map[string]string
 }
 
 func (p crashPlatforms) Client(ctx context.Context, a post.Account, cred platform.Credential) (platform.Client, error) {
 	cl, err := p.Platforms.Client(ctx, a, cred)
-	return crashClient{Client: cl, c: p.c}, err
+	return crashClient{Client: cl, c: p.c, part: p.part}, err
 }
 
 type crashClient struct {
 	platform.Client
-	c *crasher
+	c    *crasher
+	part map[string]string
 }
 
 func (cl crashClient) Publish(ctx context.Context, req platform.PublishRequest) (platform.Receipt, error) {
-	return around(cl.c, "platform create", func() (platform.Receipt, error) { return cl.Client.Publish(ctx, req) })
+	op := "platform create"
+	if part := cl.part[req.Text]; part != "" {
+		op += " (" + part + ")"
+	}
+	return around(cl.c, op, func() (platform.Receipt, error) { return cl.Client.Publish(ctx, req) })
 }
 
 func (cl crashClient) UploadMedia(ctx context.Context, m platform.MediaUpload) (platform.MediaReceipt, error) {
@@ -254,6 +273,11 @@ type crashWorld struct {
 	clock *clocktest.Clock
 	posts []post.Post
 	image []byte
+	// parts name the thread's parts by their texts (crashPlatforms.part).
+	parts map[string]string
+	// platforms reach the world's platform; nil: the sandbox through the
+	// Mastodon adapter.
+	platforms publishing.Platforms
 }
 
 // runCrashScenario runs the scenario, killing the first process at
@@ -263,9 +287,9 @@ func runCrashScenario(t *testing.T, seed int64, at int) crashResult {
 	t.Helper()
 	w := newCrashWorld(t, seed)
 	defer w.sb.Close()
-	c := &crasher{at: at}
+	c := &crasher{at: at, record: at == 0}
 	finished := w.runProcess(t, "first", c)
-	res := crashResult{boundaries: c.n, crashed: c.crashed, crashPoint: c.point}
+	res := crashResult{boundaries: c.n, crashed: c.crashed, crashPoint: c.point, names: c.names}
 	if !finished && !c.crashed {
 		res.problem = "the first process neither finished nor crashed"
 		return res
@@ -314,7 +338,17 @@ func newCrashWorld(t *testing.T, seed int64) *crashWorld {
 		{ID: "crash-plain", Body: "A plain post that must appear once."},
 		{ID: "crash-image", Body: "A post with an image.", Media: []post.Media{{Ref: "crash.png", SHA256: hex.EncodeToString(sum[:]), ContentType: "image/png"}}},
 		{ID: "crash-third", Body: "A third post, after a 401."},
+		// A thread of four parts: every part once, in order, each replying
+		// to the one before. Part 2's create commits and its answer is
+		// lost (whatever the seeded plan draws for it), so the chain waits
+		// for the confirm loop's look before part 3.
+		{ID: "crash-thread", Body: crashThread[0], Thread: crashThread[1:]},
 	}
+	w.parts = map[string]string{}
+	for i, text := range crashThread {
+		w.parts[text] = fmt.Sprintf("thread part %d", i+1)
+	}
+	sb.ScriptText(crashThread[1], sandbox.Fault{Kind: sandbox.FaultDropResponse})
 	rt := w.open(t, "setup", &crasher{})
 	defer rt.Close()
 	ctx := context.Background()
@@ -349,7 +383,11 @@ func (w *crashWorld) open(t *testing.T, name string, c *crasher) *runtime {
 	cfg.PrepareBefore = 0
 	cfg.CallTimeout, cfg.RecordMargin, cfg.Lease, cfg.Visibility = 5*time.Second, time.Second, 30*time.Second, 40*time.Second
 	cfg.ConfirmWait, cfg.QuickWait, cfg.StaleAfter, cfg.MissedAfter = 2*time.Second, time.Second, 20*time.Second, 5*time.Second
-	cfg.Platforms = crashPlatforms{Platforms: mastodon.Connector{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret}, c: c}
+	var plats publishing.Platforms = mastodon.Connector{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret}
+	if w.platforms != nil {
+		plats = w.platforms
+	}
+	cfg.Platforms = crashPlatforms{Platforms: plats, c: c, part: w.parts}
 	cfg.owner = "crash-test/" + name
 	cfg.ownerGone = func(owner string) bool { return owner != cfg.owner }
 	cfg.wrap = func(p ports) ports {
@@ -443,6 +481,10 @@ func (w *crashWorld) check(t *testing.T, problem string) (string, string) {
 		}
 		tg := got.Targets[0]
 		summary = append(summary, fmt.Sprintf("%s %s", p.ID, tg.Status))
+		if len(p.Thread) > 0 {
+			problems = append(problems, checkThread(p, tg, w.sb.Statuses(w.remoteID(t, rt)))...)
+			continue
+		}
 		switch {
 		case copies[p.Body] > 1:
 			problems = append(problems, fmt.Sprintf("%s is on the platform %d times", p.ID, copies[p.Body]))
@@ -470,4 +512,63 @@ func (w *crashWorld) remoteID(t *testing.T, rt *runtime) string {
 		t.Fatal(err)
 	}
 	return acc.RemoteID
+}
+
+// crashThread are the crash test's thread's parts.
+var crashThread = []string{
+	"Thread 1/4: the crash test's thread starts here.",
+	"Thread 2/4: its answer is lost after the commit.",
+	"Thread 3/4: the process may die right after this create.",
+	"Thread 4/4: the end, once.",
+}
+
+// checkThread checks a thread against the platform's statuses (newest
+// first): every part at most once; the parts there are a beginning of the
+// thread, part 1 replying to nothing and each other part to the one
+// before; a published target has them all, under part 1's id; a held one
+// has a reason.
+func checkThread(p post.Post, tg post.Target, statuses []sandbox.Status) []string {
+	var problems []string
+	texts := append([]string{p.Body}, p.Thread...)
+	byText := map[string][]sandbox.Status{}
+	for _, st := range statuses {
+		byText[st.Text] = append(byText[st.Text], st)
+	}
+	var ids []string
+	for k, text := range texts {
+		copies := byText[text]
+		switch {
+		case len(copies) > 1:
+			problems = append(problems, fmt.Sprintf("%s part %d is on the platform %d times", p.ID, k+1, len(copies)))
+			return problems
+		case len(copies) == 0:
+			ids = append(ids, "")
+			continue
+		}
+		st := copies[0]
+		want := ""
+		if k > 0 {
+			want = ids[k-1]
+			if want == "" {
+				problems = append(problems, fmt.Sprintf("%s part %d is on the platform without part %d", p.ID, k+1, k))
+			}
+		}
+		if st.InReplyToID != want {
+			problems = append(problems, fmt.Sprintf("%s part %d replies to %q, not to part %d (%q)", p.ID, k+1, st.InReplyToID, k, want))
+		}
+		ids = append(ids, st.ID)
+	}
+	switch tg.Status {
+	case post.Published:
+		if slices.Contains(ids, "") || tg.RemoteID != ids[0] {
+			problems = append(problems, fmt.Sprintf("%s is published as %s with parts %q on the platform", p.ID, tg.RemoteID, ids))
+		}
+	case post.Held:
+		if tg.Reason == "" {
+			problems = append(problems, fmt.Sprintf("%s is held without a reason", p.ID))
+		}
+	default:
+		problems = append(problems, fmt.Sprintf("%s ended %s (%s)", p.ID, tg.Status, tg.Reason))
+	}
+	return problems
 }

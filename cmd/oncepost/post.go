@@ -25,20 +25,20 @@ import (
 func postCommands() []*command {
 	return append([]*command{
 		{name: "post add", summary: "validate and schedule a post (flags, or a JSON draft)", args: "[flags] [DRAFT.json | -]", run: cmdPostAdd,
-			help:    `Validates a post and schedules it for one or more accounts; a refusal names the field and the fix, and nothing is written. Give the post with flags (--body or --body-file, --account and --at, --media with --alt, --text PLATFORM=TEXT for a platform that needs another text), or as a JSON draft file: {"id": "launch", "body": "We launched.", "texts": {"x": "We launched!"}, "media": [{"path": "photo.jpg", "alt": "the team"}], "targets": [{"account": "news", "at": "2026-12-01T09:00:00+01:00"}]}. Each account gets the text for its platform, or the body; a text over a platform's limit is refused naming the platform. Images over an account's limits are resized to fit (the note says so) before they are stored. Times need an offset (or Z). Media are files: oncepost hashes them, copies them into the workspace and detects their type. A post id is generated when none is given; adding the same id twice is refused.`,
+			help:    `Validates a post and schedules it for one or more accounts; a refusal names the field and the fix, and nothing is written. Give the post with flags (--body or --body-file, --account and --at, --media with --alt, --text PLATFORM=TEXT for a platform that needs another text), or as a JSON draft file: {"id": "launch", "body": "We launched.", "texts": {"x": "We launched!"}, "media": [{"path": "photo.jpg", "alt": "the team"}], "targets": [{"account": "news", "at": "2026-12-01T09:00:00+01:00"}]}. A thread is the post and its replies in order (--reply TEXT, repeated, or "thread": ["2/ …", "3/ …"] in a draft): it goes out as a reply chain, each part checked like the body, on platforms that have one (Mastodon, Bluesky, X, Threads). Each account gets the text for its platform, or the body; a text over a platform's limit is refused naming the platform. Images over an account's limits are resized to fit (the note says so) before they are stored. Times need an offset (or Z). Media are files: oncepost hashes them, copies them into the workspace and detects their type. A post id is generated when none is given; adding the same id twice is refused.`,
 			example: `oncepost post add --account news --at 2026-12-01T09:00:00+01:00 --body "We launched." --media photo.jpg --alt "the team"`},
 		{name: "post list", summary: "list posts and their targets", args: "[--status S,S] [--account A] [--limit N] [--after CURSOR] [--json]", run: cmdPostList,
 			help: "Lists posts with at least one target matching the filters, earliest slot first (on AWS, in the order of the stack's status index, each page by slot): each target's account, slot (UTC and local), status, remote id and reason. " +
 				"A listing longer than --limit is cut into pages, and says so: the command for the next page goes to stderr (with --json, the object's \"next\" holds its cursor), and --after CURSOR lists it. With --json the output is an object: {\"posts\": [...], \"next\": \"CURSOR\"}, next left out on the last page.",
 			example: "oncepost post list --status scheduled,held --json\n  oncepost post list --limit 50 --after sq1.eyJzbG90Ijo…"},
 		{name: "post show", summary: "a post's targets and ledger history", args: "ID [--json]", run: cmdPostShow,
-			help: "Shows a post: its text and media, every target with its status, and the ledger entries written for it (publish and delete) with every transition, times in UTC and local time.", example: "oncepost post show launch"},
+			help: "Shows a post: its text, replies and media, every target with its status (for a thread, each part's ledger state and remote id), and the ledger entries written for it (publish and delete) with every transition, times in UTC and local time.", example: "oncepost post show launch"},
 		{name: "post cancel", summary: "cancel a post that has not gone out", args: "ID [--account A]", run: cmdPostCancel,
 			help: "Cancels a post's targets that are scheduled, triggered, waiting or held by the blocklist: they are never sent, and their schedules are removed. Cancelling twice is a no-op. A published target cannot be cancelled (delete it), and a target held after an ambiguous send is decided with `oncepost reject KEY`.", example: "oncepost post cancel launch --account news"},
 		{name: "post reschedule", summary: "move a post that has not gone out to another time", args: "ID --at TIME [--account A]", run: cmdPostReschedule,
 			help: "Moves a post's scheduled, waiting or blocklist-held targets to a new time. It is refused for a target whose earlier send may have reached the platform (a new time is a new ledger entry, and could post twice).", example: "oncepost post reschedule launch --at 2026-12-02T09:00:00+01:00"},
 		{name: "post delete", summary: "delete a published post from the platform (needs approval)", args: "ID [--account A] [--yes]", run: cmdPostDelete,
-			help: "Requests the deletion of a published post, through the ledger: the request waits for `oncepost approve KEY` (or --yes approves it at once); then oncepost checks the post exists, deletes it, checks the platform's answer and reads back until it is gone. A refusal (403, or a 404 while the post is still there) is reported as a failure, never as done. Deleting twice is a no-op.", example: "oncepost post delete launch --account news"},
+			help: "Requests the deletion of a published post, through the ledger: the request waits for `oncepost approve KEY` (or --yes approves it at once); then oncepost checks the post exists, deletes it, checks the platform's answer and reads back until it is gone. A thread is deleted part by part, last part first, each through the ledger, under the one approval of its first part's delete. A refusal (403, or a 404 while the post is still there) is reported as a failure, never as done. Deleting twice is a no-op.", example: "oncepost post delete launch --account news"},
 	}, approvalCommands()...)
 }
 
@@ -62,12 +62,14 @@ func cmdPostAdd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Var(&texts, "text", "PLATFORM=TEXT: the text on one platform instead of the body, e.g. --text 'x=Short version' (repeatable)")
 	fs.Var(&media, "media", "image file to attach (repeatable, in display order)")
 	fs.Var(&alts, "alt", "alt text of the --media at the same position (repeatable)")
+	var replies stringList
+	fs.Var(&replies, "reply", fmt.Sprintf("a reply that follows the post: the post goes out as a thread, a reply chain (repeatable, in order; at most %d parts with the post)", post.MaxThreadParts))
 	asJSON := fs.Bool("json", false, "print the scheduled post as JSON")
 	rest, err := parseFlags(fs, args, stdout, 0, 1)
 	if err != nil {
 		return err
 	}
-	flagged := *id != "" || *body != "" || *bodyFile != "" || *at != "" || *queue || len(accounts)+len(media)+len(alts)+len(texts) > 0
+	flagged := *id != "" || *body != "" || *bodyFile != "" || *at != "" || *queue || len(accounts)+len(media)+len(alts)+len(texts)+len(replies) > 0
 	var d post.Draft
 	var baseDir string
 	switch {
@@ -106,6 +108,7 @@ func cmdPostAdd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			}
 			d.Texts[name] = text
 		}
+		d.Thread = replies
 	}
 	if *timesIn != "" {
 		if *timesIn != post.TimesInAccount {
@@ -489,6 +492,9 @@ func cmdPostShow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	for _, name := range slices.Sorted(maps.Keys(p.Texts)) {
 		fmt.Fprintf(stdout, "  text on %s: %s\n", name, strings.ReplaceAll(p.Texts[name], "\n", "\n        "))
 	}
+	for i, text := range p.Thread {
+		fmt.Fprintf(stdout, "  reply %d: %s\n", i+2, strings.ReplaceAll(text, "\n", "\n           "))
+	}
 	for i, m := range p.Media {
 		fmt.Fprintf(stdout, "  media[%d]: %s %s alt=%q\n", i, m.ContentType, m.Ref, m.Alt)
 		for _, name := range slices.Sorted(maps.Keys(m.Fitted)) {
@@ -509,6 +515,20 @@ func cmdPostShow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		if !t.NextTry.IsZero() {
 			fmt.Fprintf(stdout, "    next try: %s\n", bothZones(t.NextTry))
+		}
+		for _, pv := range tv.Parts {
+			state := string(pv.State)
+			if state == "" {
+				state = "not sent"
+			}
+			line := fmt.Sprintf("    part %d: %s", pv.Part, state)
+			if pv.RemoteID != "" {
+				line += "  remote " + pv.RemoteID
+			}
+			if pv.Reason != "" {
+				line += "  " + pv.Reason
+			}
+			fmt.Fprintln(stdout, line)
 		}
 		for _, e := range tv.Ledger {
 			fmt.Fprintf(stdout, "    ledger %s %s: %s, attempt %d, handle %s\n", e.Action, e.Key, e.State, e.Attempt, e.Handle)

@@ -191,7 +191,7 @@ func seedXSS(t *testing.T, h *harness, now time.Time) post.Post {
 	if err := h.media.WriteMedia(ctx, post.Media{Ref: "media/xss.png"}, []byte("\x89PNG\r\n\x1a\n")); err != nil {
 		t.Fatal(err)
 	}
-	p := post.Post{ID: "xss-post", Body: xssBody, CreatedAt: now,
+	p := post.Post{ID: "xss-post", Body: xssBody, CreatedAt: now, Thread: []string{"A reply: " + xssBody},
 		Media: []post.Media{{Ref: "media/xss.png", SHA256: strings.Repeat("ab", 32), ContentType: "image/png", Alt: xssAlt}},
 		Targets: []post.Target{
 			{Account: "news", Slot: slot, Status: post.Scheduled, UpdatedAt: now},

@@ -37,6 +37,8 @@ type postTarget struct {
 	RemoteID string
 	NextTry  time.Time
 	Ledger   []publishing.EntryView
+	// Parts are a thread's parts on this target (none without a thread).
+	Parts []publishing.PartView
 }
 
 // Badge is the target's status badge data.
@@ -72,7 +74,7 @@ func (h *Handler) showPost(w http.ResponseWriter, r *http.Request, s *session) {
 				ct.AccountTime = otherZoneTime(tv.Slot, v.Zone, z)
 			}
 		}
-		d.Targets = append(d.Targets, postTarget{calTarget: ct, Reason: tv.Reason, RemoteID: tv.RemoteID, NextTry: tv.NextTry, Ledger: tv.Ledger})
+		d.Targets = append(d.Targets, postTarget{calTarget: ct, Reason: tv.Reason, RemoteID: tv.RemoteID, NextTry: tv.NextTry, Ledger: tv.Ledger, Parts: tv.Parts})
 		if first.IsZero() || tv.Slot.Before(first) {
 			first = tv.Slot
 		}

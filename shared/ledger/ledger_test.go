@@ -253,3 +253,29 @@ func TestBudgetDeferralsAndHolds(t *testing.T) {
 		t.Errorf("released entry keeps decision %q token %q", r.Decision, r.TaskToken)
 	}
 }
+
+// A thread's first part keeps the key of a post without a thread; every
+// other part gets its own, and its subject splits back.
+func TestPartKeys(t *testing.T) {
+	slot := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	if PartKey("acc", "p1", 1, slot) != PublishKey("acc", "p1", slot) {
+		t.Error("part 1's key is not the post's publish key")
+	}
+	seen := map[Key]int{}
+	for k := 1; k <= 25; k++ {
+		key := PartKey("acc", "p1", k, slot)
+		if prev, ok := seen[key]; ok {
+			t.Errorf("parts %d and %d share key %s", prev, k, key)
+		}
+		seen[key] = k
+		id, part := SubjectPart(PartSubject("p1", k))
+		if id != "p1" || part != k {
+			t.Errorf("SubjectPart(PartSubject(p1, %d)) = %s, %d", k, id, part)
+		}
+	}
+	for _, s := range []string{"p1", "p1#", "p1#1", "p1#x", "p1#02", "p1#-3"} {
+		if id, part := SubjectPart(s); id != s || part != 1 {
+			t.Errorf("SubjectPart(%q) = %q, %d; want the subject itself, part 1", s, id, part)
+		}
+	}
+}

@@ -63,12 +63,25 @@ type PublishRequest struct {
 	// Resume is the handle an earlier attempt recorded through Checkpoint,
 	// or "".
 	Resume string
+	// Reply, when not nil, makes the post a reply: a thread's part k+1
+	// answers part k (Parent) in the thread that part 1 started (Root).
+	// Only a platform with Capabilities.Replies is given one. Every
+	// attempt of one ledger entry carries the same.
+	Reply *ReplyRef
 	// Media are the attachments' bytes, in display order, for a platform
 	// that takes them with the create (Capabilities.InlineMedia: a
 	// Telegram photo) instead of uploads made before it (MediaIDs); for a
 	// platform that fetches them itself (Capabilities.MediaByURL: Threads)
 	// they carry a URL instead of the bytes.
 	Media []MediaUpload
+}
+
+// ReplyRef names the posts a thread's part replies to, by their remote
+// ids (Receipt.RemoteID): Parent is the part before it, Root the thread's
+// first part (the same as Parent for part 2).
+type ReplyRef struct {
+	Parent string
+	Root   string
 }
 
 // Receipt is the platform's answer to a successful create.
@@ -106,6 +119,12 @@ type LookupQuery struct {
 	// adapter that derives its handle from it (Bluesky's record key) needs
 	// it to find the post.
 	CreatedAt time.Time
+	// Reply is the PublishRequest.Reply of the entry's sends: nil for a
+	// post that is no reply. An adapter that reads a post's parent back
+	// (RemotePost.ReplyTo) takes a post for this one only when it replies
+	// to Reply.Parent (or to nothing, for nil): a thread's parts may carry
+	// the same text, and only its place in the chain tells part k apart.
+	Reply *ReplyRef
 	// MediaCount is the number of attachments the post carries. A
 	// platform that re-hosts images (Threads) cannot fingerprint its
 	// copies; once another proof (a published container) shows the post
@@ -125,6 +144,19 @@ type RemotePost struct {
 	MediaIDs  []string
 	URL       string
 	CreatedAt time.Time
+	// ReplyTo is the remote id of the post it replies to, "" when it is
+	// no reply (or the adapter's read does not say: an adapter without
+	// Capabilities.Replies).
+	ReplyTo string
+}
+
+// RepliesTo reports whether p answers what q's post answers: the same
+// parent, or none when q's post is no reply.
+func (p RemotePost) RepliesTo(reply *ReplyRef) bool {
+	if reply == nil {
+		return p.ReplyTo == ""
+	}
+	return p.ReplyTo == reply.Parent
 }
 
 // Fingerprint returns the post's content fingerprint, mapping its media ids
@@ -222,6 +254,12 @@ type Capabilities struct {
 	// image's alt text the platform takes; 0: no known limit. Validation
 	// refuses a longer one before the post is stored.
 	MaxAltText int
+	// Replies: a post can reply to one of the account's own, so a thread
+	// goes out as a reply chain (PublishRequest.Reply), and the adapter
+	// reads a post's parent back (RemotePost.ReplyTo) to tell a thread's
+	// parts apart. A thread is refused for an account on a platform
+	// without it.
+	Replies bool
 	// InlineMedia: attachments go with the create (PublishRequest.Media);
 	// UploadMedia is not used.
 	InlineMedia bool

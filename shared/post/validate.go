@@ -35,9 +35,14 @@ type Draft struct {
 	Body string `json:"body"`
 	// Texts replace Body on a platform, by platform name, e.g.
 	// {"x": "a shorter text"}: every target on that platform gets it.
-	Texts   map[string]string `json:"texts,omitempty"`
-	Media   []DraftMedia      `json:"media,omitempty"`
-	Targets []DraftTarget     `json:"targets"`
+	Texts map[string]string `json:"texts,omitempty"`
+	Media []DraftMedia      `json:"media,omitempty"`
+	// Thread are the texts of the replies that follow the post, in order
+	// (see Post.Thread): at most MaxThreadParts-1, each checked as the
+	// body is, for every target; every target's platform must have a
+	// reply chain.
+	Thread  []string      `json:"thread,omitempty"`
+	Targets []DraftTarget `json:"targets"`
 	// Queue: a target without a time (at) takes its account's next free
 	// posting slot (Account.Slots).
 	Queue bool `json:"queue,omitempty"`
@@ -123,6 +128,9 @@ type Rules struct {
 	Now time.Time
 	// Blocked is the workspace's blocklist: a body naming one is refused.
 	Blocked []BlockedTerm
+	// Replies reports whether a platform has a reply chain, which a post
+	// with a thread needs on every target; nil: none has.
+	Replies func(platform string) bool
 }
 
 var (
@@ -180,6 +188,7 @@ func (d Draft) Validate(r Rules) (Post, error) {
 			}
 		}
 	}
+	d.validateThread(r, bad)
 	if len(d.Targets) == 0 {
 		bad("targets", "is empty", "add at least one {account, at}")
 	}
@@ -207,6 +216,9 @@ func (d Draft) Validate(r Rules) (Post, error) {
 	}
 	for _, m := range d.Media {
 		p.Media = append(p.Media, m.Media)
+	}
+	if len(d.Thread) > 0 {
+		p.Thread = append([]string(nil), d.Thread...)
 	}
 	seen := map[AccountID]bool{}
 	for i, t := range d.Targets {
@@ -270,6 +282,7 @@ func (d Draft) Validate(r Rules) (Post, error) {
 					}
 					bad(field, fmt.Sprintf("is %d bytes of UTF-8, over %s's limit of %d bytes for %s", c.Bytes, acc.Platform, c.MaxBytes, t.Account), fix)
 				}
+				d.checkThreadTarget(r, acc, lim, bad)
 				if len(d.Media) > lim.MaxMedia {
 					bad("media", fmt.Sprintf("has %d attachments, over %s's limit of %d for %s", len(d.Media), acc.Platform, lim.MaxMedia, t.Account),
 						fmt.Sprintf("attach at most %d", lim.MaxMedia))

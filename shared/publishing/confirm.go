@@ -139,10 +139,15 @@ func (c *Confirmer) Look(ctx context.Context, in ConfirmInput) (LookResult, erro
 	if err != nil {
 		return LookResult{}, fmt.Errorf("look %s: %w", in.Key, err)
 	}
+	// A thread's part is told from its look-alikes by what it answers.
+	reply, err := partReply(ctx, c.Ledger, e)
+	if err != nil {
+		return LookResult{}, fmt.Errorf("look %s: %w", in.Key, err)
+	}
 	q := platform.LookupQuery{
 		Handle: e.Handle, Fingerprint: e.Fingerprint, MediaSHA256: media, MediaCount: count, Text: text,
 		After: e.LookAfter, NotBefore: e.SentAt.Add(-orDefault(c.LookSkew, LookSkew)),
-		CreatedAt: e.Slot, Checkpoint: e.Checkpoint,
+		CreatedAt: e.Slot, Checkpoint: e.Checkpoint, Reply: reply,
 	}
 	var (
 		rp    platform.RemotePost
@@ -164,13 +169,15 @@ func (c *Confirmer) Look(ctx context.Context, in ConfirmInput) (LookResult, erro
 // A deleted post has none of them. A platform that takes media with the
 // create (noUploads) has no upload entries to read.
 func (c *Confirmer) postOf(ctx context.Context, e ledger.Entry, platformName string, noUploads bool) (string, map[string]string, int, error) {
-	pst, err := c.Posts.GetPost(ctx, post.ID(e.Subject))
+	postID, part := ledger.SubjectPart(e.Subject)
+	pst, err := c.Posts.GetPost(ctx, post.ID(postID))
 	if errors.Is(err, post.ErrNotFound) {
 		return "", nil, 0, nil
 	}
 	if err != nil {
-		return "", nil, 0, fmt.Errorf("post %s: %w", e.Subject, err)
+		return "", nil, 0, fmt.Errorf("post %s: %w", postID, err)
 	}
+	pst = pst.Part(part)
 	m := map[string]string{}
 	media := pst.MediaFor(platformName)
 	if noUploads {
@@ -311,7 +318,7 @@ func (c *Confirmer) Release(ctx context.Context, in ConfirmInput) error {
 }
 
 func (c *Confirmer) enqueue(ctx context.Context, e ledger.Entry) error {
-	body, err := json.Marshal(Job{Post: post.ID(e.Subject), Account: post.AccountID(e.Account), Slot: e.Slot})
+	body, err := json.Marshal(jobOf(e))
 	if err != nil {
 		return fmt.Errorf("encode job: %w", err)
 	}
@@ -403,14 +410,6 @@ func (c *Confirmer) answer(ctx context.Context, token string, output json.RawMes
 	}
 	if err := c.Tasks.SendTaskSuccess(ctx, token, output); err != nil && !errors.Is(err, ErrTaskNotWaiting) {
 		return fmt.Errorf("answer hold: %w", err)
-	}
-	return nil
-}
-
-func (c *Confirmer) setTarget(ctx context.Context, e ledger.Entry, s post.TargetStatus) error {
-	_, err := c.Posts.UpdateTarget(ctx, post.ID(e.Subject), post.AccountID(e.Account), post.TargetUpdate{Status: s, RemoteID: e.RemoteID, Reason: e.Reason, At: c.now()})
-	if err != nil && !errors.Is(err, post.ErrConflict) {
-		return fmt.Errorf("target %s/%s → %s: %w", e.Subject, e.Account, s, err)
 	}
 	return nil
 }

@@ -85,7 +85,8 @@ func DeletePostID(e ledger.Entry) string {
 	if e.Action != ledger.Delete {
 		return ""
 	}
-	return e.Post
+	postID, _ := ledger.SubjectPart(e.Post) // a thread's part's delete names its post
+	return postID
 }
 
 // Defaults of the Deleter's read-back tuning.
@@ -121,6 +122,17 @@ const (
 //     approved_on_request or released_by_operator, or when it comes from
 //     an attempt acquired to send (attempt ≥ 2 with SentAt set: an earlier
 //     approval, followed by a 429 or a read back that found the post).
+//
+// A thread (post.Post.Thread) is deleted through the entry of its first
+// part's remote id, the target's: once that entry is approved, Run
+// deletes the parts after it first, the last part first, each through an
+// entry of its own (ledger.DeleteKey of the part's remote id), and part 1
+// last; the target is deleted with part 1. A part's entry is written
+// pending at attempt 1, like Request's, then released with reason
+// approved_with_thread: the thread's approval, recorded on the thread's
+// entry, carried to the part before anything is sent for it. A part's
+// entry held for approval (a crash between its two writes) is released
+// the same way by the next Run of the approved thread.
 //
 // Hence an open entry (pending with an expired lease, or unknown) at
 // attempt 1 or with a zero SentAt never had a DELETE sent and carries no
@@ -455,6 +467,11 @@ func (d *Deleter) Run(ctx context.Context, key ledger.Key) (DeleteResult, error)
 				res.Message = fmt.Sprintf("sent %d DELETEs without seeing the post gone; run again", res.Sent)
 				return res, nil
 			}
+			// A thread's later parts go first, last part first, each
+			// through its own entry (deleteParts).
+			if done, err := d.deleteParts(ctx, e, &res); err != nil || !done {
+				return res, err
+			}
 			next, err := d.send(ctx, e, &res)
 			if errors.Is(err, ledger.ErrConflict) {
 				continue // another Run acquired it first: look again
@@ -508,7 +525,7 @@ func deleteMaySent(e ledger.Entry) bool {
 // approval: given on request, by an operator, or before an earlier
 // attempt that was acquired to send.
 func deleteApproved(e ledger.Entry) bool {
-	return e.Reason == ReasonApprovedOnRequest || e.Reason == ReasonOperatorReleased || deleteMaySent(e)
+	return e.Reason == ReasonApprovedOnRequest || e.Reason == ReasonOperatorReleased || e.Reason == ReasonApprovedWithThread || deleteMaySent(e)
 }
 
 // resolve settles an open entry (pending with an expired lease, or
@@ -854,7 +871,12 @@ func (d *Deleter) authed(ctx context.Context, e ledger.Entry) (*authedClient, er
 // target already deleted is fine; one in another status is left alone
 // with a warning (the ledger holds the truth).
 func (d *Deleter) markDeleted(ctx context.Context, e ledger.Entry) error {
-	postID := post.ID(e.Post)
+	id, part := ledger.SubjectPart(e.Post)
+	if part > 1 {
+		// A thread's later part: the target goes with part 1, deleted last.
+		return nil
+	}
+	postID := post.ID(id)
 	if postID == "" {
 		d.log().WarnContext(ctx, "delete entry names no post; no target to mark deleted", "key", e.Key, "remote_id", e.Subject)
 		return nil

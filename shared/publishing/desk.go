@@ -132,6 +132,13 @@ func (d *Desk) capabilities(name string) (platform.Capabilities, bool) {
 	return d.Capabilities(name)
 }
 
+// replies reports whether a platform has a reply chain (a thread goes
+// there), by its Capabilities.
+func (d *Desk) replies(name string) bool {
+	c, ok := d.capabilities(name)
+	return ok && c.Replies
+}
+
 // limits are a platform's default content limits: Limits, or those of
 // its Capabilities.
 func (d *Desk) limits(name string) (post.Limits, bool) {
@@ -269,7 +276,8 @@ func (d *Desk) rules(ctx context.Context) (post.Rules, error) {
 	if err != nil {
 		return post.Rules{}, fmt.Errorf("validate post: read the blocklist: %w", err)
 	}
-	rules := post.Rules{Accounts: make(map[post.AccountID]post.Account, len(list)), Limits: d.limits, Measure: d.Measure, Now: d.now(), Blocked: blocked}
+	rules := post.Rules{Accounts: make(map[post.AccountID]post.Account, len(list)), Limits: d.limits, Measure: d.Measure, Now: d.now(), Blocked: blocked,
+		Replies: d.replies}
 	for _, a := range list {
 		rules.Accounts[a.ID] = a
 	}
@@ -609,6 +617,9 @@ type PostView struct {
 type TargetView struct {
 	post.Target
 	Ledger []EntryView `json:"ledger"`
+	// Parts are a thread's parts on this target, in order (none for a
+	// post without a thread): their ledger entries are in Ledger too.
+	Parts []PartView `json:"parts,omitempty"`
 }
 
 // EntryView is a ledger entry with its history, oldest first.
@@ -630,6 +641,12 @@ func (d *Desk) Show(ctx context.Context, id post.ID) (PostView, error) {
 		keys := []ledger.Key{ledger.PublishKey(string(t.Account), string(p.ID), t.Slot)}
 		if t.RemoteID != "" {
 			keys = append(keys, ledger.DeleteKey(string(t.Account), t.RemoteID))
+		}
+		if p.Parts() > 1 {
+			var err error
+			if tv.Parts, keys, err = d.parts(ctx, p, t); err != nil {
+				return PostView{}, fmt.Errorf("show post %s: %w", id, err)
+			}
 		}
 		for _, k := range keys {
 			e, err := d.Ledger.Get(ctx, k)
@@ -756,6 +773,13 @@ func (d *Desk) cancelTarget(ctx context.Context, p post.Post, t post.Target) (Ta
 	done := func(msg string) TargetOutcome { return TargetOutcome{Account: t.Account, Done: true, Message: msg} }
 	no := func(msg string) TargetOutcome { return TargetOutcome{Account: t.Account, Message: msg} }
 	key := ledger.PublishKey(string(t.Account), string(p.ID), t.Slot)
+	if p.Parts() > 1 {
+		// A thread waits on one part: the first not confirmed.
+		var err error
+		if key, err = d.partKey(ctx, p, t); err != nil {
+			return TargetOutcome{}, err
+		}
+	}
 	switch t.Status {
 	case post.Cancelled:
 		return done("already cancelled"), nil
@@ -792,6 +816,9 @@ func (d *Desk) cancelTarget(ctx context.Context, p post.Post, t post.Target) (Ta
 		o := done(fmt.Sprintf("cancelled, but a send was already in flight (ledger entry %s is %s): check the post's ledger history", e.Key[:12], e.State))
 		o.Key = e.Key
 		return o, nil
+	}
+	if first := ledger.PublishKey(string(t.Account), string(p.ID), t.Slot); key != first {
+		return done("cancelled; the rest of the thread will not be sent, but its parts before the one it waited on are on the platform (post show lists them)"), nil
 	}
 	return done("cancelled; it will not be sent"), nil
 }

@@ -124,9 +124,10 @@ func LedgerEvent(prev, next ledger.Entry) (Event, bool) {
 		return Event{}, false
 	}
 	at := next.UpdatedAt.UTC()
+	postID, _ := ledger.SubjectPart(next.Subject) // a thread's part names its post
 	return Event{
 		ID:   EventID(string(EventUnknown), string(next.Key), string(next.State), strconv.Itoa(next.Attempt), at.Format(time.RFC3339Nano)),
-		Type: EventUnknown, At: at, Post: post.ID(next.Subject), Account: post.AccountID(next.Account),
+		Type: EventUnknown, At: at, Post: post.ID(postID), Account: post.AccountID(next.Account),
 		Status: string(next.State), Reason: next.Reason, Key: next.Key,
 	}, true
 }

@@ -115,7 +115,8 @@ func ListHeld(ctx context.Context, src HeldReader, q HeldQuery) (HeldList, error
 		if e.Action == ledger.Upload {
 			continue
 		}
-		it := HeldItem{Entry: e, PostID: e.Subject, RemoteID: e.RemoteID, Since: e.OpenSince}
+		postID, _ := ledger.SubjectPart(e.Subject) // a thread's part names its post
+		it := HeldItem{Entry: e, PostID: postID, RemoteID: e.RemoteID, Since: e.OpenSince}
 		if it.Since.IsZero() {
 			it.Since = e.UpdatedAt
 		}

@@ -220,12 +220,20 @@ func (p *Publisher) readTarget(ctx context.Context, id post.ID, account post.Acc
 	return p.Posts.GetPost(ctx, id)
 }
 
-// target is everything Publish needs about one job.
+// target is everything Publish needs about one job, or about one part of
+// a thread's job (see publishThread): then post is the part as it goes
+// out (post.Post.Part) and key the part's own.
 type target struct {
 	post    post.Post
 	target  post.Target
 	account post.Account
 	key     ledger.Key
+	// part is the thread part this is (1 for a post without a thread),
+	// of parts; reply is what it answers (nil for part 1), and root part
+	// 1's remote id once it is known (the target's RemoteID).
+	part, parts int
+	reply       *platform.ReplyRef
+	root        string
 }
 
 func (p *Publisher) load(ctx context.Context, job Job) (target, error) {
@@ -250,7 +258,7 @@ func (p *Publisher) load(ctx context.Context, job Job) (target, error) {
 	if err != nil {
 		return target{}, fmt.Errorf("load account %s: %w", job.Account, err)
 	}
-	return target{post: pst, target: tg, account: acc, key: ledger.PublishKey(string(acc.ID), string(pst.ID), tg.Slot)}, nil
+	return target{post: pst, target: tg, account: acc, key: ledger.PublishKey(string(acc.ID), string(pst.ID), tg.Slot), part: 1, parts: pst.Parts()}, nil
 }
 
 // Publish sends one job's post to its account at most once. It returns an
@@ -273,6 +281,9 @@ func (p *Publisher) Publish(ctx context.Context, job Job) (Outcome, error) {
 		// jump) goes back on the queue until its slot, or until it can be
 		// prepared (PrepareBefore).
 		return Outcome{Result: Retry, Key: t.key, Reason: ReasonEarly, RetryAfter: t.target.Slot.Sub(now) - p.PrepareBefore}, nil
+	}
+	if t.parts > 1 {
+		return p.publishThread(ctx, t)
 	}
 	if out, held, err := p.checkBlocklist(ctx, t); err != nil || held {
 		return out, err
@@ -380,7 +391,7 @@ func (p *Publisher) acquire(ctx context.Context, t target, a *authedClient) (acq
 	lease := orDefault(p.Lease, defaultLease)
 	recent, readErr := p.readRecent(ctx, a)
 	fp := platform.Fingerprint(t.post.TextFor(t.account.Platform), mediaSHAs(t.post.MediaFor(t.account.Platform)))
-	e := ledger.NewEntry(t.key, ledger.Publish, string(t.account.ID), string(t.post.ID), t.target.Slot, fp, p.Owner, p.now(), lease)
+	e := ledger.NewEntry(t.key, ledger.Publish, string(t.account.ID), ledger.PartSubject(string(t.post.ID), t.part), t.target.Slot, fp, p.Owner, p.now(), lease)
 	if readErr == nil {
 		e.LookAfter = lookAfter(recent)
 	}
@@ -551,6 +562,11 @@ func (p *Publisher) sendAcquired(ctx context.Context, t target, a *authedClient,
 	if !acq.skipDedup {
 		want := platform.LooseFingerprint(t.post.TextFor(t.account.Platform), len(t.post.Media))
 		for _, rp := range acq.recent {
+			if t.reply != nil && !rp.RepliesTo(t.reply) {
+				// A thread's part is a duplicate only of a reply to its
+				// own parent: its words may well be another part's.
+				continue
+			}
 			if platform.LooseFingerprint(rp.Text, len(rp.MediaIDs)) == want {
 				emitCount(ctx, p.Metrics, p.log(), MetricDuplicateBlocked)
 				return p.record(ctx, t, e, holdOutcome(rp.RemoteID))
@@ -608,7 +624,7 @@ func (p *Publisher) sendAcquired(ctx context.Context, t target, a *authedClient,
 		return p.recordBeforeSend(ctx, t, e, err)
 	}
 
-	req := platform.PublishRequest{Handle: e.Handle, Text: t.post.TextFor(t.account.Platform), MediaIDs: mediaIDs, Media: inline, CreatedAt: e.Slot}
+	req := platform.PublishRequest{Handle: e.Handle, Text: t.post.TextFor(t.account.Platform), MediaIDs: mediaIDs, Media: inline, CreatedAt: e.Slot, Reply: t.reply}
 	// A two-step create (Threads: container, then publish) records the
 	// first step's handle before the second: a later attempt resumes it,
 	// and a look after an unknown outcome asks the platform about it. e
@@ -955,7 +971,8 @@ func (p *Publisher) expireLease(ctx context.Context, cur ledger.Entry, acc post.
 	}
 	p.log().WarnContext(ctx, "lease expired, outcome unknown", "key", cur.Key, "attempt", cur.Attempt, "owner", cur.LeaseOwner)
 	emitCount(ctx, p.Metrics, p.log(), MetricAmbiguous)
-	t := target{post: post.Post{ID: post.ID(cur.Subject)}, account: acc}
+	postID, part := ledger.SubjectPart(cur.Subject)
+	t := target{post: post.Post{ID: post.ID(postID)}, account: acc, part: part}
 	if err := p.setTarget(ctx, t, post.Publishing, "", next.Reason); err != nil {
 		return next, err
 	}
@@ -972,8 +989,15 @@ func (p *Publisher) setTarget(ctx context.Context, t target, s post.TargetStatus
 	return p.setTargetNext(ctx, t, s, remoteID, reason, time.Time{})
 }
 
-// setTargetNext is setTarget with a waiting target's next try.
+// setTargetNext is setTarget with a waiting target's next try. For a
+// thread's part (see threadMove) the move names the part, keeps part 1's
+// remote id on the target, and is none for a part confirmed before the
+// last: the chain goes on.
 func (p *Publisher) setTargetNext(ctx context.Context, t target, s post.TargetStatus, remoteID, reason string, nextTry time.Time) error {
+	var move bool
+	if s, remoteID, reason, move = threadMove(t, s, remoteID, reason); !move {
+		return nil
+	}
 	_, err := p.Posts.UpdateTarget(ctx, t.post.ID, t.account.ID, post.TargetUpdate{Status: s, RemoteID: remoteID, Reason: reason, NextTry: nextTry, At: p.now()})
 	if err == nil || !errors.Is(err, post.ErrConflict) {
 		if err != nil {

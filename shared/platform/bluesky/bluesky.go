@@ -136,6 +136,7 @@ func (c *Client) Capabilities() platform.Capabilities {
 		NativeIdempotency: true,
 		LookupByHandle:    true,
 		ReadableHistory:   true,
+		Replies:           true,
 		MaxTextGraphemes:  maxGraphemes,
 		MaxTextBytes:      maxTextBytes,
 		MaxMedia:          maxImages,
@@ -251,6 +252,7 @@ type postRecord struct {
 	Type      string       `json:"$type"`
 	Text      string       `json:"text"`
 	Facets    []facet      `json:"facets,omitempty"`
+	Reply     *replyRef    `json:"reply,omitempty"`
 	Embed     *imagesEmbed `json:"embed,omitempty"`
 	CreatedAt string       `json:"createdAt"`
 }
@@ -299,6 +301,13 @@ func (c *Client) Publish(ctx context.Context, req platform.PublishRequest) (plat
 		Text:      req.Text,
 		Facets:    detectFacets(ctx, req.Text, c.resolveHandle),
 		CreatedAt: req.CreatedAt.UTC().Format(createdAtLayout),
+	}
+	if req.Reply != nil {
+		ref, err := c.replyRefs(ctx, req)
+		if err != nil {
+			return platform.Receipt{}, err
+		}
+		rec.Reply = &ref
 	}
 	if len(req.MediaIDs) > 0 {
 		rec.Embed = &imagesEmbed{Type: "app.bsky.embed.images"}
@@ -351,7 +360,11 @@ func (c *Client) takenKey(ctx context.Context, rkey string, req platform.Publish
 		// Deleted in between: the call did nothing; a later attempt may.
 		return platform.Receipt{}, &platform.NotPerformed{Message: "bluesky putRecord: the record key was taken, then freed"}
 	}
-	if rp.Text != req.Text || !sameMedia(rp.MediaIDs, req.MediaIDs) {
+	parent := ""
+	if req.Reply != nil {
+		parent = req.Reply.Parent
+	}
+	if rp.Text != req.Text || !sameMedia(rp.MediaIDs, req.MediaIDs) || rp.ReplyTo != parent {
 		return platform.Receipt{}, &platform.Rejected{Status: http.StatusBadRequest, Reason: "record_key_taken", Message: "bluesky: the record key " + rkey + " holds another post; nothing was written"}
 	}
 	return platform.Receipt{RemoteID: rp.RemoteID, URL: rp.URL, CreatedAt: rp.CreatedAt}, nil
@@ -416,12 +429,24 @@ func (c *Client) resolveHandle(ctx context.Context, handle string) (string, bool
 	return did, did != ""
 }
 
-// Lookup reads the record at the entry's record key.
+// Lookup reads the record at the entry's record key. The key is the
+// entry's own; a record there that answers another parent than q's (a
+// thread's part) is not this post, and nobody can say where this post is:
+// Inconclusive.
 func (c *Client) Lookup(ctx context.Context, q platform.LookupQuery) (platform.RemotePost, bool, error) {
 	if q.Handle == "" || q.CreatedAt.IsZero() {
 		return platform.RemotePost{}, false, &platform.Inconclusive{Message: "bluesky: a lookup needs the ledger handle and CreatedAt to name the record key"}
 	}
-	return c.getRecord(ctx, recordKey(q.Handle, q.CreatedAt))
+	rkey := recordKey(q.Handle, q.CreatedAt)
+	rp, found, err := c.getRecord(ctx, rkey)
+	if err != nil || !found {
+		return rp, found, err
+	}
+	if !rp.RepliesTo(q.Reply) {
+		return platform.RemotePost{}, false, &platform.Inconclusive{Message: fmt.Sprintf(
+			"bluesky: the record key %s holds a post replying to %q, not to this post's parent", rkey, rp.ReplyTo)}
+	}
+	return rp, true, nil
 }
 
 // getRecord reads one post of the account's repository by record key.
@@ -447,6 +472,9 @@ type listedRecord struct {
 
 func (c *Client) remotePost(r listedRecord) platform.RemotePost {
 	rp := platform.RemotePost{RemoteID: r.URI, Text: r.Value.Text}
+	if r.Value.Reply != nil {
+		rp.ReplyTo = r.Value.Reply.Parent.URI
+	}
 	if _, rkey, ok := splitURI(r.URI); ok {
 		rp.URL = c.webURL(rkey)
 	}

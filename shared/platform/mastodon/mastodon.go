@@ -190,6 +190,7 @@ func (c *Client) Capabilities() platform.Capabilities {
 		NativeIdempotency: true,
 		LookupByHandle:    false,
 		ReadableHistory:   true,
+		Replies:           true,
 		MaxTextGraphemes:  c.maxChars,
 		MaxMedia:          c.maxMedia,
 		// Mastodon's defaults (an instance's own come with the account):
@@ -242,11 +243,20 @@ func (c *Client) Publish(ctx context.Context, req platform.PublishRequest) (plat
 		// nothing is sent.
 		return platform.Receipt{}, &platform.Rejected{Reason: "missing_handle", Message: op + ": the request has no idempotency handle"}
 	}
-	body, err := json.Marshal(struct {
+	in := struct {
 		Status     string   `json:"status"`
 		MediaIDs   []string `json:"media_ids,omitempty"`
 		Visibility string   `json:"visibility"`
-	}{req.Text, req.MediaIDs, "public"})
+		// InReplyToID makes the status a reply, a thread's next part.
+		InReplyToID string `json:"in_reply_to_id,omitempty"`
+	}{Status: req.Text, MediaIDs: req.MediaIDs, Visibility: "public"}
+	if req.Reply != nil {
+		if req.Reply.Parent == "" {
+			return platform.Receipt{}, &platform.Rejected{Reason: "invalid_request", Message: op + ": a reply without the id of the status it answers"}
+		}
+		in.InReplyToID = req.Reply.Parent
+	}
+	body, err := json.Marshal(in)
 	if err != nil {
 		return platform.Receipt{}, &platform.Rejected{Reason: "invalid_request", Message: fmt.Sprintf("%s: encode body: %v", op, err)}
 	}

@@ -56,7 +56,7 @@ func TestNewValidatesConfig(t *testing.T) {
 
 func TestCapabilities(t *testing.T) {
 	c := newClient(t, "https://social.example")
-	want := platform.Capabilities{Platform: "mastodon", NativeIdempotency: true, ReadableHistory: true, MaxTextGraphemes: 500, MaxMedia: 4,
+	want := platform.Capabilities{Platform: "mastodon", NativeIdempotency: true, ReadableHistory: true, Replies: true, MaxTextGraphemes: 500, MaxMedia: 4,
 		MaxMediaBytes: 16 << 20, MaxMediaPixels: 33_177_600, MaxAltText: 1500,
 		Handle:        "Idempotency-Key header (the server keeps it 1 h)",
 		ReadBack:      "the account's statuses newer than the one read before the send, matched by fingerprint",

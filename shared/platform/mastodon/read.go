@@ -45,6 +45,8 @@ type status struct {
 	Content          string            `json:"content"`
 	Reblog           json.RawMessage   `json:"reblog"`
 	MediaAttachments []mediaAttachment `json:"media_attachments"`
+	// InReplyToID is the status this one replies to; null for none.
+	InReplyToID *string `json:"in_reply_to_id"`
 	// Application is the app the status was posted with; Mastodon shows it
 	// to the account's owner only, and not for every client.
 	Application *statusApp `json:"application"`
@@ -79,6 +81,16 @@ func (s status) createdAt() time.Time {
 	return t.UTC()
 }
 
+// repliesTo reports whether the status answers reply's parent, or is no
+// reply when reply is nil.
+func (s status) repliesTo(reply *platform.ReplyRef) bool {
+	parent := ""
+	if s.InReplyToID != nil {
+		parent = *s.InReplyToID
+	}
+	return platform.RemotePost{ReplyTo: parent}.RepliesTo(reply)
+}
+
 func (s status) isReblog() bool {
 	return len(s.Reblog) > 0 && string(s.Reblog) != "null"
 }
@@ -92,6 +104,9 @@ func (s status) remote() (post platform.RemotePost, lossy bool) {
 		Text:      text,
 		URL:       s.link(),
 		CreatedAt: s.createdAt(),
+	}
+	if s.InReplyToID != nil {
+		post.ReplyTo = *s.InReplyToID
 	}
 	for _, m := range s.MediaAttachments {
 		post.MediaIDs = append(post.MediaIDs, m.ID)
@@ -229,8 +244,11 @@ func (c *Client) account(ctx context.Context) (string, error) {
 	return p.ID, nil
 }
 
-// Lookup looks for a status carrying q.Fingerprint. Mastodon keeps no
-// record readable by Idempotency-Key, so q.Handle is not used.
+// Lookup looks for a status carrying q.Fingerprint and answering what
+// q's post answers: its in_reply_to_id is q.Reply.Parent, or null when
+// q.Reply is nil (a thread's part k is told from another part of the same
+// text by its place in the chain). Mastodon keeps no record readable by
+// Idempotency-Key, so q.Handle is not used.
 //
 // Which statuses are read:
 //
@@ -341,8 +359,14 @@ type lookupCandidate struct {
 }
 
 // consider examines one in-window status; false stops the scan (found).
+// A status that does not answer what the query's post answers (another
+// parent, or a reply where the post is none) is never ours, whatever its
+// text: a thread's parts may read alike (see platform.LookupQuery.Reply).
 func (l *lookupScan) consider(s status) bool {
 	l.examined++
+	if !s.repliesTo(l.q.Reply) {
+		return true
+	}
 	if !containsWords(s.Content, l.words()) {
 		// Not ours whatever its source says: a plain word of ours is
 		// missing from its HTML (see plainWords). No parsing, no source read.

@@ -299,6 +299,8 @@ type controlStatusJSON struct {
 	Fingerprint    string `json:"fingerprint"`
 	// App is the name of the application the status was posted with.
 	App string `json:"app"`
+	// InReplyToID is the status it replies to, "" for none.
+	InReplyToID string `json:"in_reply_to_id,omitempty"`
 }
 
 // controlStatuses is GET /sandbox/statuses?account=ID: every status of the
@@ -319,7 +321,7 @@ func (s *Server) controlStatuses(w http.ResponseWriter, r *http.Request) {
 			out = append(out, controlStatusJSON{
 				ID: st.ID, Text: st.Text, CreatedAt: st.CreatedAt.UTC().Format(timeFormat), Deleted: st.deleted,
 				IdempotencyKey: st.IdempotencyKey, MediaCount: len(st.MediaIDs), Duplicate: st.Duplicate,
-				Injected: st.Injected, Fingerprint: st.Fingerprint, App: st.app.name,
+				Injected: st.Injected, Fingerprint: st.Fingerprint, App: st.app.name, InReplyToID: st.InReplyToID,
 			})
 		}
 	}

@@ -167,6 +167,9 @@ func (s *Server) api(route string, mode authMode, h apiHandler) http.Handler {
 			}
 			c.account, c.app = acct, ap
 		}
+		if tp, ok := s.textPlan(rec, c); ok {
+			p = tp
+		}
 		if p.delayBefore > 0 && s.testHookDelay != nil {
 			s.testHookDelay()
 		}

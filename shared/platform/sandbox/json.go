@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"encoding/json"
+	"strconv"
 	"time"
 )
 
@@ -169,6 +170,13 @@ func (s *Server) statusJSONLocked(st *status, base string, withText bool, viewer
 	}
 	if withText {
 		j.Text = strPtr(st.Text)
+	}
+	if st.InReplyToID != "" {
+		j.InReplyToID = strPtr(st.InReplyToID)
+		// A deleted parent still names its account, as on Mastodon.
+		if num, err := strconv.ParseUint(st.InReplyToID, 10, 64); err == nil && s.statuses[num] != nil {
+			j.InReplyToAccountID = strPtr(s.statuses[num].AccountID)
+		}
 	}
 	if ownStatus(st, viewer) {
 		ap := st.app

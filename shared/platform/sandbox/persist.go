@@ -167,6 +167,9 @@ type createUpdateRec struct {
 	Seq         int     `json:"seq"`
 	Fingerprint *string `json:"fingerprint,omitempty"`
 	HTTPStatus  *int    `json:"http_status,omitempty"`
+	// Fault is the plan a text-scripted fault (ScriptText) put in place of
+	// the one drawn when the request arrived.
+	Fault *string `json:"fault,omitempty"`
 }
 
 type statusRec struct {
@@ -180,6 +183,8 @@ type statusRec struct {
 	MediaSHA256    []string  `json:"media_sha256,omitempty"`
 	Fingerprint    string    `json:"fingerprint"`
 	IdempotencyKey string    `json:"idempotency_key,omitempty"`
+	// InReplyTo is the id of the status this one replies to, "" for none.
+	InReplyTo string `json:"in_reply_to_id,omitempty"`
 	// Duplicate is checked against the fingerprints replayed before it.
 	Duplicate bool `json:"duplicate,omitempty"`
 	Injected  bool `json:"injected,omitempty"`
@@ -518,7 +523,7 @@ func (s *Server) journalStatusLocked(st *status, idemExpires time.Time, seq int)
 	s.j.add(record{Op: opStatus, Status: &statusRec{
 		ID: st.ID, Account: st.AccountID, Text: st.Text, Content: st.Content, Visibility: st.Visibility,
 		CreatedAt: st.CreatedAt, MediaIDs: st.MediaIDs, MediaSHA256: st.MediaSHA256, Fingerprint: st.Fingerprint,
-		IdempotencyKey: st.IdempotencyKey, Duplicate: st.Duplicate, Injected: st.Injected, App: s.appRefLocked(st.app),
+		IdempotencyKey: st.IdempotencyKey, InReplyTo: st.InReplyToID, Duplicate: st.Duplicate, Injected: st.Injected, App: s.appRefLocked(st.app),
 		IdempotencyExpiresAt: idemExpires, CreateSeq: seq,
 	}})
 }
@@ -608,6 +613,9 @@ func (s *Server) replayLocked(r record) error {
 		}
 		if u.HTTPStatus != nil {
 			cr.HTTPStatus = *u.HTTPStatus
+		}
+		if u.Fault != nil {
+			cr.Fault = *u.Fault
 		}
 		return nil
 	case opStatus:
@@ -773,6 +781,7 @@ func (s *Server) replayStatusLocked(r *statusRec) error {
 	st.MediaSHA256 = r.MediaSHA256
 	st.Fingerprint = r.Fingerprint
 	st.IdempotencyKey = r.IdempotencyKey
+	st.InReplyToID = r.InReplyTo
 	st.Injected = r.Injected
 	s.storeStatusLocked(a, st, ms)
 	if st.Duplicate != r.Duplicate {

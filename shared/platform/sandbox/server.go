@@ -247,6 +247,9 @@ type Status struct {
 	Fingerprint string
 	// IdempotencyKey is the Idempotency-Key header of the create, or "".
 	IdempotencyKey string
+	// InReplyToID is the id of the status this one replies to (the
+	// create's in_reply_to_id), "" when it is not a reply.
+	InReplyToID string
 	// Duplicate is true when the same fingerprint had already been
 	// committed for the account.
 	Duplicate bool
@@ -301,6 +304,8 @@ type Server struct {
 	creates      []CreateRecord
 	apps         map[string]*app      // client id → registered OAuth app
 	codes        map[string]*authCode // authorization code → what it grants
+	// textScripts are ScriptText's faults, by status text.
+	textScripts map[string][]Fault
 	// ownApp is the sandbox's own application, the one of the tokens it
 	// issues itself; it is not in apps.
 	ownApp *app
@@ -461,6 +466,7 @@ func newServer(opts Options) *Server {
 		idempotency:  map[string]idempotencyEntry{},
 		fingerprints: map[string]map[string]bool{},
 		scripts:      map[string][]Fault{},
+		textScripts:  map[string][]Fault{},
 		apps:         map[string]*app{},
 		codes:        map[string]*authCode{},
 		ownApp: &app{
@@ -798,6 +804,64 @@ func (s *Server) ScriptRoute(route string, faults ...Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.scripts[route] = append(s.scripts[route], faults...)
+}
+
+// ScriptText queues faults for the next POST /api/v1/statuses calls whose
+// status text, as sent, is text, consumed one per such call in order: a
+// test can make one post's create (a thread's second part) lose its answer
+// whatever the creates before it drew. A text fault replaces the plan the
+// call drew when it arrived (a scripted or random one), once its body has
+// been read; a call whose drawn plan drops it unread or refuses it before
+// the commit (drop-request, 503, 429, 401) does not reach that point and
+// leaves the text fault queued. Only the kinds that act after the body is
+// read are taken: drop-response, 500-after-commit and the two delays; it
+// panics on another, a programming error.
+func (s *Server) ScriptText(text string, faults ...Fault) {
+	for _, f := range faults {
+		switch f.Kind {
+		case FaultDropResponse, Fault500AfterCommit, FaultDelayBeforeCommit, FaultDelayAfterCommit:
+		default:
+			panic(fmt.Sprintf("sandbox: ScriptText: fault kind %q acts before the body is read", f.Kind))
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.textScripts[text] = append(s.textScripts[text], faults...)
+}
+
+// textPlan takes the first fault ScriptText queued for the create's text,
+// if any, records it on the create record rec as the request's plan, and
+// returns it.
+func (s *Server) textPlan(rec int, c *call) (plan, bool) {
+	if rec < 0 {
+		return plan{}, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.textScripts) == 0 {
+		return plan{}, false
+	}
+	p, err := parseStatusParams(c)
+	if err != nil {
+		return plan{}, false
+	}
+	q := s.textScripts[p.text]
+	if len(q) == 0 {
+		return plan{}, false
+	}
+	if len(q) == 1 {
+		delete(s.textScripts, p.text)
+	} else {
+		s.textScripts[p.text] = q[1:]
+	}
+	pl := planOf(q[0])
+	cr := &s.creates[rec]
+	cr.Fault = pl.String()
+	if s.j != nil {
+		fault := cr.Fault
+		s.j.add(record{Op: opCreateUpdate, CreateUpdate: &createUpdateRec{Seq: cr.Seq, Fault: &fault}})
+	}
+	return pl, true
 }
 
 var knownKinds = map[FaultKind]bool{

@@ -29,6 +29,8 @@ type statusParams struct {
 	text       string
 	mediaIDs   []string
 	visibility string
+	// inReplyTo is in_reply_to_id: the status this one replies to.
+	inReplyTo string
 }
 
 // flexID is a media id sent as a JSON string or number.
@@ -101,14 +103,18 @@ func parseStatusParams(c *call) (statusParams, error) {
 	mt, _, _ := mime.ParseMediaType(c.r.Header.Get("Content-Type"))
 	if mt == "application/json" {
 		var in struct {
-			Status     string   `json:"status"`
-			MediaIDs   []flexID `json:"media_ids"`
-			Visibility string   `json:"visibility"`
+			Status      string   `json:"status"`
+			MediaIDs    []flexID `json:"media_ids"`
+			Visibility  string   `json:"visibility"`
+			InReplyToID *flexID  `json:"in_reply_to_id"`
 		}
 		if err := json.Unmarshal(c.body, &in); err != nil {
 			return statusParams{}, fmt.Errorf("parsing JSON body: %w", err)
 		}
 		p := statusParams{text: in.Status, visibility: in.Visibility}
+		if in.InReplyToID != nil {
+			p.inReplyTo = string(*in.InReplyToID)
+		}
 		for _, id := range in.MediaIDs {
 			p.mediaIDs = append(p.mediaIDs, string(id))
 		}
@@ -118,7 +124,7 @@ func parseStatusParams(c *call) (statusParams, error) {
 	if err != nil {
 		return statusParams{}, err
 	}
-	p := statusParams{text: values.Get("status"), visibility: values.Get("visibility")}
+	p := statusParams{text: values.Get("status"), visibility: values.Get("visibility"), inReplyTo: values.Get("in_reply_to_id")}
 	p.mediaIDs = slices.Concat(values["media_ids[]"], values["media_ids"])
 	return p, nil
 }
@@ -149,6 +155,15 @@ func (s *Server) createStatus(c *call) reply {
 			s.journalCreateUpdateLocked(rec.Seq, &rec.Fingerprint, nil)
 		}
 		return errorReply(http.StatusUnprocessableEntity, msg)
+	}
+	// Mastodon's StatusesController finds the status replied to before
+	// anything else (set_thread), and answers 404 when it is gone or not
+	// visible.
+	if p.inReplyTo != "" && s.findStatusLocked(p.inReplyTo) == nil {
+		if rec != nil {
+			s.journalCreateUpdateLocked(rec.Seq, &rec.Fingerprint, nil)
+		}
+		return errorReply(http.StatusNotFound, "The post you are trying to reply to does not appear to exist.")
 	}
 	now := s.opts.Now()
 	idemKey := a.id + "\x00" + key
@@ -195,6 +210,7 @@ func (s *Server) createStatus(c *call) reply {
 		return refuse(fmt.Sprintf("Validation failed: Text character limit of %d exceeded", s.opts.MaxCharacters))
 	}
 	st := s.commitLocked(a, c.app, text, visibility, ms, key, c.base)
+	st.InReplyToID = p.inReplyTo
 	var idemExpires time.Time
 	if useKey {
 		idemExpires = now.Add(idempotencyTTL)

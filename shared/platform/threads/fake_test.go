@@ -66,8 +66,10 @@ type fakeContainer struct {
 	// CAROUSEL); imageURL, alt and carouselItem those of an IMAGE;
 	// children the item container ids of a CAROUSEL, in order.
 	mediaType, imageURL, alt string
-	carouselItem             bool
-	children                 []string
+	// replyTo is the reply_to_id it was made with: the post it answers.
+	replyTo      string
+	carouselItem bool
+	children     []string
 	// processing reads answer IN_PROGRESS before status becomes final
 	// (with finalError as its error_message).
 	processing        int
@@ -76,7 +78,9 @@ type fakeContainer struct {
 
 type fakePost struct {
 	id, text, mediaType string
-	created             time.Time
+	// repliedTo is the post a reply answers, "" for a thread.
+	repliedTo string
+	created   time.Time
 	// children are a CAROUSEL_ALBUM's item media ids.
 	children []string
 }
@@ -393,6 +397,8 @@ func (f *fakeThreads) route(r *http.Request) (name, id string) {
 		return "publish", ""
 	case r.Method == http.MethodGet && p == "/v1.0/"+f.userID+"/threads":
 		return "list", ""
+	case r.Method == http.MethodGet && p == "/v1.0/"+f.userID+"/replies":
+		return "replies", ""
 	case r.Method == http.MethodGet && p == "/v1.0/me":
 		return "me", ""
 	case r.Method == http.MethodGet && p == "/refresh_access_token":
@@ -462,6 +468,8 @@ func (f *fakeThreads) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.servePublish(w, r)
 	case "list":
 		f.serveList(w, r)
+	case "replies":
+		f.serveEdge(w, r, true)
 	case "get":
 		f.serveGet(w, r, id)
 	case "delete":
@@ -492,7 +500,7 @@ func (f *fakeThreads) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // https://github.com/exileum/meta-mcp/pull/4).
 func (f *fakeThreads) serveCreate(w http.ResponseWriter, r *http.Request) {
 	p := r.PostForm
-	c := &fakeContainer{text: p.Get("text"), mediaType: p.Get("media_type"), status: StatusFinished}
+	c := &fakeContainer{text: p.Get("text"), mediaType: p.Get("media_type"), status: StatusFinished, replyTo: p.Get("reply_to_id")}
 	switch c.mediaType {
 	case "TEXT":
 	case "IMAGE":
@@ -575,6 +583,9 @@ func (f *fakeThreads) servePublish(w http.ResponseWriter, r *http.Request) {
 		c.mediaID = f.addMediaPostLocked(c.text, "CAROUSEL_ALBUM", len(c.children)).id
 	default:
 		c.mediaID = f.addPostLocked(c.text, "TEXT_POST")
+		if c.replyTo != "" {
+			f.posts[0].repliedTo = c.replyTo // newest first
+		}
 	}
 	c.status = StatusPublished
 	f.published++
@@ -593,6 +604,9 @@ func (p *fakePost) json(fields []string) map[string]any {
 		"text":       p.text,
 		"timestamp":  p.created.Format("2006-01-02T15:04:05-0700"),
 		"permalink":  "https://www.threads.net/@oncepost_test/post/" + p.id,
+	}
+	if p.repliedTo != "" {
+		all["replied_to"] = map[string]any{"id": p.repliedTo}
 	}
 	if len(p.children) > 0 {
 		// An edge read as a field, as the Graph API answers it; Threads
@@ -619,6 +633,14 @@ func (p *fakePost) json(fields []string) map[string]any {
 // https://developers.facebook.com/docs/threads/threads-media). The cursor
 // here is an offset; the real one is opaque.
 func (f *fakeThreads) serveList(w http.ResponseWriter, r *http.Request) {
+	f.serveEdge(w, r, false)
+}
+
+// serveEdge is serveList for the user's threads (replies false) or, for
+// GET /{threads-user-id}/replies
+// (https://developers.facebook.com/docs/threads/retrieve-and-discover-posts/retrieve-replies),
+// its replies, each with replied_to.
+func (f *fakeThreads) serveEdge(w http.ResponseWriter, r *http.Request, replies bool) {
 	q := r.URL.Query()
 	limit := 25
 	if s := q.Get("limit"); s != "" {
@@ -651,7 +673,7 @@ func (f *fakeThreads) serveList(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	var window []*fakePost
 	for _, p := range f.posts {
-		if since.IsZero() || !p.created.Before(since) {
+		if (since.IsZero() || !p.created.Before(since)) && (p.repliedTo != "") == replies {
 			window = append(window, p)
 		}
 	}

@@ -36,6 +36,10 @@ const (
 	// carousel posts",
 	// https://developers.facebook.com/docs/threads/retrieve-and-discover-posts/retrieve-posts).
 	listFields = "id,media_type,text,timestamp,permalink,children"
+	// replyFields are the fields read for each of the account's replies
+	// (GET /{user-id}/replies): listFields and the post each replies to
+	// (replied_to, https://developers.facebook.com/docs/threads/retrieve-and-discover-posts/retrieve-replies).
+	replyFields = listFields + ",replied_to"
 )
 
 // Media types of a thread as listed
@@ -56,6 +60,10 @@ type thread struct {
 	Timestamp string    `json:"timestamp"`
 	Permalink string    `json:"permalink"`
 	Children  *children `json:"children"`
+	// RepliedTo is the post a reply answers (read from the replies edge).
+	RepliedTo *struct {
+		ID string `json:"id"`
+	} `json:"replied_to"`
 }
 
 // children are a carousel's items. The Graph API answers an edge read as
@@ -113,6 +121,9 @@ func (t thread) created() time.Time {
 func (t thread) remote() platform.RemotePost {
 	p := platform.RemotePost{RemoteID: t.ID, Text: t.Text, URL: t.Permalink, CreatedAt: t.created()}
 	p.MediaIDs, _ = t.attachments()
+	if t.RepliedTo != nil {
+		p.ReplyTo = t.RepliedTo.ID
+	}
 	return p
 }
 
@@ -193,18 +204,25 @@ type threadPage struct {
 // false, most threads were passed to it or the list ends. Reposts are
 // passed too (fn decides). since, when not zero, is sent as a Unix time.
 func (c *Client) eachThread(ctx context.Context, since time.Time, most int, fn func(thread) bool) (scanEnd, error) {
-	const op = "list threads"
+	return c.eachOf(ctx, "threads", listFields, since, most, fn)
+}
+
+// eachOf is eachThread on one of the user's edges: "threads" (its
+// threads) or "replies" (its replies, GET /{user-id}/replies, read with
+// fields).
+func (c *Client) eachOf(ctx context.Context, edge, fields string, since time.Time, most int, fn func(thread) bool) (scanEnd, error) {
+	op := "list " + edge
 	after := ""
 	seen := 0
 	for seen < most {
-		q := url.Values{"fields": {listFields}, "limit": {strconv.Itoa(min(pageLimit, most-seen))}}
+		q := url.Values{"fields": {fields}, "limit": {strconv.Itoa(min(pageLimit, most-seen))}}
 		if !since.IsZero() && since.Unix() >= minSince {
 			q.Set("since", strconv.FormatInt(since.Unix(), 10))
 		}
 		if after != "" {
 			q.Set("after", after)
 		}
-		resp, err := c.read(ctx, op, c.objectURL(c.userID, "threads"), q)
+		resp, err := c.read(ctx, op, c.objectURL(c.userID, edge), q)
 		if err != nil {
 			return 0, err
 		}
@@ -407,6 +425,20 @@ func (c *Client) scanWindow(ctx context.Context, q platform.LookupQuery, fn func
 		end     scanEnd
 		reached bool
 	)
+	if q.Reply != nil {
+		// A thread's part is a reply: the user's replies are read (back
+		// to NotBefore; After names a thread of the threads edge, which
+		// the replies do not hold).
+		end, err = c.eachOf(ctx, "replies", replyFields, q.NotBefore, lookupDepth, func(t thread) bool {
+			if created := t.created(); !q.NotBefore.IsZero() && !created.IsZero() && created.Before(q.NotBefore) {
+				reached = true
+				return false
+			}
+			examined++
+			return fn(t)
+		})
+		return reached || end == scanEnded, examined, err
+	}
 	if q.After != "" {
 		end, err = c.eachThread(ctx, time.Time{}, lookupAfterCap, func(t thread) bool {
 			if q.After != platform.StartOfHistory && t.ID == q.After {
@@ -463,6 +495,9 @@ func (c *Client) findByFingerprint(ctx context.Context, q platform.LookupQuery) 
 			return true
 		}
 		p := t.remote()
+		if !p.RepliesTo(q.Reply) {
+			return true // another thread's part, or not a reply where one is looked for
+		}
 		if p.Fingerprint(q.MediaSHA256) == q.Fingerprint {
 			found, ok = p, true
 			return false
@@ -501,7 +536,7 @@ func (c *Client) findByFingerprint(ctx context.Context, q platform.LookupQuery) 
 func (c *Client) matchPublished(ctx context.Context, q platform.LookupQuery) (platform.RemotePost, bool, error) {
 	var matches []thread
 	complete, examined, err := c.scanWindow(ctx, q, func(t thread) bool {
-		if t.MediaType == mediaRepostFacade {
+		if t.MediaType == mediaRepostFacade || !t.remote().RepliesTo(q.Reply) {
 			return true
 		}
 		if same, known := t.sameContent(q.Text, q.MediaCount); same && known {

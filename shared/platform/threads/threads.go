@@ -132,6 +132,7 @@ func (c *Client) Capabilities() platform.Capabilities {
 		NativeIdempotency: false,
 		LookupByHandle:    true,
 		ReadableHistory:   true,
+		Replies:           true,
 		MaxTextGraphemes:  MaxTextLength,
 		MaxMedia:          MaxCarouselItems,
 		MaxMediaBytes:     MaxImageBytes,
@@ -272,6 +273,10 @@ func decodeID(resp *httpcall.Response) (string, error) {
 // returned wrapped: the container stays unpublished and expires.
 func (c *Client) Publish(ctx context.Context, req platform.PublishRequest) (platform.Receipt, error) {
 	if len(req.Media) > 0 {
+		if req.Reply != nil {
+			// A thread's attachments go with its first part only.
+			return platform.Receipt{}, &platform.Rejected{Reason: ReasonMediaUnsupported, Message: "publish: a reply (a thread's later part) carries no media here"}
+		}
 		r, err := c.publishMedia(ctx, req)
 		return r, redactMedia(err, req.Media)
 	}
@@ -294,7 +299,13 @@ func (c *Client) Publish(ctx context.Context, req platform.PublishRequest) (plat
 		return deref(r), err
 	}
 	if container == "" {
-		id, err := c.createContainer(ctx, "create container", url.Values{"media_type": {"TEXT"}, "text": {req.Text}})
+		form := url.Values{"media_type": {"TEXT"}, "text": {req.Text}}
+		if req.Reply != nil {
+			// A thread's next part: reply_to_id, the post it answers
+			// (https://developers.facebook.com/docs/threads/posts).
+			form.Set("reply_to_id", req.Reply.Parent)
+		}
+		id, err := c.createContainer(ctx, "create container", form)
 		if err != nil {
 			return platform.Receipt{}, err
 		}
@@ -512,6 +523,7 @@ func (c *Client) receiptOfPublished(ctx context.Context, container string, req p
 		q.NotBefore = req.CreatedAt.Add(-publishedSkew)
 		since = " created since " + q.NotBefore.UTC().Format(time.RFC3339)
 	}
+	q.Reply = req.Reply
 	if media > 0 {
 		q.Text, q.MediaCount = req.Text, media
 		p, found, err = c.matchPublished(ctx, q)

@@ -83,6 +83,8 @@ func TestCapabilities(t *testing.T) {
 		// https://developers.facebook.com/docs/threads/overview, Rate
 		// Limiting: 250 API-published posts per 24-hour moving period.
 		PostingLimits: []platform.Rate{{Count: 250, Per: 24 * time.Hour}},
+		// Same page: reply_to_id on the container makes a reply.
+		Replies: true,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("capabilities (-want +got):\n%s", diff)

@@ -128,6 +128,8 @@ type fakePost struct {
 	text      string
 	mediaIDs  []string
 	createdAt time.Time
+	// inReplyTo is the post it replies to, "" for none.
+	inReplyTo string
 }
 
 type fakeMedia struct {
@@ -212,6 +214,9 @@ func (f *fakeX) create(w http.ResponseWriter, r *http.Request) {
 		Media *struct {
 			MediaIDs []string `json:"media_ids"`
 		} `json:"media"`
+		Reply *struct {
+			InReplyToTweetID string `json:"in_reply_to_tweet_id"`
+		} `json:"reply"`
 	}
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
@@ -233,6 +238,9 @@ func (f *fakeX) create(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	id := f.store(*body.Text, media)
+	if body.Reply != nil {
+		f.posts[len(f.posts)-1].inReplyTo = body.Reply.InReplyToTweetID
+	}
 	after := f.afterCreate
 	f.mu.Unlock()
 	if after != nil && after(w, r) {
@@ -278,6 +286,9 @@ func (p fakePost) render() map[string]any {
 		t["attachments"] = map[string]any{"media_keys": keys}
 	}
 	t["text"] = text
+	if p.inReplyTo != "" {
+		t["referenced_tweets"] = []map[string]any{{"type": "replied_to", "id": p.inReplyTo}}
+	}
 	if len(urls) > 0 {
 		t["entities"] = map[string]any{"urls": urls}
 	}
@@ -299,7 +310,8 @@ func (f *fakeX) timeline(w http.ResponseWriter, r *http.Request, user string) {
 		writeJSON(w, http.StatusBadRequest, problemJSON(400, "Invalid Request", "The `max_results` query parameter value is not between 5 and 100"))
 		return
 	}
-	if q.Get("exclude") != "retweets,replies" || !strings.Contains(q.Get("tweet.fields"), "entities") || q.Get("expansions") != "attachments.media_keys" {
+	replies := q.Get("exclude") == "retweets" && strings.Contains(q.Get("tweet.fields"), "referenced_tweets")
+	if q.Get("exclude") != "retweets,replies" && !replies || !strings.Contains(q.Get("tweet.fields"), "entities") || q.Get("expansions") != "attachments.media_keys" {
 		f.t.Errorf("timeline query %q lacks exclude, entities or the media expansion", r.URL.RawQuery)
 	}
 	f.mu.Lock()
@@ -308,6 +320,9 @@ func (f *fakeX) timeline(w http.ResponseWriter, r *http.Request, user string) {
 	for i := len(f.posts) - 1; i >= 0; i-- {
 		p := f.posts[i]
 		if s := q.Get("since_id"); s != "" && !idLess(s, p.id) {
+			continue
+		}
+		if p.inReplyTo != "" && !replies {
 			continue
 		}
 		if s := q.Get("start_time"); s != "" {

@@ -28,6 +28,12 @@ type tweet struct {
 	Entities struct {
 		URLs []urlEntity `json:"urls"`
 	} `json:"entities"`
+	// ReferencedTweets name the post this one replies to (type
+	// "replied_to"), quotes or reposts.
+	ReferencedTweets []struct {
+		Type string `json:"type"`
+		ID   string `json:"id"`
+	} `json:"referenced_tweets"`
 }
 
 // urlEntity is one entry of entities.urls: the t.co link in the text
@@ -63,6 +69,11 @@ func (t tweet) remote(sent string, expand bool) platform.RemotePost {
 	}
 	for _, key := range t.Attachments.MediaKeys {
 		p.MediaIDs = append(p.MediaIDs, mediaID(key))
+	}
+	for _, r := range t.ReferencedTweets {
+		if r.Type == "replied_to" {
+			p.ReplyTo = r.ID
+		}
 	}
 	return p
 }
@@ -231,6 +242,15 @@ func timelineQuery(maxResults int) url.Values {
 	}
 }
 
+// replyQuery is timelineQuery for a thread's part: replies included, each
+// with the post it replies to (referenced_tweets, type replied_to).
+func replyQuery(maxResults int) url.Values {
+	q := timelineQuery(maxResults)
+	q.Set("tweet.fields", "created_at,attachments,entities,referenced_tweets")
+	q.Set("exclude", "retweets")
+	return q
+}
+
 // eachPage reads the timeline page by page, newest first, following
 // meta.next_token with pagination_token, until fn returns false, there
 // is no next page, or maxPages were read. capped reports the last: more
@@ -313,14 +333,20 @@ func (c *Client) Recent(ctx context.Context, n int) ([]platform.RemotePost, erro
 // pages; a post matches when the fingerprint of its text (X's rendering
 // undone with q.Text as the hint, see readableText, and, should that not
 // match, with t.co links left as they are) and its media equals
-// q.Fingerprint. Reading every page without a match is "not found"; more
-// pages than allowed is *platform.Inconclusive. A read that fails is
-// NotPerformed (httpcall retries it first).
+// q.Fingerprint. A thread's part (q.Reply) is looked for among replies
+// too, and matches only when it replies to q.Reply.Parent
+// (referenced_tweets replied_to). Reading every page without a match is
+// "not found"; more pages than allowed is *platform.Inconclusive. A read
+// that fails is NotPerformed (httpcall retries it first).
 func (c *Client) Lookup(ctx context.Context, q platform.LookupQuery) (platform.RemotePost, bool, error) {
 	if q.Fingerprint == "" {
 		return platform.RemotePost{}, false, errors.New("x: lookup needs a fingerprint; X posts cannot be found by handle")
 	}
 	query := timelineQuery(pageSize)
+	if q.Reply != nil {
+		// A thread's part is a reply, which the plain timeline leaves out.
+		query = replyQuery(pageSize)
+	}
 	window := "the newest posts"
 	switch {
 	case q.After == platform.StartOfHistory:
@@ -345,7 +371,7 @@ func (c *Client) Lookup(ctx context.Context, q platform.LookupQuery) (platform.R
 			examined++
 			for _, expand := range []bool{true, false} {
 				p := t.remote(q.Text, expand)
-				if p.Fingerprint(q.MediaSHA256) == q.Fingerprint {
+				if p.Fingerprint(q.MediaSHA256) == q.Fingerprint && p.RepliesTo(q.Reply) {
 					found, ok = p, true
 					return false
 				}

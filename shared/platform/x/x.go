@@ -147,6 +147,7 @@ func (c *Client) Capabilities() platform.Capabilities {
 		NativeIdempotency: false,
 		LookupByHandle:    false,
 		ReadableHistory:   true,
+		Replies:           true,
 		MaxTextGraphemes:  MaxWeightedLength,
 		MaxMedia:          maxMedia,
 		// Images up to 5 MB (docs.x.com media best practices).
@@ -300,6 +301,13 @@ const (
 type createRequest struct {
 	Text  string       `json:"text"`
 	Media *createMedia `json:"media,omitempty"`
+	Reply *createReply `json:"reply,omitempty"`
+}
+
+// createReply makes the post a reply (a thread's next part):
+// reply.in_reply_to_tweet_id, the post it answers.
+type createReply struct {
+	InReplyToTweetID string `json:"in_reply_to_tweet_id"`
 }
 
 type createMedia struct {
@@ -339,6 +347,12 @@ func (c *Client) Publish(ctx context.Context, req platform.PublishRequest) (plat
 	body := createRequest{Text: req.Text}
 	if len(req.MediaIDs) > 0 {
 		body.Media = &createMedia{MediaIDs: req.MediaIDs}
+	}
+	if req.Reply != nil {
+		if !numericID(req.Reply.Parent) {
+			return platform.Receipt{}, &platform.Rejected{Reason: ReasonInvalidRequest, Message: fmt.Sprintf("%s: reply to %q, which is not an X post id", op, req.Reply.Parent)}
+		}
+		body.Reply = &createReply{InReplyToTweetID: req.Reply.Parent}
 	}
 	b, err := json.Marshal(body)
 	if err != nil {

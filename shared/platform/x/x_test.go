@@ -52,7 +52,7 @@ func TestCapabilities(t *testing.T) {
 	c := newClient(t, "https://api.x.com")
 	got := c.Capabilities()
 	want := platform.Capabilities{
-		Platform: "x", NativeIdempotency: false, LookupByHandle: false, ReadableHistory: true,
+		Platform: "x", NativeIdempotency: false, LookupByHandle: false, ReadableHistory: true, Replies: true,
 		MaxTextGraphemes: 280, MaxMedia: 4, MaxMediaBytes: 5 << 20, MaxAltText: 1000,
 		PostingLimits:   []platform.Rate{{Count: 100, Per: 15 * time.Minute}},
 		DuplicateWindow: 36 * time.Hour,
