@@ -38,6 +38,8 @@ type composeForm struct {
 	At string
 	// Queue: each account's next free posting slot, not At.
 	Queue bool
+	// Replies are the thread's parts after the text, in order.
+	Replies []string
 	Media []composeMedia
 }
 
@@ -86,6 +88,12 @@ func (d composeData) Err(id string) string {
 
 // Text is the form's own text for a platform.
 func (d composeData) Text(platform string) string { return d.Form.Texts[platform] }
+
+// ReplyBoxes are the thread's boxes: one per reply written, and an empty
+// one for the next (the form grows a box each time it is checked).
+func (d composeData) ReplyBoxes() []string {
+	return append(append([]string{}, d.Form.Replies...), "")
+}
 
 // showCompose is GET /compose: an empty form with a new key; the date
 // and time default to the next full hour in the viewer's zone.

@@ -34,6 +34,12 @@ func (h *Handler) readComposeForm(ctx context.Context, r *http.Request) (compose
 		form = r.MultipartForm.Value
 	}
 	f.Accounts = form["account"]
+	// The thread's replies, in order; an emptied box drops its reply.
+	for _, v := range form["reply"] {
+		if strings.TrimSpace(v) != "" {
+			f.Replies = append(f.Replies, v)
+		}
+	}
 	for name, vals := range form {
 		if p, ok := strings.CutPrefix(name, "text."); ok && platformName.MatchString(p) && len(vals) > 0 && strings.TrimSpace(vals[0]) != "" {
 			f.Texts[p] = vals[0]
@@ -86,7 +92,7 @@ func (h *Handler) readComposeForm(ctx context.Context, r *http.Request) (compose
 // Refusals of the form's own fields are by input id.
 func (f composeForm) draft(zone *time.Location) (post.Draft, map[string][]string) {
 	errs := map[string][]string{}
-	d := post.Draft{Body: f.Body, Queue: f.Queue}
+	d := post.Draft{Body: f.Body, Queue: f.Queue, Thread: slices.Clone(f.Replies)}
 	if len(f.Texts) > 0 {
 		d.Texts = maps.Clone(f.Texts)
 	}
@@ -173,6 +179,11 @@ func labelled(id, msg string) string {
 		label = "Alt text of image " + strings.TrimPrefix(id, "alt-")
 	case strings.HasPrefix(id, "media-"):
 		label = "Image " + strings.TrimPrefix(id, "media-")
+	case strings.HasPrefix(id, "reply-"):
+		n, _ := strconv.Atoi(strings.TrimPrefix(id, "reply-"))
+		label = "Reply " + strconv.Itoa(n+1)
+	case id == "replies":
+		label = "Replies"
 	}
 	return label + ": " + msg
 }
@@ -205,6 +216,14 @@ func inputOf(field string) string {
 		return "media-" + i
 	case field == "media":
 		return "image"
+	case strings.HasPrefix(field, "thread["):
+		i, _, ok := strings.Cut(strings.TrimPrefix(field, "thread["), "]")
+		if _, err := strconv.Atoi(i); ok && err == nil {
+			return "reply-" + i
+		}
+		return "replies"
+	case field == "thread":
+		return "replies"
 	}
 	return ""
 }

@@ -81,3 +81,34 @@ func TestQueuePage(t *testing.T) {
 		t.Errorf("compose with a time and the queue: %d, want the form again naming the conflict", res.status)
 	}
 }
+
+// Compose writes a thread: each reply box a part, in order; a reply over
+// the limit is shown at its box, and nothing is scheduled.
+func TestComposeThread(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOptions{})
+	b := h.signIn("read,posts")
+	local, _ := composeTime(t)
+	show := b.get("/compose")
+	if !strings.Contains(show.body, `id="reply-0"`) {
+		t.Fatalf("the composer has no reply box: %.1000s", show.body)
+	}
+	long := strings.Repeat("x", 501)
+	form := url.Values{"key": {keyOf(t, show)}, "body": {"1/3 the start"}, "reply": {"2/3 the middle", long}, "account": {"news"}, "at": {local}, "action": {"schedule"}}
+	res := b.post("/compose", form)
+	if res.status == http.StatusSeeOther || !strings.Contains(res.body, `id="reply-1-err"`) || !strings.Contains(res.body, `id="reply-2"`) {
+		t.Fatalf("a reply over the limit: %d, want the form with the error at reply 2 and a box for a third: %.3000s", res.status, res.body)
+	}
+	if n := len(h.allPosts()); n != 0 {
+		t.Fatalf("%d posts stored after a refusal", n)
+	}
+	form.Set("key", keyOf(t, b.get("/compose")))
+	form["reply"] = []string{"2/3 the middle", "", "3/3 the end"}
+	if res := b.post("/compose", form); res.status != http.StatusSeeOther {
+		t.Fatalf("compose a thread: %d %.2000s", res.status, res.body)
+	}
+	posts := h.allPosts()
+	if len(posts) != 1 || strings.Join(posts[0].Thread, "|") != "2/3 the middle|3/3 the end" {
+		t.Fatalf("stored %+v, want one post with the two replies in order", posts)
+	}
+}
