@@ -40,7 +40,7 @@ type composeForm struct {
 	Queue bool
 	// Replies are the thread's parts after the text, in order.
 	Replies []string
-	Media []composeMedia
+	Media   []composeMedia
 }
 
 // composeAccount is an account as the form offers it.
