@@ -40,6 +40,7 @@ func (h *Handler) routes() {
 	h.page("GET /status", apitoken.ScopeRead, h.showStatus)
 	h.page("GET /recurring", apitoken.ScopeRead, h.showRecurring)
 	h.page("POST /recurring/{id}/stop", apitoken.ScopePosts, h.stopRule)
+	h.page("POST /recurring", apitoken.ScopePosts, h.createRule)
 
 	h.page("POST /inbox/held/{key}/approve", apitoken.ScopeDecide, h.decideHeld(publishing.DecisionRelease))
 	h.page("POST /inbox/held/{key}/confirm", apitoken.ScopeDecide, h.decideHeld(publishing.DecisionConfirm))
