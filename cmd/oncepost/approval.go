@@ -267,15 +267,14 @@ func cmdApprovalSet(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	defer b.Close()
 	if *account != "" {
-		acc, err := b.accounts.GetAccount(ctx, post.AccountID(*account))
-		if errors.Is(err, post.ErrNotFound) {
+		// The flag alone (Desk.ChangeAccount): a concurrent status or
+		// slots change is kept.
+		req := required.value
+		_, _, err := b.desk().ChangeAccount(ctx, post.AccountID(*account), publishing.AccountChange{RequireApproval: &req})
+		if len(publishing.FieldErrors(err)) > 0 {
 			return usageError("account", "no account %q (oncepost account list)", *account)
 		}
 		if err != nil {
-			return err
-		}
-		acc.RequireApproval = required.value
-		if err := b.accounts.PutAccount(ctx, acc); err != nil {
 			return err
 		}
 	} else {

@@ -58,9 +58,13 @@ func (f *scheduleFlags) check() error {
 	if err := post.ValidTimeZone(f.tz); err != nil {
 		return usageError("tz", "%v", err)
 	}
-	for i, fe := range publishing.FieldErrors(publishing.ValidateSlots(f.tz, f.slots)) {
+	for _, fe := range publishing.FieldErrors(publishing.ValidateSlots(f.tz, f.slots)) {
+		var i int
+		if _, err := fmt.Sscanf(fe.Field, "slots[%d]", &i); err == nil && i >= 0 && i < len(f.slots) {
+			return usageError("slot", "%s: %s; %s", f.slots[i], fe.Problem, fe.Fix)
+		}
 		if strings.HasPrefix(fe.Field, "slots") {
-			return usageError("slot", "%s: %s; %s", f.slots[min(i, len(f.slots)-1)], fe.Problem, fe.Fix)
+			return usageError("slot", "%s; %s", fe.Problem, fe.Fix)
 		}
 	}
 	return nil

@@ -41,6 +41,14 @@ func TestQueueCommands(t *testing.T) {
 	refused("slot", "account", "set", acc, "--slot", "at(2026-12-01T09:00:00)")
 	refused("slot", "account", "set", acc, "--slot", "cron(0 25 * * ? *)")
 	refused("tz", "account", "set", acc, "--tz", "Mars/Olympus")
+	// Two rules, the second bad: the refusal quotes the second.
+	{
+		var stdout, stderr bytes.Buffer
+		runCLI(ctx, []string{"account", "set", acc, "--slot", "cron(0 9 * * ? *)", "--slot", "cron(0 26 * * ? *)", "--db", w.db}, &stdout, &stderr)
+		if !strings.Contains(stderr.String(), "cron(0 26") {
+			t.Errorf("the refusal does not quote the bad rule: %s", stderr.String())
+		}
+	}
 	refused("times-in", "post", "add", "--account", acc, "--body", "b", "--at", "2030-01-01T09:00", "--times-in", "local")
 
 	out := run("account", "set", acc, "--tz", "Europe/Berlin", "--slot", "cron(0 9 * * ? *)", "--slot", "cron(0 17 * * ? *)")

@@ -46,6 +46,8 @@ func build(rt *awsruntime.Runtime) (any, error) {
 		Desk: desk, Decider: desk.Operator, Held: rt.Store, Accounts: rt.Store, Targets: rt.Store,
 		DeadLetters: queue, Media: media, Budgets: rt.Store, Webhooks: webhooks, Auth: httpapi.ContextPrincipal(), Logger: rt.Logger,
 		Recurring: &publishing.Recurring{Rules: rt.Store, Desk: desk, Logger: rt.Logger},
+		// The function writes no account (template.yaml grants it none).
+		AccountsReadOnly: true,
 	})
 	if err != nil {
 		return nil, err

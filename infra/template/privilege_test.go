@@ -327,7 +327,7 @@ var idempotencyPartitions = dynamostore.IdempotencyPartitionPrefix + "*"
 // statement of a function behind the HTTP API may write the workspace
 // table under, one each: the idempotency records' partitions, the
 // webhook subscriptions' partition and the recurring rules'.
-var apiWorkspacePartitions = []string{idempotencyPartitions, dynamostore.WebhookPartition, dynamostore.RulePartition}
+var apiWorkspacePartitions = []string{idempotencyPartitions, dynamostore.WebhookPartition, dynamostore.RulePartition, dynamostore.QueueSlotPartitions}
 
 // apiWorkspaceWrites are the writes the api function needs in each of
 // them: records and subscriptions are put and dropped, rules only put
@@ -336,6 +336,9 @@ var apiWorkspaceWrites = map[string][]string{
 	idempotencyPartitions:        {"dynamodb:PutItem", "dynamodb:DeleteItem"},
 	dynamostore.WebhookPartition: {"dynamodb:PutItem", "dynamodb:DeleteItem"},
 	dynamostore.RulePartition:    {"dynamodb:PutItem"},
+	// Queue claims are taken and released (POST /v1/posts with queue,
+	// reorder, shuffle).
+	dynamostore.QueueSlotPartitions: {"dynamodb:PutItem", "dynamodb:DeleteItem"},
 }
 
 // checkAPIWorkspaceWrites: a function behind an HTTP API (an HttpApi

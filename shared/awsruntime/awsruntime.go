@@ -19,6 +19,10 @@ import (
 	"os"
 	"strconv"
 	"time"
+	// Zone data in the binary: provided.al2023 is not promised to carry
+	// /usr/share/zoneinfo, and an account's posting slots, a recurring
+	// rule and a time read in an account's zone need its IANA zone.
+	_ "time/tzdata"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"

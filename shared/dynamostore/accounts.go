@@ -396,26 +396,32 @@ func (s *Store) credentialUpdate(ctx context.Context, id post.AccountID, x *expr
 	return err
 }
 
-// SetAccountSettings writes an account's zone, posting slots and
-// approval flag alone (one UpdateItem on attribute_exists): its status,
-// limits and credential stay.
-func (s *Store) SetAccountSettings(ctx context.Context, id post.AccountID, st publishing.AccountSettings) error {
+// SetAccountSettings writes the settings c names (zone, posting slots,
+// approval flag) alone, in one UpdateItem on attribute_exists: the
+// others, the status, the limits and the credential stay.
+func (s *Store) SetAccountSettings(ctx context.Context, id post.AccountID, c publishing.AccountChange) error {
 	var x expr
 	var u update
-	u.setOrRemove(&x, "time_zone", st.TimeZone)
-	if len(st.Slots) > 0 {
-		slots, err := attributevalue.Marshal(st.Slots)
-		if err != nil {
-			return fmt.Errorf("set account %s: %w", id, err)
-		}
-		u.set(&x, "slots", slots)
-	} else {
-		u.remove(&x, "slots")
+	if c.TimeZone != nil {
+		u.setOrRemove(&x, "time_zone", *c.TimeZone)
 	}
-	if st.RequireApproval {
-		u.set(&x, "require_approval", &types.AttributeValueMemberBOOL{Value: true})
-	} else {
-		u.remove(&x, "require_approval")
+	if c.Slots != nil {
+		if len(*c.Slots) > 0 {
+			slots, err := attributevalue.Marshal(*c.Slots)
+			if err != nil {
+				return fmt.Errorf("set account %s: %w", id, err)
+			}
+			u.set(&x, "slots", slots)
+		} else {
+			u.remove(&x, "slots")
+		}
+	}
+	if c.RequireApproval != nil {
+		if *c.RequireApproval {
+			u.set(&x, "require_approval", &types.AttributeValueMemberBOOL{Value: true})
+		} else {
+			u.remove(&x, "require_approval")
+		}
 	}
 	u.set(&x, attrUpdatedAt, str(encTime(s.now())))
 	expression := u.String()

@@ -195,7 +195,7 @@ func (p *postsPair) CountTargets(ctx context.Context, statuses ...post.TargetSta
 
 type accountsPair struct{ pair }
 
-func (p *accountsPair) SetAccountSettings(ctx context.Context, id post.AccountID, st publishing.AccountSettings) error {
+func (p *accountsPair) SetAccountSettings(ctx context.Context, id post.AccountID, st publishing.AccountChange) error {
 	return p.pick().SetAccountSettings(ctx, id, st)
 }
 func (p *accountsPair) PutAccount(ctx context.Context, a post.Account) error {

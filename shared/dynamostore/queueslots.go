@@ -19,6 +19,11 @@ import (
 // item still naming the post it passes from; a claim expires (TTL) 30
 // days after its slot, when nothing reads it any more.
 
+// QueueSlotPartitions is the dynamodb:LeadingKeys pattern of the queue
+// claims' partitions: what a policy grants a function that adds posts to
+// a queue (the api function), and nothing else of the workspace table.
+const QueueSlotPartitions = pkQueueSlot + "*"
+
 const (
 	pkQueueSlot = "qslot#"
 	// queueSlotKeep is how long after its slot a claim is kept.

@@ -76,6 +76,8 @@ type harnessOptions struct {
 	noWebhooks bool
 	// webhooks, when set, wraps the store's webhooks (a runtime's own).
 	webhooks func(Webhooks) Webhooks
+	// accountsReadOnly is Config.AccountsReadOnly (the AWS api function).
+	accountsReadOnly bool
 }
 
 func newHarness(t *testing.T, opts harnessOptions) *harness {
@@ -121,7 +123,7 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 		Desk: h.desk, Decider: operator, Held: store, Accounts: store, Targets: store,
 		DeadLetters: queue, Media: h.media, Budgets: store, Webhooks: webhooks, Auth: BearerTokens(store), Logger: slog.New(slog.NewJSONHandler(h.logs, nil)),
 		Recurring:    &publishing.Recurring{Rules: store, Desk: h.desk},
-		MaxJSONBytes: opts.maxJSON, MaxMediaBytes: opts.maxMedia, Pause: opts.pause,
+		MaxJSONBytes: opts.maxJSON, MaxMediaBytes: opts.maxMedia, Pause: opts.pause, AccountsReadOnly: opts.accountsReadOnly,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -42,6 +42,10 @@ func (s *Server) accountOr404(r *http.Request) (post.Account, *Problem) {
 // patchAccount is PATCH /v1/accounts/{id} {"time_zone": …, "slots": […]}:
 // members left out stay; the queued posts move to the new slots.
 func (s *Server) patchAccount(w http.ResponseWriter, r *http.Request, _ Principal) *Problem {
+	if s.cfg.AccountsReadOnly {
+		return newProblem(r, http.StatusNotImplemented, typeBlank,
+			"this API changes no account; an operator sets an account's zone and slots with `oncepost account set ID --backend aws`")
+	}
 	if _, prob := s.accountOr404(r); prob != nil {
 		return prob
 	}

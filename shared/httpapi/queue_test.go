@@ -92,3 +92,17 @@ func TestQueueResources(t *testing.T) {
 		t.Errorf("GET the queue of an unknown account: %d", a.status)
 	}
 }
+
+// An API whose callers may change no account (the AWS api function)
+// answers 501 to PATCH, and changes nothing.
+func TestPatchAccountReadOnly(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOptions{accountsReadOnly: true})
+	a := h.do(request{method: "PATCH", path: "/v1/accounts/news", token: h.token("operate"), body: []byte(`{"time_zone": "Europe/Berlin"}`)})
+	if a.status != 501 {
+		t.Errorf("PATCH on a read-only API: %d %s, want 501", a.status, a.body)
+	}
+	if acc, err := h.store.GetAccount(t.Context(), "news"); err != nil || acc.TimeZone != "" {
+		t.Errorf("account after a refused PATCH: %+v, %v", acc, err)
+	}
+}

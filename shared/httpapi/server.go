@@ -98,6 +98,11 @@ type Config struct {
 	// Recurring, if set, are the recurring rules behind /v1/recurring;
 	// without it those routes answer 501.
 	Recurring Recurring
+	// AccountsReadOnly: callers of this API may not change an account
+	// (the AWS api function writes no account: its operators change them
+	// with the CLI and their own IAM credentials); PATCH
+	// /v1/accounts/{id} answers 501.
+	AccountsReadOnly bool
 	// Auth is BearerTokens (one machine) or ContextPrincipal (AWS).
 	Auth Auth
 	// Logger gets the access log (method, route, status, duration,

@@ -248,6 +248,11 @@ func (d *Desk) Approve(ctx context.Context, req ApproveRequest) ([]TargetOutcome
 			return out, wrap(fmt.Errorf("target %s: %w", t.Account, err))
 		}
 		d.log().InfoContext(ctx, "post approved", "post", p.ID, "account", t.Account, "slot", nt.Slot.Format(time.RFC3339), "by", req.By)
+		if !nt.Slot.Equal(t.Slot) {
+			// A time given by hand takes the post out of its queue's slot,
+			// as a reschedule does.
+			d.releaseQueued(ctx, p.ID, t)
+		}
 		if err := sched.Approved(ctx, TargetRef{Post: p.ID, Account: t.Account, Slot: nt.Slot}); err != nil {
 			out = append(out, TargetOutcome{Account: t.Account, Done: true, Message: "approved for " + nt.Slot.Format(time.RFC3339) + ", but its schedule was not made"})
 			return out, wrap(fmt.Errorf("target %s is approved, but its schedule was not made (the sweeper triggers it if it stays missing): %w", t.Account, err))
@@ -363,6 +368,7 @@ func (d *Desk) Reject(ctx context.Context, id post.ID, account post.AccountID, r
 		if err != nil {
 			return out, wrap(fmt.Errorf("target %s: %w", t.Account, err))
 		}
+		d.releaseQueued(ctx, p.ID, t) // a rejected post frees its queue slot, as a cancelled one does
 		d.log().InfoContext(ctx, "post rejected", "post", p.ID, "account", t.Account, "by", by)
 		out = append(out, TargetOutcome{Account: t.Account, Done: true, Message: "rejected; it will not be sent"})
 	}

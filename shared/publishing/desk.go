@@ -221,6 +221,19 @@ func (d *Desk) validatePlaced(ctx context.Context, dr post.Draft, sizes map[stri
 	return p, release, nil
 }
 
+// releaseIfRefused frees a post's queue claims (release) when its create
+// was refused, nothing stored: a refusal of the draft or its id. Any other
+// error may come after the post was stored (a schedule that failed after
+// the post's write, an answer lost, the caller gone): its claims stay,
+// since a stored post on a released slot would share it with the next
+// post queued; a claim whose post never appears is a gap, never a second
+// post.
+func releaseIfRefused(err error, release func()) {
+	if len(FieldErrors(err)) > 0 {
+		release()
+	}
+}
+
 // withAccountTimes is the draft with, when it says so (TimesIn
 // "account"), each target's time without an offset rewritten with the
 // offset its account's zone has then (schedexpr.InZone: the first of two
@@ -236,9 +249,17 @@ func withAccountTimes(dr post.Draft, accounts map[post.AccountID]post.Account) p
 		if !ok || t.At == "" {
 			continue
 		}
+		loc := time.UTC
+		if a.TimeZone != "" {
+			l, err := time.LoadLocation(a.TimeZone)
+			if err != nil {
+				continue // left without an offset: Validate refuses it, never read as UTC
+			}
+			loc = l
+		}
 		for _, layout := range []string{"2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02 15:04:05", "2006-01-02 15:04"} {
 			if wall, err := time.Parse(layout, t.At); err == nil {
-				targets[i].At = schedexpr.InZone(wall, a.Location()).In(a.Location()).Format(time.RFC3339)
+				targets[i].At = schedexpr.InZone(wall, loc).In(loc).Format(time.RFC3339)
 				break
 			}
 		}
@@ -483,7 +504,7 @@ func (d *Desk) Schedule(ctx context.Context, dr post.Draft, sizes map[string]int
 			return ScheduleResult{}, err
 		}
 		if err := d.create(ctx, p, nil); err != nil {
-			release()
+			releaseIfRefused(err, release)
 			return ScheduleResult{}, err
 		}
 		return ScheduleResult{Post: p}, nil
@@ -545,7 +566,7 @@ func (d *Desk) createKeyed(ctx context.Context, dr post.Draft, sizes map[string]
 		return ScheduleResult{}, exists, nil
 	}
 	if err != nil {
-		release()
+		releaseIfRefused(err, release)
 		return ScheduleResult{}, nil, err
 	}
 	return ScheduleResult{Post: p, Status: status, Body: body}, nil, nil
@@ -854,6 +875,9 @@ func (d *Desk) Reschedule(ctx context.Context, id post.ID, account post.AccountI
 			o, err := d.moveAwaiting(ctx, p.ID, t, at)
 			if err != nil {
 				return out, fmt.Errorf("reschedule post %s on %s: %w", id, t.Account, err)
+			}
+			if o.Done && !t.Slot.Equal(at) {
+				d.releaseQueued(ctx, p.ID, t)
 			}
 			out = append(out, o)
 			continue

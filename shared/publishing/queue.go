@@ -309,6 +309,12 @@ func (d *Desk) readQueue(ctx context.Context, id post.AccountID) (queueState, er
 		case post.NeedsApproval:
 			st.fixed[c.Slot] = true
 			st.entries = append(st.entries, QueueEntry{Post: p.ID, Slot: t.Slot, Status: t.Status, Text: excerpt(p.TextFor(a.Platform), 80)})
+		case post.Cancelled:
+			// Its slot is free (a cancel that did not release the claim).
+		default:
+			// Triggered, sent or settled at that slot (a job queued ahead
+			// of a near slot): the slot stays its own.
+			st.fixed[c.Slot] = true
 		}
 	}
 	return st, nil
@@ -447,6 +453,62 @@ func (st queueState) movable() []QueueEntry {
 // (a post added meanwhile took a slot) stops the arrangement with the
 // moves done so far, every post still on one slot it holds.
 func (d *Desk) arrange(ctx context.Context, st queueState, order []post.ID) ([]QueueMove, error) {
+	moves, err := d.arrangeMoves(ctx, st, order)
+	if err != nil || slices.ContainsFunc(moves, func(m QueueMove) bool { return !m.Done }) {
+		// Stopped part-way: a post whose slot was taken over by one that
+		// moved before it may not have moved on. Put every such post on
+		// a free slot of its own.
+		moves = append(moves, d.repairDisplaced(ctx, st.account, order)...)
+	}
+	return moves, err
+}
+
+// repairDisplaced moves each post of ids that is scheduled in the
+// account's queue but does not hold the claim of its own slot (another
+// post took it over) to the account's next free slot.
+func (d *Desk) repairDisplaced(ctx context.Context, a post.Account, ids []post.ID) []QueueMove {
+	ctx = context.WithoutCancel(ctx)
+	var out []QueueMove
+	for _, id := range ids {
+		p, err := d.Posts.GetPost(ctx, id)
+		if err != nil {
+			continue
+		}
+		t, ok := p.Target(a.ID)
+		if !ok || !t.Queued || t.Status != post.Scheduled {
+			continue
+		}
+		claims, err := d.Queue.QueueSlotClaims(ctx, a.ID, t.Slot, 1)
+		if err != nil {
+			d.log().WarnContext(ctx, "queue repair: read the claims", "account", string(a.ID), "err", err)
+			continue
+		}
+		if len(claims) > 0 && claims[0].Slot.Equal(t.Slot) && claims[0].Post == id {
+			continue // it holds its slot
+		}
+		m := QueueMove{Post: id, From: t.Slot}
+		slot, err := d.claimNextSlot(ctx, a, id)
+		if err == nil {
+			m.To = slot
+			if err = d.Scheduler.Reschedule(ctx, id, a.ID, slot); err != nil {
+				if rerr := d.Queue.ReleaseQueueSlot(ctx, a.ID, slot, id); rerr != nil {
+					d.log().WarnContext(ctx, "queue slot not released", "account", string(a.ID), "slot", slot.Format(time.RFC3339), "err", rerr)
+				}
+			}
+		}
+		if err != nil {
+			m.Message = "shares its slot with another post and could not move: " + err.Error()
+			d.log().ErrorContext(ctx, "queue repair: a post shares its slot", "account", string(a.ID), "post", string(id), "slot", t.Slot.Format(time.RFC3339), "err", err)
+		} else {
+			m.Done = true
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// arrangeMoves makes arrange's moves, stopping at the first that fails.
+func (d *Desk) arrangeMoves(ctx context.Context, st queueState, order []post.ID) ([]QueueMove, error) {
 	now := d.now()
 	want := make([]time.Time, 0, len(order))
 	after := now
@@ -535,11 +597,13 @@ func SettingsOf(a post.Account) AccountSettings {
 
 // AccountSettingsWriter is an Accounts that writes an account's settings
 // alone, in one conditional write that leaves its status (a concurrent
-// reconnect_needed) and its credential as they are.
+// reconnect_needed), its credential and the settings the change does not
+// name as they are: two operators changing different settings at once
+// both keep theirs.
 type AccountSettingsWriter interface {
-	// SetAccountSettings replaces the account's settings; an error
-	// wrapping post.ErrNotFound if there is no such account.
-	SetAccountSettings(ctx context.Context, id post.AccountID, s AccountSettings) error
+	// SetAccountSettings writes the settings c names (nil fields stay);
+	// an error wrapping post.ErrNotFound if there is no such account.
+	SetAccountSettings(ctx context.Context, id post.AccountID, c AccountChange) error
 }
 
 // AccountChange is a change to an account's settings: nil fields stay.
@@ -579,7 +643,14 @@ func (d *Desk) ChangeAccount(ctx context.Context, id post.AccountID, c AccountCh
 	}
 	moved := s.TimeZone != a.TimeZone || !slices.Equal(s.Slots, a.Slots)
 	if w, ok := d.Accounts.(AccountSettingsWriter); ok {
-		err = w.SetAccountSettings(ctx, id, s)
+		named := AccountChange{RequireApproval: c.RequireApproval}
+		if c.TimeZone != nil {
+			named.TimeZone = &s.TimeZone
+		}
+		if c.Slots != nil {
+			named.Slots = &s.Slots
+		}
+		err = w.SetAccountSettings(ctx, id, named)
 	} else {
 		a.TimeZone, a.Slots, a.RequireApproval = s.TimeZone, s.Slots, s.RequireApproval
 		err = d.Accounts.PutAccount(ctx, a)

@@ -327,7 +327,9 @@ func shorten(s string) string {
 
 // occurrenceDraft is the post of occurrence o of r, under id.
 func occurrenceDraft(r recurring.Rule, id post.ID, o recurring.Occurrence) post.Draft {
-	d := post.Draft{ID: string(id), Body: r.BodyAt(o.Index), Texts: maps.Clone(r.Texts)}
+	// The rule's author is each occurrence's: an approval policy that
+	// forbids approving one's own posts holds for them too.
+	d := post.Draft{ID: string(id), Body: r.BodyAt(o.Index), Texts: maps.Clone(r.Texts), Author: r.Author}
 	for _, md := range r.Media {
 		d.Media = append(d.Media, post.DraftMedia{Media: md})
 	}
@@ -610,7 +612,19 @@ func (m *Recurring) occurrence(ctx context.Context, r recurring.Rule, o recurrin
 		m.log().InfoContext(ctx, "recurring occurrence created", "rule", string(r.ID), "post", string(id), "slot", o.Slot.UTC().Format(time.RFC3339))
 		return true, true, "", nil
 	case len(fes) == 1 && fes[0].Field == "id":
-		return true, false, "", nil // created meanwhile
+		// The id is taken: settled only if the post can be read. A
+		// creation that stopped half-way (a function killed inside
+		// CreatePost) also takes the id, and is taken over by a later
+		// create once it is stale: until then the occurrence stays to
+		// do, and says why.
+		switch _, gerr := m.Desk.Posts.GetPost(ctx, id); {
+		case gerr == nil:
+			return true, false, "", nil // created meanwhile
+		case errors.Is(gerr, post.ErrNotFound):
+			return false, false, fmt.Sprintf("post %s is being created by another call (or one that stopped half-way, taken over once stale); tried again at the next sweep", id), nil
+		default:
+			return false, false, "", fmt.Errorf("occurrence %s: %w", id, gerr)
+		}
 	case len(fes) > 0:
 		return false, false, err.Error(), nil
 	}

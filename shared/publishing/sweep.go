@@ -269,14 +269,6 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 		rep.DeadLetters = len(dls)
 	}
 
-	if s.Recurring != nil {
-		r, err := s.Recurring.Materialize(ctx)
-		rep.Recurring = r
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-
 	// Counted after the repairs and decisions above: what they settled
 	// no longer alarms.
 	if err := gauges.ReadTargets(ctx, &g); err != nil {
@@ -310,6 +302,21 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 			errs = append(errs, err)
 		}
 	}
+	// Recurring rules last, after the gauges went out: a long
+	// materialization (a rule's first 48 hours) must never cost a minute
+	// its datapoints, which every alarm counts as breaching.
+	if s.Recurring != nil {
+		r, err := s.Recurring.Materialize(ctx)
+		rep.Recurring = r
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if s.Metrics != nil {
+			if err := s.Metrics.EmitAt(now, emf.Metric{Name: MetricRecurringProblems, Unit: emf.Count, Value: float64(r.Problems)}); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
 	if rep.ReadFailed {
 		s.log().ErrorContext(ctx, "sweep could not read the store; no gauges emitted", "errors", rep.Errors)
 	}
@@ -320,6 +327,10 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 	}
 	return rep, errors.Join(errs...)
 }
+
+// MetricRecurringProblems counts the occurrences of recurring rules a
+// sweep could not create (each rule's problem says why).
+const MetricRecurringProblems = "RecurringProblems"
 
 // ConvergeDecisions is the part of a sweep that makes every decision
 // recorded longer than DecisionGrace ago on a still held entry take effect

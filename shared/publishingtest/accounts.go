@@ -406,9 +406,9 @@ func credentialLostPut(t testing.TB, s publishing.Accounts) {
 }
 
 // accountsSettings: an adapter that writes settings alone
-// (publishing.AccountSettingsWriter) changes the zone, slots and approval
-// flag and leaves the rest, a concurrent reconnect_needed included; an
-// adapter without it passes.
+// (publishing.AccountSettingsWriter) writes the zone, slots and approval
+// flag the change names and leaves the rest — the other settings and a
+// concurrent reconnect_needed included; an adapter without it passes.
 func accountsSettings(t testing.TB, s publishing.Accounts) {
 	w, ok := s.(publishing.AccountSettingsWriter)
 	if !ok {
@@ -416,27 +416,33 @@ func accountsSettings(t testing.TB, s publishing.Accounts) {
 	}
 	a := sampleAccount("acct-a")
 	a.Status, a.StatusReason = post.AccountReconnectNeeded, "refresh refused"
+	a.TimeZone, a.Slots, a.RequireApproval = "Europe/Berlin", []string{"cron(0 9 * * ? *)"}, false
 	mustPutAccount(t, s, a)
-	want := publishing.AccountSettings{TimeZone: "America/New_York", Slots: []string{"cron(0 9 ? * MON-FRI *)", "rate(4 hours)"}, RequireApproval: true}
-	if err := w.SetAccountSettings(t.Context(), a.ID, want); err != nil {
-		t.Fatalf("SetAccountSettings = %v", err)
+	set := func(c publishing.AccountChange) {
+		t.Helper()
+		if err := w.SetAccountSettings(t.Context(), a.ID, c); err != nil {
+			t.Fatalf("SetAccountSettings = %v", err)
+		}
+		got, err := s.GetAccount(t.Context(), a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(a, got); diff != "" {
+			t.Errorf("account after SetAccountSettings (-want +got):\n%s", diff)
+		}
 	}
-	a.TimeZone, a.Slots, a.RequireApproval = want.TimeZone, want.Slots, want.RequireApproval
-	got, err := s.GetAccount(t.Context(), a.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(a, got); diff != "" {
-		t.Errorf("account after SetAccountSettings (-want +got):\n%s", diff)
-	}
-	if err := w.SetAccountSettings(t.Context(), a.ID, publishing.AccountSettings{}); err != nil {
-		t.Fatalf("SetAccountSettings(none) = %v", err)
-	}
-	a.TimeZone, a.Slots, a.RequireApproval = "", nil, false
-	if got, err := s.GetAccount(t.Context(), a.ID); err != nil || !cmp.Equal(a, got) {
-		t.Errorf("account after clearing the settings = %+v, %v; want %+v", got, err, a)
-	}
-	if err := w.SetAccountSettings(t.Context(), "nobody", want); !errors.Is(err, post.ErrNotFound) {
+	zone, slots, yes, no := "America/New_York", []string{"cron(0 9 ? * MON-FRI *)", "rate(4 hours)"}, true, false
+	a.TimeZone, a.Slots = zone, slots
+	set(publishing.AccountChange{TimeZone: &zone, Slots: &slots})
+	a.RequireApproval = true // the zone and slots stay
+	set(publishing.AccountChange{RequireApproval: &yes})
+	empty, none := "", []string{}
+	a.TimeZone, a.Slots = "", nil // the approval flag stays
+	set(publishing.AccountChange{TimeZone: &empty, Slots: &none})
+	a.RequireApproval = false
+	set(publishing.AccountChange{RequireApproval: &no})
+	set(publishing.AccountChange{}) // nothing named: nothing changes
+	if err := w.SetAccountSettings(t.Context(), "nobody", publishing.AccountChange{TimeZone: &zone}); !errors.Is(err, post.ErrNotFound) {
 		t.Errorf("SetAccountSettings(unknown) = %v, want post.ErrNotFound", err)
 	}
 	if _, err := s.GetAccount(t.Context(), "nobody"); !errors.Is(err, post.ErrNotFound) {

@@ -268,7 +268,15 @@ func (d Draft) Parse(env Env) (Rule, error) {
 	}
 	loc := time.UTC
 	if zoneOK && r.TimeZone != "" {
-		loc, _ = time.LoadLocation(r.TimeZone)
+		if l, err := time.LoadLocation(r.TimeZone); err == nil {
+			loc = l
+		} else {
+			// Checked above; a zone database without it (a build without
+			// time/tzdata on a host without /usr/share/zoneinfo) is
+			// refused here, never read as UTC.
+			bad("time_zone", fmt.Sprintf("%q cannot be loaded here: %v", r.TimeZone, err), "give another IANA zone name")
+			zoneOK = false
+		}
 	}
 
 	// The repeat rule.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"oncepost/shared/platform"
@@ -277,18 +278,32 @@ func (s *Store) MarkRefreshLost(ctx context.Context, id post.AccountID, owner st
 	return nil
 }
 
-// SetAccountSettings writes an account's zone, posting slots and
-// approval flag alone (one UPDATE): its status and credential stay.
-func (s *Store) SetAccountSettings(ctx context.Context, id post.AccountID, st publishing.AccountSettings) error {
-	var slots []byte
-	if len(st.Slots) > 0 {
-		var err error
-		if slots, err = json.Marshal(st.Slots); err != nil {
-			return fmt.Errorf("set account %s: encode slots: %w", id, err)
-		}
+// SetAccountSettings writes the settings c names (zone, posting slots,
+// approval flag) alone, in one UPDATE: the others, the status and the
+// credential stay.
+func (s *Store) SetAccountSettings(ctx context.Context, id post.AccountID, c publishing.AccountChange) error {
+	var sets []string
+	var args []any
+	if c.TimeZone != nil {
+		sets, args = append(sets, "time_zone = ?"), append(args, *c.TimeZone)
 	}
-	n, err := s.execN(ctx, `UPDATE accounts SET time_zone = ?, slots = ?, require_approval = ? WHERE id = ?`,
-		st.TimeZone, string(slots), st.RequireApproval, string(id))
+	if c.Slots != nil {
+		var slots []byte
+		if len(*c.Slots) > 0 {
+			var err error
+			if slots, err = json.Marshal(*c.Slots); err != nil {
+				return fmt.Errorf("set account %s: encode slots: %w", id, err)
+			}
+		}
+		sets, args = append(sets, "slots = ?"), append(args, string(slots))
+	}
+	if c.RequireApproval != nil {
+		sets, args = append(sets, "require_approval = ?"), append(args, *c.RequireApproval)
+	}
+	if len(sets) == 0 {
+		sets = []string{"id = id"} // nothing to change: still says whether the account exists
+	}
+	n, err := s.execN(ctx, `UPDATE accounts SET `+strings.Join(sets, ", ")+` WHERE id = ?`, append(args, string(id))...)
 	if err != nil {
 		return fmt.Errorf("set account %s: %w", id, err)
 	}
