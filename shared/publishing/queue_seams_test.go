@@ -85,8 +85,10 @@ func seamEnv(t *testing.T, approval bool) (*sqlitestore.Store, *seamScheduler, *
 	}
 	k := &seamScheduler{s: s}
 	d := &publishing.Desk{Posts: s, Ledger: s, Accounts: s, Blocklist: s, Scheduler: k, Keys: s, Lister: s, Queue: s,
-		Limits: func(string) (post.Limits, bool) { return post.Limits{MaxTextGraphemes: 500, MaxMedia: 4, MaxMediaBytes: 1 << 20}, true },
-		Now:    func() time.Time { return seamNow }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		Limits: func(string) (post.Limits, bool) {
+			return post.Limits{MaxTextGraphemes: 500, MaxMedia: 4, MaxMediaBytes: 1 << 20}, true
+		},
+		Now: func() time.Time { return seamNow }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	return s, k, d
 }
 
