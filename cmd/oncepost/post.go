@@ -83,9 +83,7 @@ func cmdPostAdd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if d, err = post.DecodeDraft(raw); err != nil {
 			return badInput("%v", err)
 		}
-		if rest[0] != "-" {
-			baseDir = filepath.Dir(rest[0])
-		}
+		baseDir = draftDir(rest[0])
 	case !flagged:
 		return badInput("no post given: pass a draft file, or --account, --at and --body (see oncepost post add --help)")
 	default:
@@ -219,6 +217,15 @@ func flagError(err error, id string) error {
 }
 
 // readDraft reads a draft file (- for stdin) of at most maxDraftBytes.
+// draftDir is the folder a draft file's relative media paths are read
+// from: the file's own, or "" (the working directory) for stdin ("-").
+func draftDir(name string) string {
+	if name == "-" {
+		return ""
+	}
+	return filepath.Dir(name)
+}
+
 func readDraft(name string) ([]byte, error) {
 	var raw []byte
 	var err error

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -224,11 +223,7 @@ func cmdRecurringAdd(ctx context.Context, args []string, stdout, stderr io.Write
 		if d, err = recurring.DecodeDraft(raw); err != nil {
 			return badInput("%v", err)
 		}
-		base := ""
-		if rest[0] != "-" {
-			base = filepath.Dir(rest[0])
-		}
-		if d.Media, files, err = ruleMedia(d.Media, base); err != nil {
+		if d.Media, files, err = ruleMedia(d.Media, draftDir(rest[0])); err != nil {
 			return err
 		}
 	case !f.any():
@@ -297,11 +292,7 @@ func cmdRecurringEdit(ctx context.Context, args []string, stdout, stderr io.Writ
 			return badInput("%v", err)
 		}
 		if p.Media != nil {
-			base := ""
-			if rest[1] != "-" {
-				base = filepath.Dir(rest[1])
-			}
-			m, fl, err := ruleMedia(*p.Media, base)
+			m, fl, err := ruleMedia(*p.Media, draftDir(rest[1]))
 			if err != nil {
 				return err
 			}

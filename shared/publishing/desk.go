@@ -189,14 +189,20 @@ func refused(id string, errs []error) error {
 // by ref; other attachments are measured with MediaSize. A draft without
 // an id gets one (NewID). A refusal is an error joining *post.FieldError.
 func (d *Desk) Validate(ctx context.Context, dr post.Draft, sizes map[string]int) (post.Post, error) {
+	p, _, err := d.validateWithMedia(ctx, dr, sizes)
+	return p, err
+}
+
+// validateWithMedia is Validate, with the accounts it checked against.
+func (d *Desk) validateWithMedia(ctx context.Context, dr post.Draft, sizes map[string]int) (post.Post, map[post.AccountID]post.Account, error) {
 	p, accounts, err := d.validate(ctx, dr)
 	if err != nil {
-		return post.Post{}, err
+		return post.Post{}, nil, err
 	}
 	if err := d.checkMedia(ctx, p, accounts, sizes, map[string]int64{}); err != nil {
-		return post.Post{}, err
+		return post.Post{}, nil, err
 	}
-	return p, nil
+	return p, accounts, nil
 }
 
 // validatePlaced is Validate, then the targets that need approval put
@@ -204,11 +210,8 @@ func (d *Desk) Validate(ctx context.Context, dr post.Draft, sizes map[string]int
 // slots (placeQueued); release frees those slots if the post is not
 // stored.
 func (d *Desk) validatePlaced(ctx context.Context, dr post.Draft, sizes map[string]int) (post.Post, func(), error) {
-	p, accounts, err := d.validate(ctx, dr)
+	p, accounts, err := d.validateWithMedia(ctx, dr, sizes)
 	if err != nil {
-		return post.Post{}, nil, err
-	}
-	if err := d.checkMedia(ctx, p, accounts, sizes, map[string]int64{}); err != nil {
 		return post.Post{}, nil, err
 	}
 	if p, err = d.holdForApproval(ctx, p, accounts); err != nil {
