@@ -76,20 +76,9 @@ func (s *Store) MoveApproval(ctx context.Context, id post.ID, account post.Accou
 	}
 	var out post.Target
 	err := s.writeChange(ctx, func(tx *sql.Tx, record recordFunc) error {
-		var slot, status, remoteID, reason, updatedAt, nextTry string
-		err := tx.StmtContext(ctx, s.ws.targetSelect).QueryRowContext(ctx, string(id), string(account)).
-			Scan(&slot, &status, &remoteID, &reason, &updatedAt, &nextTry)
-		if errors.Is(err, sql.ErrNoRows) {
-			return post.ErrNotFound
-		}
+		cur, err := s.readTarget(ctx, tx, id, account)
 		if err != nil {
 			return err
-		}
-		var d decoder
-		cur := post.Target{Account: account, Slot: d.time(slot), Status: post.TargetStatus(status), RemoteID: remoteID, Reason: reason,
-			NextTry: d.time(nextTry), UpdatedAt: d.time(updatedAt)}
-		if d.err != nil {
-			return d.err
 		}
 		res, err := tx.ExecContext(ctx, `UPDATE targets SET status = ?, slot = ?, reason = ?, next_try = '', updated_at = ?, has_schedule = 0
 			WHERE post_id = ? AND account = ? AND status = 'needs_approval' AND slot = ?`,

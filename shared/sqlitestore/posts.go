@@ -338,6 +338,26 @@ func readPost(ctx context.Context, stmt *sql.Stmt, id post.ID) (post.Post, error
 	return p, nil
 }
 
+// readTarget reads one target (its status fields) in tx; post.ErrNotFound
+// when there is none.
+func (s *Store) readTarget(ctx context.Context, tx *sql.Tx, id post.ID, account post.AccountID) (post.Target, error) {
+	var slot, status, remoteID, reason, updatedAt, nextTry string
+	err := tx.StmtContext(ctx, s.ws.targetSelect).QueryRowContext(ctx, string(id), string(account)).
+		Scan(&slot, &status, &remoteID, &reason, &updatedAt, &nextTry)
+	if errors.Is(err, sql.ErrNoRows) {
+		return post.Target{}, post.ErrNotFound
+	}
+	if err != nil {
+		return post.Target{}, err
+	}
+	var d decoder
+	t := post.Target{
+		Account: account, Slot: d.time(slot), Status: post.TargetStatus(status),
+		RemoteID: remoteID, Reason: reason, NextTry: d.time(nextTry), UpdatedAt: d.time(updatedAt),
+	}
+	return t, d.err
+}
+
 // UpdateTarget moves one target's status in one transaction: it reads the
 // target, applies u with post.Target.Apply (which checks u.From against the
 // status read and the move itself) and writes the result on the condition
@@ -350,22 +370,9 @@ func readPost(ctx context.Context, stmt *sql.Stmt, id post.ID) (post.Post, error
 func (s *Store) UpdateTarget(ctx context.Context, id post.ID, account post.AccountID, u post.TargetUpdate) (post.Target, error) {
 	var out post.Target
 	err := s.writeChange(ctx, func(tx *sql.Tx, record recordFunc) error {
-		var slot, status, remoteID, reason, updatedAt, nextTry string
-		err := tx.StmtContext(ctx, s.ws.targetSelect).QueryRowContext(ctx, string(id), string(account)).
-			Scan(&slot, &status, &remoteID, &reason, &updatedAt, &nextTry)
-		if errors.Is(err, sql.ErrNoRows) {
-			return post.ErrNotFound
-		}
+		cur, err := s.readTarget(ctx, tx, id, account)
 		if err != nil {
 			return err
-		}
-		var d decoder
-		cur := post.Target{
-			Account: account, Slot: d.time(slot), Status: post.TargetStatus(status),
-			RemoteID: remoteID, Reason: reason, NextTry: d.time(nextTry), UpdatedAt: d.time(updatedAt),
-		}
-		if d.err != nil {
-			return d.err
 		}
 		next, err := cur.Apply(u)
 		if err != nil {
